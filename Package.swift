@@ -1,0 +1,40 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+  name: "SessionStorage",
+  platforms: [.macOS(.v15), .iOS(.v18)],
+  products: [
+    .library(name: "FeedKit", targets: ["FeedKit"]),
+    .library(name: "SessionStorage", targets: ["SessionStorage"]),
+    .library(name: "SessionViewModels", targets: ["SessionViewModels"]),
+    .executable(name: "sessionctl", targets: ["sessionctl"]),
+  ],
+  targets: [
+    .systemLibrary(
+      name: "CSQLite",
+      pkgConfig: "sqlite3",
+      providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+    ),
+    .executableTarget(name: "EmbedMigrationsTool"),
+    .plugin(
+      name: "EmbedMigrations",
+      capability: .buildTool(),
+      dependencies: ["EmbedMigrationsTool"]
+    ),
+    .target(name: "FeedKit"),
+    .target(
+      name: "SessionStorage",
+      dependencies: ["FeedKit", "CSQLite"],
+      plugins: ["EmbedMigrations"]
+    ),
+    .target(name: "SessionViewModels", dependencies: ["SessionStorage"]),
+    .executableTarget(name: "sessionctl", dependencies: ["SessionStorage", "SessionViewModels"]),
+    .executableTarget(name: "sessionbench", dependencies: ["SessionStorage", "CSQLite"]),
+    .testTarget(name: "FeedKitTests", dependencies: ["FeedKit"]),
+    .testTarget(name: "SessionStorageTests", dependencies: ["SessionStorage", "CSQLite", "sessionbench"]),
+    .testTarget(name: "SessionViewModelsTests", dependencies: ["SessionViewModels", "SessionStorage"]),
+    .testTarget(name: "sessionctlTests", dependencies: ["sessionctl", "SessionStorage", "sessionbench"]),
+  ],
+  swiftLanguageModes: [.v6]
+)

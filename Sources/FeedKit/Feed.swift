@@ -1,0 +1,70 @@
+/// A source and its wake-up signal: the factory of subscriptions.
+public struct Feed<Event: Sendable, Snapshot: Sendable>: Sendable {
+  /// The log read by cursor.
+  public let source: any FeedSource<Event, Snapshot>
+  /// What wakes subscribers when the log may have grown.
+  public let signal: any WakeSignal
+  /// How many entries a subscriber reads per query.
+  public let pageSize: Int
+
+  /// Creates a feed over `source`, woken by `signal`.
+  public init(source: any FeedSource<Event, Snapshot>, signal: any WakeSignal, pageSize: Int = 256) {
+    self.source = source
+    self.signal = signal
+    self.pageSize = max(1, pageSize)
+  }
+
+  /// Every entry after `start`, once, in order, as it commits.
+  /// - Throws: ``FeedError`` for a cursor that is compacted or ahead of the log; the source's error.
+  public func changes(from start: FeedStart) throws -> FeedSubscription<Event, Snapshot> {
+    let listener = signal.listen()
+    let cursor = try resolve(start, bounds: source.bounds())
+    return FeedSubscription(feed: self, cursor: cursor, listener: listener)
+  }
+
+  /// The current state and every change after it, with no gap and no duplicate.
+  public func snapshotAndChanges() throws -> SnapshotFeed<Event, Snapshot> {
+    let listener = signal.listen()
+    let (state, cursor) = try source.snapshot()
+    return SnapshotFeed(
+      state: state, cursor: cursor, changes: FeedSubscription(feed: self, cursor: cursor, listener: listener))
+  }
+
+  /// The state now, then each new state as changes commit; consecutive equal states are dropped.
+  /// - Parameter state: the state after an entry (for sessions, `\.event.after`).
+  public func values(_ state: @escaping @Sendable (FeedEntry<Event>) -> Snapshot) -> FeedValues<
+    Event, Snapshot
+  >
+  where Snapshot: Equatable {
+    FeedValues(feed: self, state: state)
+  }
+
+  /// Up to `limit` entries after `start`, without waiting: a page of history.
+  public func page(from start: FeedStart, limit: Int) throws -> [FeedEntry<Event>] {
+    try read(after: resolve(start, bounds: source.bounds()), limit: limit)
+  }
+
+  /// The entries after `cursor`, checking that none right after it was compacted away.
+  func read(after cursor: Cursor, limit: Int) throws -> [FeedEntry<Event>] {
+    let entries = try source.entries(after: cursor, limit: limit)
+    if entries.first?.cursor == cursor.next { return entries }
+    let bounds = try source.bounds()
+    if cursor < bounds.head, bounds.firstAvailable > cursor.next {
+      throw FeedError.cursorCompacted(requested: cursor, oldestAvailable: bounds.firstAvailable)
+    }
+    return entries
+  }
+
+  private func resolve(_ start: FeedStart, bounds: FeedBounds) throws -> Cursor {
+    switch start {
+    case .now: return bounds.head
+    case .beginning: return Cursor(bounds.firstAvailable.rawValue - 1)
+    case .after(let cursor):
+      if cursor > bounds.head { throw FeedError.cursorAhead(requested: cursor, head: bounds.head) }
+      if cursor.next < bounds.firstAvailable {
+        throw FeedError.cursorCompacted(requested: cursor, oldestAvailable: bounds.firstAvailable)
+      }
+      return cursor
+    }
+  }
+}

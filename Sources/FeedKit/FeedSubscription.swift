@@ -1,0 +1,63 @@
+/// Every entry after a cursor, once, in commit order, as an `AsyncSequence`.
+///
+/// Entries are pulled from the log in pages, so a slow subscriber falls behind without
+/// slowing writers or queueing in memory. Iteration ends (returns nil) when the task is
+/// cancelled; dropping the iterator releases the subscription's wake-up registration.
+public struct FeedSubscription<Event: Sendable, Snapshot: Sendable>: AsyncSequence, Sendable {
+  /// Each element is one committed entry.
+  public typealias Element = FeedEntry<Event>
+  /// Compaction and the source's read errors end iteration with a throw.
+  public typealias Failure = any Error
+
+  let feed: Feed<Event, Snapshot>
+  /// The cursor this subscription resumes after.
+  public let cursor: Cursor
+  let listener: WakeListener
+
+  /// Starts reading after ``cursor``.
+  public func makeAsyncIterator() -> Iterator {
+    Iterator(feed: feed, cursor: cursor, listener: listener)
+  }
+
+  /// Pulls pages after the last delivered cursor, and waits on the signal when caught up.
+  public struct Iterator: AsyncIteratorProtocol {
+    let feed: Feed<Event, Snapshot>
+    /// The cursor of the last entry delivered (or the start).
+    public private(set) var cursor: Cursor
+    let listener: WakeListener
+    private var buffer: ArraySlice<Element> = []
+
+    init(feed: Feed<Event, Snapshot>, cursor: Cursor, listener: WakeListener) {
+      self.feed = feed
+      self.cursor = cursor
+      self.listener = listener
+    }
+
+    /// The next entry, waiting for one to commit; nil once the task is cancelled.
+    public mutating func next(isolation actor: isolated (any Actor)? = #isolation) async throws -> Element? {
+      while !Task.isCancelled {
+        if let entry = buffer.popFirst() {
+          cursor = entry.cursor
+          return entry
+        }
+        let generation = feed.signal.generation
+        buffer = try feed.read(after: cursor, limit: feed.pageSize)[...]
+        if buffer.isEmpty { await feed.signal.wait(past: generation) }
+      }
+      return nil
+    }
+
+    /// The next entry (see ``next(isolation:)``).
+    public mutating func next() async throws -> Element? { try await next(isolation: nil) }
+  }
+}
+
+/// A state, the cursor it was read at, and every change after it: no gap, no duplicate.
+public struct SnapshotFeed<Event: Sendable, Snapshot: Sendable>: Sendable {
+  /// The state at ``cursor``.
+  public let state: Snapshot
+  /// The newest entry included in ``state``.
+  public let cursor: Cursor
+  /// Every entry after ``cursor``.
+  public let changes: FeedSubscription<Event, Snapshot>
+}

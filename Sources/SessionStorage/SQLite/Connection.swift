@@ -1,0 +1,148 @@
+import CSQLite
+import Foundation
+
+/// One SQLite connection: opened with our pragmas, with a small cache of prepared
+/// statements. Not thread-safe; a `Mutex` guards each one that crosses threads.
+final class Connection {
+  /// How the file is opened.
+  enum Mode {
+    /// Read and write, creating the file (mode 0600) when it is missing.
+    case readWriteCreate
+    /// Read and write an existing file.
+    case readWrite
+    /// Read only; never writes a byte.
+    case readOnly
+  }
+
+  let path: String
+  private(set) var handle: OpaquePointer?
+  private var cache: [String: Statement] = [:]
+
+  /// Opens `path`. Pragmas that write (WAL) are left to ``configure(durability:)``, so a
+  /// file can be inspected before anything is written to it.
+  init(path: String, mode: Mode, busyTimeout: Duration = .seconds(5)) throws {
+    self.path = path
+    if mode == .readWriteCreate { try Self.createPrivately(path) }
+    var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+    flags |= mode == .readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
+    var db: OpaquePointer?
+    let rc = sqlite3_open_v2(path, &db, flags, nil)
+    handle = db
+    guard rc == SQLITE_OK else {
+      let error = SQLiteFailure.error(rc, db: db, path: path, sql: nil)
+      close()
+      throw error
+    }
+    let milliseconds =
+      busyTimeout.components.seconds * 1000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000
+    sqlite3_busy_timeout(db, Int32(clamping: milliseconds))
+    sqlite3_extended_result_codes(db, 1)
+  }
+
+  deinit { close() }
+
+  /// Turns on WAL, foreign keys and the synchronous level. Writes the WAL flag into the
+  /// file header, so it runs only after the file was found to be ours.
+  func configure(synchronous: String) throws {
+    try execute("PRAGMA foreign_keys = ON")
+    if sqlite3_db_readonly(handle, "main") == 0 {
+      let mode = try scalarText("PRAGMA journal_mode = WAL")
+      guard mode?.lowercased() == "wal" else {
+        throw SessionStorageError(.sqlite, "cannot switch to WAL mode (got \(mode ?? "nothing"))", path: path)
+      }
+    }
+    try execute("PRAGMA synchronous = \(synchronous)")
+  }
+
+  /// Finalizes every statement and closes the handle; safe to call twice.
+  func close() {
+    cache.removeAll()
+    if let handle { sqlite3_close_v2(handle) }
+    handle = nil
+  }
+
+  /// Runs one or more statements that return no rows.
+  func execute(_ sql: String) throws {
+    let rc = sqlite3_exec(handle, sql, nil, nil, nil)
+    guard rc == SQLITE_OK else { throw failure(rc, sql: sql) }
+  }
+
+  /// Runs `body` with the prepared statement for `sql` (from the cache when it was
+  /// prepared before), `bindings` bound; resets it afterwards, so no read stays open.
+  func query<Result>(_ sql: String, _ bindings: [SQLiteValue] = [], _ body: (Statement) throws -> Result)
+    throws
+    -> Result
+  {
+    let statement = try cached(sql)
+    defer { statement.reset() }
+    try statement.bind(bindings)
+    return try body(statement)
+  }
+
+  /// Runs a statement that returns no rows.
+  func run(_ sql: String, _ bindings: [SQLiteValue] = []) throws {
+    _ = try query(sql, bindings) { try $0.step() }
+  }
+
+  private func cached(_ sql: String) throws -> Statement {
+    if let statement = cache[sql] { return statement }
+    let statement = try Statement(connection: self, sql: sql)
+    if cache.count >= 32 { cache.removeAll() }
+    cache[sql] = statement
+    return statement
+  }
+
+  /// The first column of the first row of `sql` as text, or nil.
+  func scalarText(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> String? {
+    try query(sql, bindings) { try $0.step() ? $0.text(at: 0) : nil }
+  }
+
+  /// The first column of the first row of `sql` as an integer, or nil.
+  func scalarInt(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> Int64? {
+    try query(sql, bindings) { try $0.step() && !$0.isNull(at: 0) ? $0.int64(at: 0) : nil }
+  }
+
+  /// The number of rows the last INSERT, UPDATE or DELETE changed.
+  var changes: Int { Int(sqlite3_changes(handle)) }
+
+  /// Whether the connection is inside a transaction.
+  var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+  /// The error SQLite reports for `rc` on this connection.
+  func failure(_ rc: Int32, sql: String?) -> SessionStorageError {
+    SQLiteFailure.error(rc, db: handle, path: path, sql: sql)
+  }
+
+  /// Creates a missing file with mode 0600 before SQLite opens it; SQLite gives its
+  /// -wal and -shm files the same mode.
+  private static func createPrivately(_ path: String) throws {
+    let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    if fd >= 0 {
+      Foundation.close(fd)
+      return
+    }
+    let err = errno
+    guard err != EEXIST else { return }
+    let code: SessionStorageError.Code = (err == EACCES || err == EROFS || err == EPERM) ? .readOnly : .sqlite
+    throw SessionStorageError(
+      code, "cannot create the database file: \(String(cString: strerror(err)))", path: path)
+  }
+}
+
+/// Maps SQLite result codes to ``SessionStorageError``.
+enum SQLiteFailure {
+  static func error(_ rc: Int32, db: OpaquePointer?, path: String?, sql: String?) -> SessionStorageError {
+    let message =
+      db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(rc))
+    let code: SessionStorageError.Code
+    switch rc & 0xff {
+    case SQLITE_NOTADB: code = .notADatabase
+    case SQLITE_CORRUPT: code = .corrupt
+    case SQLITE_FULL: code = .full
+    case SQLITE_READONLY, SQLITE_PERM: code = .readOnly
+    case SQLITE_CANTOPEN: code = .notFound
+    default: code = .sqlite
+    }
+    return SessionStorageError(code, message, path: path, resultCode: rc, sql: sql)
+  }
+}

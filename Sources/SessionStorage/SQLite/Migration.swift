@@ -1,0 +1,11 @@
+/// One schema step from `migrations/NNNN_name.sql`, embedded at build time.
+public struct Migration: Sendable, Equatable {
+  /// The number in the file name; migrations apply in this order.
+  public let version: Int
+  /// The file name without `.sql`.
+  public let name: String
+  /// SHA-256 of the file, hex; recorded when applied and compared on every open.
+  public let checksum: String
+  /// The SQL text.
+  let sql: String
+}

@@ -1,0 +1,102 @@
+/// Applies the embedded migrations, and refuses files it must not touch.
+enum Migrator {
+  /// Every migration this build knows, oldest first.
+  static let known = EmbeddedMigrations.all
+
+  /// Inspects the file behind `connection` and returns the migrations it lacks. Writes nothing.
+  /// Throws for a file that is not ours, comes from a newer schema, or was migrated by
+  /// other SQL than this build's.
+  static func pending(on connection: Connection) throws -> [Migration] {
+    let path = connection.path
+    let userVersion = try connection.scalarInt("PRAGMA user_version") ?? 0
+    guard userVersion <= known.count else {
+      throw SessionStorageError(
+        .newerSchema,
+        "the schema is at version \(userVersion), newer than this build knows (\(known.count)); upgrade sessionctl",
+        path: path)
+    }
+    let tables =
+      try connection.scalarInt(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
+      ?? 0
+    let hasLedger =
+      try connection.scalarInt(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") == 1
+    if tables == 0 { return known }
+    guard hasLedger else {
+      throw SessionStorageError(
+        .foreignDatabase,
+        "this SQLite database has \(tables) table(s) but no schema_migrations table: it is not a session store",
+        path: path)
+    }
+    let applied = try records(on: connection)
+    for record in applied {
+      guard record.version <= known.count else {
+        throw SessionStorageError(
+          .newerSchema,
+          "migration \(record.version) (\(record.name)) is newer than this build knows (\(known.count)); upgrade sessionctl",
+          path: path)
+      }
+      let migration = known[record.version - 1]
+      guard record.version >= 1, migration.checksum == record.checksum, migration.name == record.name else {
+        throw SessionStorageError(
+          .checksumMismatch,
+          "applied migration \(record.version) (\(record.name)) does not match this build's \(migration.name): "
+            + "checksum \(record.checksum.prefix(12)) ≠ \(migration.checksum.prefix(12))",
+          path: path)
+      }
+    }
+    return Array(known.dropFirst(applied.count))
+  }
+
+  /// Applies each pending migration in its own IMMEDIATE transaction, records it, and
+  /// mirrors the newest version in `PRAGMA user_version`. Returns what ran.
+  static func migrate(_ connection: Connection, now: () -> String = Timestamp.now) throws -> [Migration] {
+    var ran: [Migration] = []
+    for migration in try pending(on: connection) {
+      let applied = try connection.transaction(.immediate) { () throws -> Bool in
+        // Another process may have migrated between our inspection and this lock.
+        guard try pending(on: connection).first == migration else { return false }
+        try connection.execute(
+          """
+          CREATE TABLE IF NOT EXISTS schema_migrations (
+            version INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            checksum TEXT NOT NULL,
+            applied_at TEXT NOT NULL
+          )
+          """)
+        try connection.execute(migration.sql)
+        try connection.run(
+          "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)",
+          [
+            .integer(Int64(migration.version)), .text(migration.name), .text(migration.checksum),
+            .text(now()),
+          ])
+        try connection.execute("PRAGMA user_version = \(migration.version)")
+        return true
+      }
+      if applied { ran.append(migration) }
+    }
+    return ran
+  }
+
+  /// The migrations recorded in the file, oldest first.
+  static func records(on connection: Connection) throws -> [(
+    version: Int, name: String, checksum: String, appliedAt: String
+  )] {
+    try connection.query("SELECT version, name, checksum, applied_at FROM schema_migrations ORDER BY version")
+    {
+      statement in
+      var rows: [(version: Int, name: String, checksum: String, appliedAt: String)] = []
+      while try statement.step() {
+        rows.append(
+          (
+            Int(statement.int64(at: 0)), statement.lossyText(at: 1) ?? "", statement.lossyText(at: 2) ?? "",
+            statement.lossyText(at: 3) ?? ""
+          ))
+      }
+      return rows
+    }
+  }
+}

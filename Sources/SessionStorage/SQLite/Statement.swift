@@ -1,0 +1,91 @@
+import CSQLite
+
+/// A prepared statement with typed bindings and columns.
+final class Statement {
+  let sql: String
+  private let connection: Connection
+  private var handle: OpaquePointer?
+
+  init(connection: Connection, sql: String) throws {
+    self.connection = connection
+    self.sql = sql
+    let rc = sqlite3_prepare_v3(connection.handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &handle, nil)
+    guard rc == SQLITE_OK, handle != nil else { throw connection.failure(rc, sql: sql) }
+  }
+
+  deinit { sqlite3_finalize(handle) }
+
+  /// Ends any pending step so the statement can run again; bindings are replaced by ``bind(_:)``.
+  func reset() { sqlite3_reset(handle) }
+
+  /// Binds `values` to parameters 1…n.
+  func bind(_ values: [SQLiteValue]) throws {
+    for (offset, value) in values.enumerated() { try bind(value, at: Int32(offset + 1)) }
+  }
+
+  /// Binds `value` to parameter `index` (1-based; `?NNN` parameters use their number).
+  func bind(_ value: SQLiteValue, at index: Int32) throws {
+    let rc: Int32
+    switch value {
+    case .null: rc = sqlite3_bind_null(handle, index)
+    case .integer(let number): rc = sqlite3_bind_int64(handle, index, number)
+    case .double(let number): rc = sqlite3_bind_double(handle, index, number)
+    case .text(let text): rc = sqlite3_bind_text(handle, index, text, -1, csqlite_transient())
+    case .blob(let bytes):
+      rc = bytes.withUnsafeBytes {
+        sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), csqlite_transient())
+      }
+    }
+    guard rc == SQLITE_OK else { throw connection.failure(rc, sql: sql) }
+  }
+
+  /// Advances to the next row: true when there is one, false when done.
+  @discardableResult
+  func step() throws -> Bool {
+    switch sqlite3_step(handle) {
+    case SQLITE_ROW: return true
+    case SQLITE_DONE: return false
+    case let rc:
+      sqlite3_reset(handle)
+      throw connection.failure(rc, sql: sql)
+    }
+  }
+
+  /// Whether column `index` of the current row is NULL.
+  func isNull(at index: Int32) -> Bool { sqlite3_column_type(handle, index) == SQLITE_NULL }
+
+  func int64(at index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
+
+  func double(at index: Int32) -> Double { sqlite3_column_double(handle, index) }
+
+  /// Column `index` as text, or nil for NULL. Throws when the bytes are not valid UTF-8.
+  func text(at index: Int32) throws -> String? {
+    guard let bytes = rawText(at: index) else { return nil }
+    guard let text = String(validating: bytes, as: UTF8.self) else {
+      throw SessionStorageError(
+        .corrupt, "column \(index) holds text that is not valid UTF-8", path: connection.path, sql: sql)
+    }
+    return text
+  }
+
+  /// Column `index` as text with invalid UTF-8 replaced by U+FFFD, or nil for NULL: for
+  /// values someone else may have written, which are read and reported, never trusted.
+  func lossyText(at index: Int32) -> String? {
+    rawText(at: index).map { String(decoding: $0, as: UTF8.self) }
+  }
+
+  /// Column `index` as bytes, or nil for NULL.
+  func blob(at index: Int32) -> [UInt8]? {
+    guard !isNull(at: index) else { return nil }
+    let count = Int(sqlite3_column_bytes(handle, index))
+    guard count > 0, let base = sqlite3_column_blob(handle, index) else { return [] }
+    return [UInt8](UnsafeRawBufferPointer(start: base, count: count))
+  }
+
+  private func rawText(at index: Int32) -> UnsafeBufferPointer<UInt8>? {
+    guard !isNull(at: index) else { return nil }
+    let base = sqlite3_column_text(handle, index)
+    let count = Int(sqlite3_column_bytes(handle, index))
+    return UnsafeBufferPointer(start: base, count: count)
+  }
+}

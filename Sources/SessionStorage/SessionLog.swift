@@ -1,0 +1,92 @@
+import FeedKit
+import Foundation
+import Synchronization
+
+/// The `session_changes` table as a ``FeedSource``, read through one connection.
+final class SessionLog: FeedSource {
+  let reader: Mutex<Connection>
+
+  init(reader: sending Connection) { self.reader = Mutex(reader) }
+
+  static let stateSQL = "SELECT username, is_logged_in, updated_at FROM session WHERE id = 1"
+  static let changeColumns =
+    "seq, at, origin, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at"
+  static let boundsSQL = """
+    SELECT (SELECT min(seq) FROM session_changes),
+      max(coalesce((SELECT max(seq) FROM session_changes), 0),
+          coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'session_changes'), 0))
+    """
+
+  func entries(after cursor: Cursor, limit: Int) throws -> [SessionEntry] {
+    try reader.withLock { connection in
+      try connection.query(
+        "SELECT \(Self.changeColumns) FROM session_changes WHERE seq > ? ORDER BY seq LIMIT ?",
+        [.integer(cursor.rawValue), .integer(Int64(limit))]
+      ) { statement in
+        var entries: [SessionEntry] = []
+        while try statement.step() { entries.append(Self.entry(statement)) }
+        return entries
+      }
+    }
+  }
+
+  func bounds() throws -> FeedBounds { try reader.withLock { try Self.bounds(on: $0) } }
+
+  func snapshot() throws -> (state: SessionState, cursor: Cursor) {
+    try reader.withLock { connection in
+      try connection.transaction(.deferred) {
+        (try Self.state(on: connection), try Self.bounds(on: connection).head)
+      }
+    }
+  }
+
+  /// The current state.
+  func state() throws -> SessionState { try reader.withLock { try Self.state(on: $0) } }
+
+  static func bounds(on connection: Connection) throws -> FeedBounds {
+    try connection.query(boundsSQL) { statement in
+      try statement.step()
+      return FeedBounds(
+        oldest: statement.isNull(at: 0) ? nil : Cursor(statement.int64(at: 0)),
+        head: Cursor(statement.int64(at: 1)))
+    }
+  }
+
+  static func state(on connection: Connection) throws -> SessionState {
+    try connection.query(stateSQL) { statement in
+      guard try statement.step() else {
+        throw SessionStorageError(
+          .corrupt, "the session row is missing (was the table edited by hand?)", path: connection.path)
+      }
+      return SessionState(
+        username: statement.lossyText(at: 0), isLoggedIn: statement.int64(at: 1) != 0,
+        updatedAt: date(statement.lossyText(at: 2)))
+    }
+  }
+
+  /// The newest entry kept, or nil.
+  static func newest(on connection: Connection) throws -> SessionEntry? {
+    try connection.query("SELECT \(changeColumns) FROM session_changes ORDER BY seq DESC LIMIT 1") {
+      try $0.step() ? entry($0) : nil
+    }
+  }
+
+  /// The entry in the current row of a statement selecting ``changeColumns``.
+  static func entry(_ statement: Statement) -> SessionEntry {
+    let time = date(statement.lossyText(at: 1))
+    let before = SessionState(
+      username: statement.lossyText(at: 3), isLoggedIn: statement.int64(at: 5) != 0,
+      updatedAt: date(statement.lossyText(at: 7)))
+    let after = SessionState(
+      username: statement.lossyText(at: 4), isLoggedIn: statement.int64(at: 6) != 0, updatedAt: time)
+    return SessionEntry(
+      cursor: Cursor(statement.int64(at: 0)), time: time, origin: statement.lossyText(at: 2) ?? "external",
+      event: SessionChange(before: before, after: after))
+  }
+
+  /// A stored time; text not in the feed's format (typed by hand) reads as the epoch and
+  /// is reported by `check`.
+  static func date(_ text: String?) -> Date {
+    text.flatMap(Timestamp.parse) ?? Date(timeIntervalSince1970: 0)
+  }
+}

@@ -1,0 +1,59 @@
+/// The one error type of SessionStorage: what went wrong, where, and SQLite's own words.
+public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConvertible {
+  /// What kind of failure this is; stable, for programs to switch on.
+  public enum Code: String, Sendable, Equatable {
+    /// A username broke one of the rules of ``Username``.
+    case invalidUsername
+    /// An origin name was empty, too long or the reserved word `external`.
+    case invalidOrigin
+    /// The file is not a SQLite database (or is empty, or is a directory).
+    case notADatabase
+    /// The file is a SQLite database with tables of someone else's.
+    case foreignDatabase
+    /// The file was written by a newer schema than this build knows.
+    case newerSchema
+    /// The file's recorded migrations differ from the ones in this build.
+    case checksumMismatch
+    /// A read-only open found a file that needs migrating (or does not exist).
+    case needsMigration
+    /// The file does not exist and this open may not create it.
+    case notFound
+    /// The database is corrupt.
+    case corrupt
+    /// The disk or the database's page limit is full.
+    case full
+    /// The file or its directory cannot be written.
+    case readOnly
+    /// Any other SQLite or operating-system failure.
+    case sqlite
+  }
+
+  /// What kind of failure this is.
+  public var code: Code
+  /// A sentence for a person: what failed and why.
+  public var message: String
+  /// The database file involved, when there is one.
+  public var path: String?
+  /// SQLite's extended result code, when SQLite reported the failure.
+  public var resultCode: Int32?
+  /// The SQL that failed, when there was one.
+  public var sql: String?
+
+  /// Creates an error; the library creates these, tests may too.
+  public init(
+    _ code: Code, _ message: String, path: String? = nil, resultCode: Int32? = nil, sql: String? = nil
+  ) {
+    self.code = code
+    self.message = message
+    self.path = path
+    self.resultCode = resultCode
+    self.sql = sql
+  }
+
+  /// `PATH: MESSAGE (SQLite code N)`, the way the CLI prints it.
+  public var description: String {
+    var text = path.map { "\($0): \(message)" } ?? message
+    if let resultCode { text += " (SQLite code \(resultCode))" }
+    return text
+  }
+}

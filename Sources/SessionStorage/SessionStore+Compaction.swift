@@ -1,0 +1,29 @@
+import FeedKit
+
+extension SessionStore {
+  /// What a compaction did.
+  public struct Compaction: Sendable, Equatable {
+    /// How many entries were deleted.
+    public var removed: Int
+    /// The bounds afterwards. The head never moves back: cursors are never reused.
+    public var bounds: FeedBounds
+  }
+
+  /// Deletes all but the newest `count` entries.
+  public func compact(keepingLast count: Int) throws -> Compaction {
+    guard count >= 0 else {
+      throw SessionStorageError(.sqlite, "cannot keep a negative number of entries (\(count))", path: path)
+    }
+    return try maintain(
+      "DELETE FROM session_changes WHERE seq <= (SELECT seq FROM session_changes ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+      [.integer(Int64(count))])
+  }
+
+  /// Deletes every entry older than `cursor` (the entry at `cursor` is kept).
+  /// - Throws: ``FeedKit/FeedError/cursorAhead(requested:head:)`` for a cursor beyond the log.
+  public func compact(before cursor: Cursor) throws -> Compaction {
+    let head = try bounds().head
+    guard cursor <= head.next else { throw FeedError.cursorAhead(requested: cursor, head: head) }
+    return try maintain("DELETE FROM session_changes WHERE seq < ?", [.integer(cursor.rawValue)])
+  }
+}

@@ -1,0 +1,82 @@
+import Foundation
+
+/// The feed's time format, ISO-8601 UTC with milliseconds (`2026-11-29T20:14:35.689Z`), as
+/// SQLite's `strftime('%Y-%m-%dT%H:%M:%fZ')` writes it. Parsed by hand: it is on the read path.
+enum Timestamp {
+  /// Now, formatted.
+  static func now() -> String { format(Date()) }
+
+  /// `date` formatted, to the millisecond.
+  static func format(_ date: Date) -> String {
+    let totalMilliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+    let milliseconds = Int(totalMilliseconds.modulo(1000))
+    let seconds = (totalMilliseconds - Int64(milliseconds)) / 1000
+    let days = (seconds - seconds.modulo(86_400)) / 86_400
+    let secondOfDay = Int(seconds.modulo(86_400))
+    let (year, month, day) = civil(fromDays: days)
+    func pad(_ value: Int, _ width: Int) -> String {
+      let digits = String(value)
+      return String(repeating: "0", count: max(0, width - digits.count)) + digits
+    }
+    return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):"
+      + "\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(milliseconds, 3))Z"
+  }
+
+  /// Parses `text`; nil when it is not in the feed's format (e.g. typed by hand).
+  static func parse(_ text: String) -> Date? {
+    var utf8 = text.utf8.makeIterator()
+    func number(_ width: Int) -> Int? {
+      var value = 0
+      for _ in 0..<width {
+        guard let byte = utf8.next(), (0x30...0x39).contains(byte) else { return nil }
+        value = value * 10 + Int(byte - 0x30)
+      }
+      return value
+    }
+    func expect(_ character: UInt8) -> Bool { utf8.next() == character }
+    guard let year = number(4), expect(0x2D), let month = number(2), expect(0x2D), let day = number(2),
+      expect(0x54), let hour = number(2), expect(0x3A), let minute = number(2), expect(0x3A),
+      let second = number(2), (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60,
+      second < 61
+    else { return nil }
+    var milliseconds = 0
+    switch utf8.next() {
+    case 0x2E:
+      guard let fraction = number(3), expect(0x5A) else { return nil }
+      milliseconds = fraction
+    case 0x5A: break
+    default: return nil
+    }
+    guard utf8.next() == nil else { return nil }
+    let days = daysFromCivil(year: year, month: month, day: day)
+    let seconds = Double(days * 86_400 + Int64(hour * 3600 + minute * 60 + second))
+    return Date(timeIntervalSince1970: seconds + Double(milliseconds) / 1000)
+  }
+
+  /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+  private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int64 {
+    let y = Int64(month <= 2 ? year - 1 : year)
+    let era = (y >= 0 ? y : y - 399) / 400
+    let yearOfEra = y - era * 400
+    let dayOfYear = Int64((153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1)
+    let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+    return era * 146_097 + dayOfEra - 719_468
+  }
+
+  private static func civil(fromDays days: Int64) -> (year: Int, month: Int, day: Int) {
+    let z = days + 719_468
+    let era = (z >= 0 ? z : z - 146_096) / 146_097
+    let dayOfEra = z - era * 146_097
+    let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+    let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+    let mp = (5 * dayOfYear + 2) / 153
+    let day = Int(dayOfYear - (153 * mp + 2) / 5 + 1)
+    let month = Int(mp < 10 ? mp + 3 : mp - 9)
+    return (Int(yearOfEra + era * 400) + (month <= 2 ? 1 : 0), month, day)
+  }
+}
+
+extension Int64 {
+  /// The remainder that is never negative.
+  fileprivate func modulo(_ divisor: Int64) -> Int64 { ((self % divisor) + divisor) % divisor }
+}
