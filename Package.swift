@@ -31,10 +31,12 @@ let package = Package(
     .target(name: "SessionViewModels", dependencies: ["SessionStorage"]),
     .executableTarget(name: "sessionctl", dependencies: ["SessionStorage", "SessionViewModels"]),
     .executableTarget(name: "sessionbench", dependencies: ["SessionStorage", "CSQLite"]),
-    .testTarget(name: "FeedKitTests", dependencies: ["FeedKit"]),
-    .testTarget(name: "SessionStorageTests", dependencies: ["SessionStorage", "CSQLite", "sessionbench"]),
-    .testTarget(name: "SessionViewModelsTests", dependencies: ["SessionViewModels", "SessionStorage"]),
-    .testTarget(name: "sessionctlTests", dependencies: ["sessionctl", "SessionStorage", "sessionbench"]),
+    .target(name: "TestSupport", path: "Tests/TestSupport"),
+    .testTarget(name: "FeedKitTests", dependencies: ["FeedKit", "TestSupport"]),
+    .testTarget(name: "SessionStorageTests", dependencies: ["SessionStorage", "CSQLite", "TestSupport", "sessionbench"]
+    ),
+    .testTarget(name: "SessionViewModelsTests", dependencies: ["SessionViewModels", "SessionStorage", "TestSupport"]),
+    .testTarget(name: "sessionctlTests", dependencies: ["sessionctl", "SessionStorage", "TestSupport", "sessionbench"]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -105,32 +105,18 @@ public final class SessionStore: Sendable {
   /// - Returns: the committed change, or nil when already signed in as that user.
   /// - Throws: ``SessionStorageError`` (`invalidUsername` before anything is written).
   @discardableResult
-  public func login(username: String) throws -> SessionEntry? {
-    let name = try Username.validated(username)
-    return try write(
-      "UPDATE session SET username = ?1, is_logged_in = 1, \(Self.stamp) WHERE id = 1 AND (username IS NOT ?1 OR is_logged_in IS NOT 1)",
-      [.text(name)])
-  }
+  public func login(username: String) throws -> SessionEntry? { try write(.login(username: username)) }
 
   /// Signs out. The username is kept, so an app can offer "continue as …" and `status`
   /// can say who signed out; the ``SessionEvent/loggedOut(username:)`` event names them.
   /// - Returns: the committed change, or nil when nobody was signed in.
   @discardableResult
-  public func logout() throws -> SessionEntry? {
-    try write("UPDATE session SET is_logged_in = 0, \(Self.stamp) WHERE id = 1 AND is_logged_in IS NOT 0", [])
-  }
+  public func logout() throws -> SessionEntry? { try write(.logout) }
 
   /// Changes the username and leaves the login state as it is.
   /// - Returns: the committed change, or nil when the username is already `username`.
   @discardableResult
-  public func rename(to username: String) throws -> SessionEntry? {
-    let name = try Username.validated(username)
-    return try write(
-      "UPDATE session SET username = ?1, \(Self.stamp) WHERE id = 1 AND username IS NOT ?1", [.text(name)])
-  }
-
-  /// Names this store's writes: the trigger records `updated_by` as the origin because the token moved.
-  private static let stamp = "updated_by = ?9, write_token = write_token + 1"
+  public func rename(to username: String) throws -> SessionEntry? { try write(.rename(to: username)) }
 
   private func requireWritable() throws {
     guard !options.readOnly else {
@@ -149,16 +135,14 @@ public final class SessionStore: Sendable {
     }
   }
 
-  /// Runs one conditional UPDATE in an IMMEDIATE transaction and returns the entry its
-  /// trigger wrote, or nil when the WHERE clause found nothing to change.
-  private func write(_ sql: String, _ bindings: [SQLiteValue]) throws -> SessionEntry? {
+  /// Runs the write as one conditional UPDATE in an IMMEDIATE transaction and returns the
+  /// entry its trigger wrote, or nil when the WHERE clause found nothing to change.
+  private func write(_ write: SessionWrite) throws -> SessionEntry? {
+    let (sql, bindings) = write.statement
     try requireWritable()
     let entry = try writer.withLock { connection in
       try connection.transaction(.immediate) { () throws -> SessionEntry? in
-        try connection.query(sql, bindings) { update in
-          try update.bind(.text(options.origin), at: 9)
-          try update.step()
-        }
+        try connection.run(sql, bindings + [.text(options.origin)])
         guard connection.changes > 0 else { return nil }
         guard let entry = try SessionLog.newest(on: connection) else {
           throw SessionStorageError(

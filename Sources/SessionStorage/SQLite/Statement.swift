@@ -3,7 +3,7 @@ import CSQLite
 /// A prepared statement with typed bindings and columns.
 final class Statement {
   let sql: String
-  private let connection: Connection
+  private unowned let connection: Connection
   private var handle: OpaquePointer?
 
   init(connection: Connection, sql: String) throws {

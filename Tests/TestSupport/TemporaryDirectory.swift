@@ -1,17 +1,17 @@
 import Foundation
 
 /// A fresh directory under /tmp, removed when the value is dropped.
-final class TemporaryDirectory: Sendable {
-  let path: String
+public final class TemporaryDirectory: Sendable {
+  public let path: String
 
-  init() throws {
+  public init() throws {
     var template = Array((NSTemporaryDirectory() + "sessionstorage-XXXXXX").utf8CString)
     guard let created = mkdtemp(&template) else { throw POSIXError(.EIO) }
     path = String(cString: created)
   }
 
   /// A path inside the directory.
-  func file(_ name: String) -> String { path + "/" + name }
+  public func file(_ name: String) -> String { path + "/" + name }
 
   deinit { try? FileManager.default.removeItem(atPath: path) }
 }

@@ -1,0 +1,13 @@
+/// The text a screen shows for a session, shared by the view models.
+///
+/// - Signed in: "Hello, alice".
+/// - Signed in without a username (only possible through the sqlite3 shell): "Hello!".
+/// - Signed out: "Signed out", whatever username is kept.
+public enum Greeting {
+  /// The greeting for a username and login state.
+  public static func text(username: String?, isLoggedIn: Bool) -> String {
+    guard isLoggedIn else { return "Signed out" }
+    guard let username else { return "Hello!" }
+    return "Hello, \(username)"
+  }
+}
