@@ -33,10 +33,13 @@ let package = Package(
     .executableTarget(name: "sessionbench", dependencies: ["SessionStorage", "CSQLite"]),
     .target(name: "TestSupport", path: "Tests/TestSupport"),
     .testTarget(name: "FeedKitTests", dependencies: ["FeedKit", "TestSupport"]),
-    .testTarget(name: "SessionStorageTests", dependencies: ["SessionStorage", "CSQLite", "TestSupport", "sessionbench"]
+    .testTarget(
+      name: "SessionStorageTests", dependencies: ["SessionStorage", "CSQLite", "TestSupport", "sessionbench"]
     ),
-    .testTarget(name: "SessionViewModelsTests", dependencies: ["SessionViewModels", "SessionStorage", "TestSupport"]),
-    .testTarget(name: "sessionctlTests", dependencies: ["sessionctl", "SessionStorage", "TestSupport", "sessionbench"]),
+    .testTarget(
+      name: "SessionViewModelsTests", dependencies: ["SessionViewModels", "SessionStorage", "TestSupport"]),
+    .testTarget(
+      name: "sessionctlTests", dependencies: ["sessionctl", "SessionStorage", "TestSupport", "sessionbench"]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -12,13 +12,14 @@ public final class Beacon: WakeSignal {
 
   private let waiters = Mutex(Waiters())
   private let listeners = Mutex(0)
-  private let activate: @Sendable () -> Void
+  private let activate: @Sendable (Beacon) -> Void
   private let deactivate: @Sendable () -> Void
 
-  /// Creates a beacon; `activate` runs when the first listener arrives and `deactivate`
-  /// when the last one leaves (both under a lock of their own, never the waiters' lock).
+  /// Creates a beacon; `activate` runs when the first listener arrives (it is handed the
+  /// beacon, to signal; hold it weakly) and `deactivate` when the last one leaves. Both run
+  /// under a lock of their own, never the waiters' lock.
   public init(
-    activate: @escaping @Sendable () -> Void = {}, deactivate: @escaping @Sendable () -> Void = {}
+    activate: @escaping @Sendable (Beacon) -> Void = { _ in }, deactivate: @escaping @Sendable () -> Void = {}
   ) {
     self.activate = activate
     self.deactivate = deactivate
@@ -74,7 +75,7 @@ public final class Beacon: WakeSignal {
   public func listen() -> WakeListener {
     listeners.withLock { count in
       count += 1
-      if count == 1 { activate() }
+      if count == 1 { activate(self) }
     }
     return WakeListener { [self] in
       listeners.withLock { count in

@@ -9,47 +9,47 @@ final class CrossProcessWatch: Sendable {
   private let path: String
   private let busyTimeout: Duration
   private let watcher = Mutex<ChangeWatcher?>(nil)
-  private let target = Mutex<Beacon?>(nil)
+  private let probe = Mutex<(connection: Connection, last: Int64)?>(nil)
 
   init(path: String, busyTimeout: Duration) {
     self.path = path
     self.busyTimeout = busyTimeout
   }
 
-  /// The beacon to signal; set once, right after the store creates it.
-  var beacon: Beacon? {
-    get { target.withLock { $0 } }
-    set { target.withLock { $0 = newValue } }
-  }
-
-  func start() {
+  /// Starts watching; `signal` runs on the watcher's thread after each commit noticed.
+  func start(signal: @escaping @Sendable () -> Void) {
     let url = URL(fileURLWithPath: path)
     let name = url.lastPathComponent
-    var initial: (connection: Connection, last: Int64)?
-    if let connection = try? Connection(path: path, mode: .readOnly, busyTimeout: busyTimeout),
-      let current = try? connection.scalarInt("PRAGMA data_version")
-    {
-      initial = (connection, current)
-    }
-    let version = Mutex(initial)
-    let hasChanged: @Sendable () -> Bool = {
-      version.withLock { state in
-        guard let current = try? state?.connection.scalarInt("PRAGMA data_version") else { return true }
-        defer { state?.last = current }
-        return current != state?.last
-      }
+    probe.withLock { [path, busyTimeout] probe in
+      // Without a probe connection every event counts as a change: more re-reads, nothing missed.
+      guard let connection = try? Connection(path: path, mode: .readOnly, busyTimeout: busyTimeout),
+        let version = try? connection.scalarInt("PRAGMA data_version")
+      else { return }
+      probe = (connection, version)
     }
     let created = try? ChangeWatcher(
       directory: url.deletingLastPathComponent().path, fileNames: [name, name + "-wal", name + "-journal"],
-      hasChanged: hasChanged, onChange: { [weak self] in self?.beacon?.signal() })
+      hasChanged: { [weak self] in self?.hasChanged() ?? false }, onChange: signal)
     watcher.withLock { $0 = created }
   }
 
+  /// Stops the watcher thread, then closes the probe connection.
   func stop() {
     let stopping = watcher.withLock { watcher in
       defer { watcher = nil }
       return watcher
     }
     stopping?.stop()
+    probe.withLock { $0 = nil }
+  }
+
+  /// Whether `PRAGMA data_version` moved since the last call: another connection committed.
+  /// When it cannot be read, says yes: a spurious wake-up costs a re-read, a missed one a change.
+  private func hasChanged() -> Bool {
+    probe.withLock { probe in
+      guard let current = try? probe?.connection.scalarInt("PRAGMA data_version") else { return true }
+      defer { probe?.last = current }
+      return current != probe?.last
+    }
   }
 }

@@ -95,7 +95,9 @@ final class MemoryLog: FeedSource {
     }
   }
 
-  func bounds() -> FeedBounds { current.withLock { FeedBounds(oldest: $0.entries.first?.cursor, head: $0.head) } }
+  func bounds() -> FeedBounds {
+    current.withLock { FeedBounds(oldest: $0.entries.first?.cursor, head: $0.head) }
+  }
 
   func snapshot() -> (state: SessionState, cursor: Cursor) { current.withLock { ($0.state, $0.head) } }
 }

@@ -91,8 +91,7 @@ public final class SessionStore: Sendable {
 
     let watch = CrossProcessWatch(path: path, busyTimeout: options.busyTimeout)
     beacon = Beacon(
-      activate: { [weak watch] in watch?.start() }, deactivate: { [weak watch] in watch?.stop() })
-    watch.beacon = beacon
+      activate: { beacon in watch.start { [weak beacon] in beacon?.signal() } }, deactivate: { watch.stop() })
     feed = Feed(source: log, signal: beacon)
   }
 

@@ -12,7 +12,8 @@ extension SessionWrite {
       )
     case .logout:
       return (
-        "UPDATE session SET is_logged_in = 0, updated_by = ?1, \(stamp) WHERE id = 1 AND is_logged_in IS NOT 0", []
+        "UPDATE session SET is_logged_in = 0, updated_by = ?1, \(stamp) WHERE id = 1 AND is_logged_in IS NOT 0",
+        []
       )
     case .rename(let name):
       return (

@@ -28,7 +28,9 @@ import Testing
     #expect(Migrator.known.map(\.version) == Array(1...Migrator.known.count))
     let second = try SessionStore(path: path)
     #expect(second.appliedMigrations.isEmpty)
-    #expect(try ProcessRunner.sqlite3(path, "SELECT count(*) FROM schema_migrations") == "\(Migrator.known.count)\n")
+    #expect(
+      try ProcessRunner.sqlite3(path, "SELECT count(*) FROM schema_migrations") == "\(Migrator.known.count)\n"
+    )
     #expect(try ProcessRunner.sqlite3(path, "PRAGMA user_version") == "\(Migrator.known.count)\n")
     #expect(try ProcessRunner.sqlite3(path, "PRAGMA journal_mode") == "wal\n")
   }
@@ -53,7 +55,8 @@ import Testing
 
   static let refusals: [Refusal] = [
     Refusal(
-      name: "newer schema", spoil: { try ProcessRunner.sqlite3($0, "PRAGMA user_version = 99") }, code: .newerSchema,
+      name: "newer schema", spoil: { try ProcessRunner.sqlite3($0, "PRAGMA user_version = 99") },
+      code: .newerSchema,
       message: "newer than this build knows"),
     Refusal(
       name: "newer migration record",
@@ -67,7 +70,10 @@ import Testing
       code: .checksumMismatch, message: "does not match"),
     Refusal(
       name: "not a database",
-      spoil: { try Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }).write(to: URL(fileURLWithPath: $0)) },
+      spoil: {
+        try Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }).write(
+          to: URL(fileURLWithPath: $0))
+      },
       code: .notADatabase, message: "not a SQLite database"),
     Refusal(
       name: "someone else's database",
@@ -123,7 +129,9 @@ import Testing
     try makeClosedStore()
     try ProcessRunner.sqlite3(path, "UPDATE session SET username = 'mark', is_logged_in = 1")
     let rows = try ProcessRunner.sqlite3(
-      path, "SELECT seq, origin, old_username, new_username, old_is_logged_in, new_is_logged_in FROM session_changes")
+      path,
+      "SELECT seq, origin, old_username, new_username, old_is_logged_in, new_is_logged_in FROM session_changes"
+    )
     #expect(rows == "1|external||mark|0|1\n")
     #expect(try ProcessRunner.sqlite3(path, "SELECT updated_by FROM session") == "external\n")
   }

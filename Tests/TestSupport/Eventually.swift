@@ -14,9 +14,28 @@ public func eventually(
   return try await condition()
 }
 
-/// The number of open file descriptors of this process.
-public func openFileDescriptorCount() -> Int {
-  (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+/// The open file descriptors of this process that belong to `directory`: files inside it,
+/// and inotify instances watching it (found by inode in /proc/self/fdinfo). Tests run in
+/// parallel in one process, so only descriptors tied to a test's own directory can be counted.
+public func openFileDescriptors(for directory: String) -> [String] {
+  let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+  var info = stat()
+  guard stat(directory, &info) == 0 else { return [] }
+  let inode = "ino:" + String(UInt64(info.st_ino), radix: 16) + " "
+  return fds.compactMap { fd -> String? in
+    guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + fd)
+    else {
+      return nil
+    }
+    if target.hasPrefix(directory + "/") { return target }
+    if target == "anon_inode:inotify",
+      let details = try? String(contentsOfFile: "/proc/self/fdinfo/" + fd, encoding: .utf8),
+      details.contains(inode)
+    {
+      return target
+    }
+    return nil
+  }.sorted()
 }
 
 /// The bytes of a file, for byte-identical comparisons.

@@ -1,5 +1,5 @@
-import Synchronization
 import Foundation
+import Synchronization
 
 /// What a finished child process printed and how it ended.
 public struct ProcessResult: Sendable {
@@ -16,7 +16,8 @@ public struct ProcessResult: Sendable {
 public enum ProcessRunner {
   /// The directory holding the built products (`.build/debug`).
   public static let productsDirectory: URL = {
-    var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+    var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+      .deletingLastPathComponent()
     // On Linux the test runner sits next to the products; an .xctest bundle may sit one deeper.
     if url.lastPathComponent.hasSuffix(".xctest") { url.deleteLastPathComponent() }
     return url
@@ -53,9 +54,11 @@ public enum ProcessRunner {
     process.waitUntilExit()
     while reader.isExecuting || !reader.isFinished { usleep(1000) }
     let status =
-      process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
+      process.terminationReason == .uncaughtSignal
+      ? 128 + process.terminationStatus : process.terminationStatus
     return ProcessResult(
-      stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData.withLock { $0 }, as: UTF8.self),
+      stdout: String(decoding: outData, as: UTF8.self),
+      stderr: String(decoding: errData.withLock { $0 }, as: UTF8.self),
       status: status)
   }
 
