@@ -1,0 +1,41 @@
+import FeedKit
+import Foundation
+import Synchronization
+
+/// A FeedSource over an array, to test FeedKit alone: events are Ints, the snapshot is
+/// the last event.
+final class ArrayLog: FeedSource {
+  struct Contents {
+    var entries: [FeedEntry<Int>] = []
+    var head = Cursor.zero
+  }
+
+  let contents = Mutex(Contents())
+  let beacon = Beacon()
+  var feed: Feed<Int, Int> { Feed(source: self, signal: beacon, pageSize: 3) }
+
+  /// Appends `value` and wakes subscribers.
+  @discardableResult
+  func append(_ value: Int) -> Cursor {
+    let cursor = contents.withLock { log in
+      log.head = log.head.next
+      log.entries.append(FeedEntry(cursor: log.head, time: Date(), origin: "test", event: value))
+      return log.head
+    }
+    beacon.signal()
+    return cursor
+  }
+
+  /// Drops entries before `cursor`.
+  func compact(before cursor: Cursor) { contents.withLock { $0.entries.removeAll { $0.cursor < cursor } } }
+
+  func entries(after cursor: Cursor, limit: Int) -> [FeedEntry<Int>] {
+    contents.withLock { Array($0.entries.filter { $0.cursor > cursor }.prefix(limit)) }
+  }
+
+  func bounds() -> FeedBounds { contents.withLock { FeedBounds(oldest: $0.entries.first?.cursor, head: $0.head) } }
+
+  func snapshot() -> (state: Int, cursor: Cursor) {
+    contents.withLock { ($0.entries.last?.event ?? 0, $0.head) }
+  }
+}

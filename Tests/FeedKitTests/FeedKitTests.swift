@@ -1,0 +1,196 @@
+import Synchronization
+import FeedKit
+import Foundation
+import TestSupport
+import Testing
+
+@Suite(.timeLimit(.minutes(1))) struct CursorTests {
+  @Test(arguments: ["0", "1", "42", "9223372036854775807"])
+  func parsesWholeNumbers(_ text: String) {
+    #expect(Cursor(parsing: text)?.description == text)
+  }
+
+  @Test(arguments: ["", "-1", "+1", "1.5", "abc", " 1", "1 ", "9223372036854775808", "١٢"])
+  func refusesAnythingElse(_ text: String) {
+    #expect(Cursor(parsing: text) == nil)
+  }
+
+  @Test func ordersByNumber() {
+    #expect(Cursor(1) < Cursor(2))
+    #expect(Cursor(1).next == Cursor(2))
+    #expect(FeedBounds(oldest: nil, head: Cursor(5)).firstAvailable == Cursor(6))
+  }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct FeedTests {
+  @Test func pagesDeliverEveryEntryOnceInOrder() async throws {
+    let log = ArrayLog()
+    for value in 1...4 { log.append(value) }
+    let subscription = try log.feed.changes(from: .beginning)
+    let writer = Task.detached { for value in 5...20 { log.append(value) } }
+    await writer.value
+    #expect(try await first(20, of: subscription).map(\.event) == Array(1...20))
+  }
+
+  @Test func startsNowAfterCursorAndRefusesBadCursors() async throws {
+    let log = ArrayLog()
+    for value in 1...5 { log.append(value) }
+    let now = try log.feed.changes(from: .now)
+    #expect(now.cursor == Cursor(5))
+    #expect(try log.feed.changes(from: .after(Cursor(2))).cursor == Cursor(2))
+    #expect(throws: FeedError.cursorAhead(requested: Cursor(6), head: Cursor(5))) {
+      try log.feed.changes(from: .after(Cursor(6)))
+    }
+    log.compact(before: Cursor(4))
+    #expect(throws: FeedError.cursorCompacted(requested: Cursor(2), oldestAvailable: Cursor(4))) {
+      try log.feed.changes(from: .after(Cursor(2)))
+    }
+    #expect(try log.feed.changes(from: .after(Cursor(3))).cursor == Cursor(3))
+    #expect(try log.feed.changes(from: .beginning).cursor == Cursor(3))
+    log.compact(before: Cursor(99))
+    #expect(try log.feed.page(from: .beginning, limit: 10).isEmpty)
+    #expect(try log.feed.changes(from: .after(Cursor(5))).cursor == Cursor(5))
+  }
+
+  @Test func aSubscriberOvertakenByCompactionFailsInsteadOfSkipping() async throws {
+    let log = ArrayLog()
+    log.append(1)
+    let subscription = try log.feed.changes(from: .now)
+    for value in 2...6 { log.append(value) }
+    log.compact(before: Cursor(4))
+    await #expect(throws: FeedError.cursorCompacted(requested: Cursor(1), oldestAvailable: Cursor(4))) {
+      _ = try await first(1, of: subscription)
+    }
+  }
+
+  @Test func valuesStartWithTheSnapshotAndDropRepeats() async throws {
+    let log = ArrayLog()
+    log.append(7)
+    var values = log.feed.values(\.event).makeAsyncIterator()
+    #expect(try await values.next() == 7)
+    for value in [7, 7, 8, 8, 9] { log.append(value) }
+    #expect(try await values.next() == 8)
+    #expect(try await values.next() == 9)
+  }
+
+  @Test func valuesRecoverFromCompactionWithAFreshSnapshot() async throws {
+    let log = ArrayLog()
+    log.append(1)
+    var values = log.feed.values(\.event).makeAsyncIterator()
+    #expect(try await values.next() == 1)
+    for value in 2...5 { log.append(value) }
+    log.compact(before: Cursor(5))
+    #expect(try await values.next() == 5)
+  }
+
+  @Test func cancellingATaskEndsItsSubscription() async throws {
+    let log = ArrayLog()
+    let subscription = try log.feed.changes(from: .now)
+    #expect(log.beacon.listenerCount == 1)
+    let task = Task {
+      var count = 0
+      for try await _ in subscription { count += 1 }
+      return count
+    }
+    log.append(1)
+    #expect(await eventually { log.beacon.generation >= 1 })
+    task.cancel()
+    #expect(try await task.value <= 1)
+  }
+
+  @Test func droppingTheLastSubscriptionReleasesTheListener() throws {
+    let log = ArrayLog()
+    do {
+      let subscription = try log.feed.changes(from: .now)
+      let iterator = subscription.makeAsyncIterator()
+      #expect(log.beacon.listenerCount == 1)
+      _ = iterator
+    }
+    #expect(log.beacon.listenerCount == 0)
+  }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct BeaconTests {
+  @Test func aSignalWakesEveryWaiter() async {
+    let beacon = Beacon()
+    let generation = beacon.generation
+    await withTaskGroup(of: Void.self) { group in
+      for _ in 0..<10 { group.addTask { await beacon.wait(past: generation) } }
+      try? await Task.sleep(for: .milliseconds(10))
+      beacon.signal()
+    }
+    #expect(beacon.generation == generation + 1)
+  }
+
+  @Test func aSignalBeforeTheWaitIsNotLost() async {
+    let beacon = Beacon()
+    let generation = beacon.generation
+    beacon.signal()
+    await beacon.wait(past: generation)
+  }
+
+  @Test func cancellationEndsAWait() async {
+    let beacon = Beacon()
+    let task = Task { await beacon.wait(past: beacon.generation) }
+    task.cancel()
+    await task.value
+  }
+
+  @Test func activationFollowsTheFirstAndLastListener() {
+    let events = Mutex<[String]>([])
+    let beacon = Beacon(
+      activate: { _ in events.withLock { $0.append("on") } }, deactivate: { events.withLock { $0.append("off") } })
+    var first: WakeListener? = beacon.listen()
+    var second: WakeListener? = beacon.listen()
+    #expect(events.withLock { $0 } == ["on"])
+    first = nil
+    #expect(events.withLock { $0 } == ["on"])
+    second = nil
+    #expect(events.withLock { $0 } == ["on", "off"])
+    _ = (first, second)
+  }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct ChangeWatcherTests {
+  @Test func anEventOnAWatchedFileTriggersARecheck() async throws {
+    let dir = try TemporaryDirectory()
+    let changed = Mutex(false)
+    let calls = Mutex(0)
+    let watcher = try ChangeWatcher(
+      directory: dir.path, fileNames: ["watched"], pollInterval: .seconds(30),
+      hasChanged: { changed.withLock { $0 } }, onChange: { calls.withLock { $0 += 1 } })
+    defer { watcher.stop() }
+    try Data("x".utf8).write(to: URL(fileURLWithPath: dir.file("ignored")))
+    try await Task.sleep(for: .milliseconds(100))
+    #expect(calls.withLock { $0 } == 0, "other files and unchanged state wake nobody")
+    changed.withLock { $0 = true }
+    try Data("x".utf8).write(to: URL(fileURLWithPath: dir.file("watched")))
+    #expect(await eventually(timeout: .seconds(5)) { calls.withLock { $0 } >= 1 })
+  }
+
+  @Test func aCommitThatBecomesVisibleLateIsStillSeen() async throws {
+    let dir = try TemporaryDirectory()
+    let checks = Mutex(0)
+    let calls = Mutex(0)
+    // The state turns "changed" only on the third re-check after the event.
+    let watcher = try ChangeWatcher(
+      directory: dir.path, fileNames: ["db-wal"], pollInterval: .seconds(30),
+      hasChanged: { checks.withLock { $0 += 1; return $0 == 3 } }, onChange: { calls.withLock { $0 += 1 } })
+    defer { watcher.stop() }
+    try Data("frame".utf8).write(to: URL(fileURLWithPath: dir.file("db-wal")))
+    #expect(await eventually(timeout: .seconds(5)) { calls.withLock { $0 } == 1 })
+  }
+
+  @Test func theSlowPollIsTheSafetyNet() async throws {
+    let dir = try TemporaryDirectory()
+    let calls = Mutex(0)
+    let watcher = try ChangeWatcher(
+      directory: dir.path, fileNames: [], pollInterval: .milliseconds(20),
+      hasChanged: { true }, onChange: { calls.withLock { $0 += 1 } })
+    #expect(await eventually { calls.withLock { $0 } >= 2 })
+    watcher.stop()
+    let after = calls.withLock { $0 }
+    try await Task.sleep(for: .milliseconds(100))
+    #expect(calls.withLock { $0 } == after, "nothing runs after stop")
+  }
+}
