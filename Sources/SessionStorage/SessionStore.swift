@@ -117,6 +117,12 @@ public final class SessionStore: Sendable {
   @discardableResult
   public func rename(to username: String) throws -> SessionEntry? { try write(.rename(to: username)) }
 
+  /// Runs one statement on the writer connection and returns its first integer, for tests
+  /// that bend SQLite's limits (`PRAGMA max_page_count`).
+  func writerInteger(_ sql: String) throws -> Int64? {
+    try writer.withLock { try $0.scalarInt(sql) }
+  }
+
   private func requireWritable() throws {
     guard !options.readOnly else {
       throw SessionStorageError(.readOnly, "the store was opened read-only", path: path)
