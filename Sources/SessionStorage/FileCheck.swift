@@ -3,6 +3,21 @@ import Foundation
 /// Looks at a path before SQLite does, so that a file which is not a session store is
 /// refused without a byte written.
 enum FileCheck {
+  /// Resolves a symbolic link to the file it names, so that SQLite's `-wal` and `-shm` and
+  /// the watcher's directory are the target's. A dangling link is refused: creating its
+  /// target somewhere unexpected is worse than an error.
+  static func resolve(_ path: String) throws -> String {
+    var info = stat()
+    guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFLNK else { return path }
+    guard let resolved = realpath(path, nil) else {
+      throw SessionStorageError(
+        .notFound, "this is a symbolic link to a missing file; create the target or remove the link",
+        path: path)
+    }
+    defer { free(resolved) }
+    return String(cString: resolved)
+  }
+
   /// Throws for a directory, an empty file, a file that is not a SQLite database, or a
   /// missing file that may not be created.
   static func inspect(_ path: String, mayCreate: Bool) throws {
@@ -37,6 +52,19 @@ enum FileCheck {
     }
     guard header.count == 100 else {
       throw SessionStorageError(.corrupt, "the file is truncated (\(info.st_size) bytes)", path: path)
+    }
+    // The header's page count is valid when its version-valid-for number equals the change
+    // counter; a file shorter than that count was cut off.
+    func integer(_ offset: Int, _ width: Int) -> Int {
+      header[offset..<offset + width].reduce(0) { $0 << 8 | Int($1) }
+    }
+    let pageSize = integer(16, 2) == 1 ? 65_536 : integer(16, 2)
+    let pageCount = integer(28, 4)
+    if integer(92, 4) == integer(24, 4), pageCount > 0, Int(info.st_size) < pageCount * pageSize {
+      throw SessionStorageError(
+        .corrupt,
+        "the file is truncated: its header counts \(pageCount) pages of \(pageSize) bytes, the file has \(info.st_size) bytes",
+        path: path)
     }
   }
 }

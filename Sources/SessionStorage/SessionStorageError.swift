@@ -50,6 +50,9 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
     self.sql = sql
   }
 
+  /// Whether SQLite said it cannot open a file (`SQLITE_CANTOPEN`).
+  var isCantOpen: Bool { resultCode.map { $0 & 0xff == 14 } ?? false }
+
   /// `PATH: MESSAGE (SQLite code N)`, the way the CLI prints it.
   public var description: String {
     var text = path.map { "\($0): \(message)" } ?? message

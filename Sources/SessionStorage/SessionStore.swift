@@ -40,7 +40,7 @@ public final class SessionStore: Sendable {
     }
   }
 
-  /// The database file.
+  /// The database file (a symbolic link is resolved to its target when the store opens).
   public let path: String
   /// The options it was opened with.
   public let options: Options
@@ -64,14 +64,14 @@ public final class SessionStore: Sendable {
       throw SessionStorageError(
         .invalidOrigin, "origin '\(options.origin)' must be 1 to 64 printable characters and not 'external'")
     }
+    let path = try FileCheck.resolve(path)
     self.path = path
     self.options = options
     try FileCheck.inspect(path, mayCreate: !options.readOnly)
 
-    let mode: Connection.Mode = options.readOnly ? .readOnly : .readWriteCreate
-    let writer = try Connection(path: path, mode: mode, busyTimeout: options.busyTimeout)
+    let (writer, pending, readerMode) = try Self.openInspected(path, options)
     if options.readOnly {
-      if let missing = try Migrator.pending(on: writer).first {
+      if let missing = pending.first {
         throw SessionStorageError(
           .needsMigration,
           "the file needs migration \(missing.name) and was opened read-only; run 'sessionctl migrate'",
@@ -79,12 +79,16 @@ public final class SessionStore: Sendable {
       }
       appliedMigrations = []
     } else {
-      _ = try Migrator.pending(on: writer)
+      guard !writer.isReadOnly else {
+        throw SessionStorageError(
+          .readOnly,
+          "the file cannot be written (read-only file or file system); open it read-only to read it",
+          path: path)
+      }
       try writer.configure(synchronous: options.durability.rawValue)
       appliedMigrations = try Migrator.migrate(writer)
     }
-    let reader = try Connection(
-      path: path, mode: options.readOnly ? .readOnly : .readWrite, busyTimeout: options.busyTimeout)
+    let reader = try Connection(path: path, mode: readerMode, busyTimeout: options.busyTimeout)
     try reader.execute("PRAGMA query_only = ON")
     log = SessionLog(reader: reader)
     self.writer = Mutex(writer)
@@ -93,6 +97,34 @@ public final class SessionStore: Sendable {
     beacon = Beacon(
       activate: { beacon in watch.start { [weak beacon] in beacon?.signal() } }, deactivate: { watch.stop() })
     feed = Feed(source: log, signal: beacon)
+  }
+
+  /// Opens the first connection and inspects the file (writing nothing); returns it, the
+  /// pending migrations, and how further connections must open the file.
+  ///
+  /// SQLite cannot open a WAL database where it cannot create the `-wal` and `-shm` files.
+  /// A writer gets a `readOnly` error then; a reader, when no WAL is left to recover, reads
+  /// the file as immutable (read-only media cannot change under it).
+  private static func openInspected(_ path: String, _ options: Options) throws -> (
+    Connection, [Migration], Connection.Mode
+  ) {
+    do {
+      let connection = try Connection(
+        path: path, mode: options.readOnly ? .readOnly : .readWriteCreate, busyTimeout: options.busyTimeout)
+      return (connection, try Migrator.pending(on: connection), options.readOnly ? .readOnly : .readWrite)
+    } catch let error as SessionStorageError
+      where error.isCantOpen && FileManager.default.fileExists(atPath: path)
+    {
+      guard options.readOnly else {
+        throw SessionStorageError(
+          .readOnly,
+          "cannot create SQLite's -wal and -shm files next to the database (read-only directory or file system)",
+          path: path, resultCode: error.resultCode)
+      }
+      guard !FileManager.default.fileExists(atPath: path + "-wal") else { throw error }
+      let connection = try Connection(path: path, mode: .immutable, busyTimeout: options.busyTimeout)
+      return (connection, try Migrator.pending(on: connection), .immutable)
+    }
   }
 
   /// The current state.

@@ -33,7 +33,9 @@ final class ArrayLog: FeedSource {
     contents.withLock { Array($0.entries.filter { $0.cursor > cursor }.prefix(limit)) }
   }
 
-  func bounds() -> FeedBounds { contents.withLock { FeedBounds(oldest: $0.entries.first?.cursor, head: $0.head) } }
+  func bounds() -> FeedBounds {
+    contents.withLock { FeedBounds(oldest: $0.entries.first?.cursor, head: $0.head) }
+  }
 
   func snapshot() -> (state: Int, cursor: Cursor) {
     contents.withLock { ($0.entries.last?.event ?? 0, $0.head) }

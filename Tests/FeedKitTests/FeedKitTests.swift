@@ -1,6 +1,6 @@
-import Synchronization
 import FeedKit
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -139,7 +139,8 @@ import Testing
   @Test func activationFollowsTheFirstAndLastListener() {
     let events = Mutex<[String]>([])
     let beacon = Beacon(
-      activate: { _ in events.withLock { $0.append("on") } }, deactivate: { events.withLock { $0.append("off") } })
+      activate: { _ in events.withLock { $0.append("on") } },
+      deactivate: { events.withLock { $0.append("off") } })
     var first: WakeListener? = beacon.listen()
     var second: WakeListener? = beacon.listen()
     #expect(events.withLock { $0 } == ["on"])
@@ -175,7 +176,11 @@ import Testing
     // The state turns "changed" only on the third re-check after the event.
     let watcher = try ChangeWatcher(
       directory: dir.path, fileNames: ["db-wal"], pollInterval: .seconds(30),
-      hasChanged: { checks.withLock { $0 += 1; return $0 == 3 } }, onChange: { calls.withLock { $0 += 1 } })
+      hasChanged: {
+        checks.withLock {
+          $0 += 1; return $0 == 3
+        }
+      }, onChange: { calls.withLock { $0 += 1 } })
     defer { watcher.stop() }
     try Data("frame".utf8).write(to: URL(fileURLWithPath: dir.file("db-wal")))
     #expect(await eventually(timeout: .seconds(5)) { calls.withLock { $0 } == 1 })

@@ -64,7 +64,8 @@ import Testing
     _ = try await iterator.next()
     // 3,000 writes with a subscriber that does not read: checkpoints must still reset the WAL.
     for step in 0..<3000 { try store.rename(to: "user\(step)") }
-    let walSize = (try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? NSNumber)?.intValue ?? 0
+    let walSize =
+      (try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? NSNumber)?.intValue ?? 0
     // The default auto-checkpoint keeps the WAL near 1,000 pages (4 MB); an open read
     // transaction would let it grow with every write.
     #expect(walSize < 8 * 1024 * 1024, "WAL is \(walSize) bytes")

@@ -12,6 +12,9 @@ final class Connection {
     case readWrite
     /// Read only; never writes a byte.
     case readOnly
+    /// Read only, as a file that cannot change (`immutable=1`): for read-only media, where
+    /// SQLite cannot create the `-shm` file a WAL reader needs.
+    case immutable
   }
 
   let path: String
@@ -24,9 +27,17 @@ final class Connection {
     self.path = path
     if mode == .readWriteCreate { try Self.createPrivately(path) }
     var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
-    flags |= mode == .readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
+    var name = path
+    switch mode {
+    case .readWriteCreate, .readWrite: flags |= SQLITE_OPEN_READWRITE
+    case .readOnly: flags |= SQLITE_OPEN_READONLY
+    case .immutable:
+      flags |= SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
+      let escaped = path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? path
+      name = "file:\(escaped)?immutable=1"
+    }
     var db: OpaquePointer?
-    let rc = sqlite3_open_v2(path, &db, flags, nil)
+    let rc = sqlite3_open_v2(name, &db, flags, nil)
     handle = db
     guard rc == SQLITE_OK else {
       let error = SQLiteFailure.error(rc, db: db, path: path, sql: nil)
@@ -45,7 +56,7 @@ final class Connection {
   /// file header, so it runs only after the file was found to be ours.
   func configure(synchronous: String) throws {
     try execute("PRAGMA foreign_keys = ON")
-    if sqlite3_db_readonly(handle, "main") == 0 {
+    if !isReadOnly {
       let mode = try scalarText("PRAGMA journal_mode = WAL")
       guard mode?.lowercased() == "wal" else {
         throw SessionStorageError(.sqlite, "cannot switch to WAL mode (got \(mode ?? "nothing"))", path: path)
@@ -104,6 +115,9 @@ final class Connection {
 
   /// The number of rows the last INSERT, UPDATE or DELETE changed.
   var changes: Int { Int(sqlite3_changes(handle)) }
+
+  /// Whether SQLite opened the file read-only (it does so silently when it cannot write it).
+  var isReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
 
   /// Whether the connection is inside a transaction.
   var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
