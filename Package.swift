@@ -39,7 +39,6 @@ let package = Package(
     .testTarget(
       name: "SessionViewModelsTests", dependencies: ["SessionViewModels", "SessionStorage", "TestSupport"]),
     .testTarget(
-      name: "sessionctlTests", dependencies: ["sessionctl", "SessionStorage", "TestSupport", "sessionbench"]),
   ],
   swiftLanguageModes: [.v6]
 )
