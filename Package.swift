@@ -38,7 +38,6 @@ let package = Package(
     ),
     .testTarget(
       name: "SessionViewModelsTests", dependencies: ["SessionViewModels", "SessionStorage", "TestSupport"]),
-    .testTarget(
   ],
   swiftLanguageModes: [.v6]
 )
