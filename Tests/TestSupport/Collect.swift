@@ -1,5 +1,3 @@
-import FeedKit
-
 /// The first `count` elements of `sequence`, or a `Timeout` error when they do not all
 /// arrive within `timeout`.
 public func first<S: AsyncSequence & Sendable>(
