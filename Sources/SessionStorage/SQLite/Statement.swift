@@ -3,7 +3,9 @@ import CSQLite
 /// A prepared statement with typed bindings and columns.
 final class Statement {
   let sql: String
-  private let connection: Connection
+  /// Unowned: the connection caches its statements, and a strong reference back would keep
+  /// both alive forever (the file, its -wal and -shm never closed).
+  private unowned let connection: Connection
   private var handle: OpaquePointer?
 
   init(connection: Connection, sql: String) throws {
