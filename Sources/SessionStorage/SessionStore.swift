@@ -52,6 +52,8 @@ public final class SessionStore: Sendable {
   private let writer: Mutex<Connection>
   let log: SessionLog
   private let beacon: Beacon
+  /// Owned here: the beacon only holds it weakly, so without this it died with `init`.
+  private let watch: CrossProcessWatch
 
   /// Opens the store at `path`, creating it (mode 0600) and applying pending migrations.
   /// - Throws: ``SessionStorageError``: a file that is not a database, someone else's
@@ -93,6 +95,7 @@ public final class SessionStore: Sendable {
     beacon = Beacon(
       activate: { [weak watch] in watch?.start() }, deactivate: { [weak watch] in watch?.stop() })
     watch.beacon = beacon
+    self.watch = watch
     feed = Feed(source: log, signal: beacon)
   }
 
