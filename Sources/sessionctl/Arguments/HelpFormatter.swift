@@ -38,7 +38,7 @@ struct HelpFormatter: Sendable {
         paragraphs.map { wrap($0.split(separator: "\n").joined(separator: " "), indent: 0) }.joined(
           separator: "\n\n"))
     }
-    sections.append("USAGE: " + usage(for: path))
+    sections.append(wrap("USAGE: " + usage(for: path), indent: 7))
     if !command.arguments.isEmpty {
       sections.append(
         (["ARGUMENTS:"] + command.arguments.map { row("<\($0.name)>", $0.help) }).joined(separator: "\n"))
@@ -75,8 +75,13 @@ struct HelpFormatter: Sendable {
     return output
   }
 
+  /// `text` wrapped to the width, later lines indented by `indent` spaces.
   private func wrap(_ text: String, indent: Int) -> String {
-    wrapWords(text, width: width - indent).joined(separator: "\n" + String(repeating: " ", count: indent))
+    var lines = wrapWords(text, width: width)
+    if lines.count > 1 {
+      lines = [lines[0]] + wrapWords(lines.dropFirst().joined(separator: " "), width: width - indent)
+    }
+    return lines.joined(separator: "\n" + String(repeating: " ", count: indent))
   }
 
   private func wrapWords(_ text: String, width: Int) -> [String] {
