@@ -72,7 +72,7 @@ import Testing
         options: .regularExpression) != nil, "\(snapshot)")
     _ = try sandbox.run(db: db, ["rename", "bob"])
     let change = try #require(try watch.readLine())
-    #expect(change.hasPrefix("2     "))
+    #expect(change.hasPrefix("2  2"))
     #expect(change.hasSuffix("  sessionctl  rename alice → bob"))
     #expect(try watch.wait(timeout: .seconds(20)) == 0)
   }

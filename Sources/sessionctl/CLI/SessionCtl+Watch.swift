@@ -20,11 +20,13 @@ extension SessionCtl {
       changes = snapshot.changes
     }
     if limit == 0 { return .success }
+    // Aligned like `history` for the cursors of today; lines cannot be measured ahead.
+    let cursorWidth = try store.bounds().head.description.count
     let output = self.output
     let printing = Task { () async throws -> Void in
       var count = 0
       for try await entry in changes {
-        try output.write(presenter.change(entry, cursorWidth: 4, originWidth: 10))
+        try output.write(presenter.change(entry, cursorWidth: cursorWidth, originWidth: 10))
         count += 1
         if let limit, count >= limit { return }
       }
