@@ -3,7 +3,7 @@ import Testing
 
 /// Every error class: its message on stderr, nothing on stdout, its exit status, and no
 /// file created or touched.
-@Suite(.serialized) struct ErrorTests {
+@Suite(.serialized, .timeLimit(.minutes(1))) struct ErrorTests {
   @Test(arguments: [
     (
       ["stauts"], "unknown command 'stauts'. Did you mean 'status'?",
@@ -215,6 +215,10 @@ import Testing
       sandbox, db in
       _ = try sandbox.run(db: db, ["login", "alice"])
       try sandbox.sqlite(db, "UPDATE schema_migrations SET checksum = 'deadbeefdeadbeef'")
+    },
+    Refusal(name: "truncated file", reason: "the file is truncated (40 bytes)") { _, db in
+      try Data(Array("SQLite format 3\0".utf8) + [UInt8](repeating: 7, count: 24)).write(
+        to: URL(fileURLWithPath: db))
     },
     Refusal(name: "empty file", reason: "the file is empty (0 bytes); remove it or choose another path") {
       _, db in

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `help`, `-h`/`--help` at every level, and the completion script.
-@Suite(.serialized) struct HelpTests {
+@Suite(.serialized, .timeLimit(.minutes(1))) struct HelpTests {
   static let commands = [
     "status", "login", "logout", "rename", "watch", "history", "compact", "migrate", "check", "help",
     "completion",
