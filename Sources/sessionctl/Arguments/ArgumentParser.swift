@@ -1,0 +1,164 @@
+/// Splits a command line into a command, options and arguments according to a tree of
+/// ``CommandSpec``s.
+///
+/// The rules, like those of git and swift-argument-parser:
+/// - Subcommand names come first (`sessionctl watch …`); options may appear anywhere after
+///   the command that declares them, and inherited (global) options anywhere at all.
+/// - `--name value` and `--name=value`; `-n value`, `-nvalue`, and grouped flags `-jh`, whose
+///   last member may take a value (`-jn5`, `-jn 5`).
+/// - A value is taken from the next word unless that word looks like an option (starts
+///   with `-` and a letter, or is `--`); then the value is missing. Write `--name=-x` for a
+///   value that starts with a dash. Words like `-1` are values and arguments, never options.
+/// - `--` ends the options: every later word is a positional argument.
+/// - A value option given twice is an error; a flag given twice is the same as once.
+/// - `-h`/`--help` anywhere (before `--`) asks for the help of the deepest command named,
+///   and the rest of the line is then not validated.
+struct ArgumentParser: Sendable {
+  /// The tool's command.
+  let root: CommandSpec
+
+  /// Parses `arguments` (without the tool's own name).
+  /// - Throws: the first ``UsageError`` found, unless help was requested.
+  func parse(_ arguments: [String]) throws(UsageError) -> ParsedArguments {
+    var state = State(root: root)
+    var index = 0
+    var optionsEnded = false
+    while index < arguments.count {
+      let word = arguments[index]
+      index += 1
+      if !optionsEnded, word == "--" {
+        optionsEnded = true
+      } else if optionsEnded || !Self.looksLikeOption(word) {
+        state.positional(word, afterDoubleDash: optionsEnded)
+      } else if word.hasPrefix("--") {
+        state.long(word, arguments, &index)
+      } else {
+        state.shortGroup(word, arguments, &index)
+      }
+    }
+    return try state.finish()
+  }
+
+  /// Whether `word` is read as an option: a dash followed by something that is not a digit.
+  static func looksLikeOption(_ word: String) -> Bool {
+    guard word.hasPrefix("-"), word.count > 1 else { return false }
+    let second = word[word.index(after: word.startIndex)]
+    return !second.isNumber
+  }
+}
+
+extension ArgumentParser {
+  /// The parse in progress.
+  private struct State {
+    var chain: [CommandSpec]
+    var result = ParsedArguments()
+    var firstError: UsageError?
+
+    init(root: CommandSpec) { chain = [root] }
+
+    var current: CommandSpec { chain[chain.count - 1] }
+
+    mutating func fail(_ problem: UsageError.Problem) {
+      if firstError == nil { firstError = UsageError(problem, commandPath: result.commandPath) }
+    }
+
+    mutating func positional(_ word: String, afterDoubleDash: Bool) {
+      if !afterDoubleDash, !current.subcommands.isEmpty, result.arguments.isEmpty {
+        if let subcommand = current.subcommand(named: word) {
+          chain.append(subcommand)
+          result.commandPath.append(word)
+          return
+        }
+        let suggestion = NearestMatch.suggestion(for: word, among: current.subcommands.map(\.name))
+        fail(.unknownCommand(word, suggestion: suggestion))
+      }
+      result.arguments.append(word)
+    }
+
+    mutating func long(_ word: String, _ arguments: [String], _ index: inout Int) {
+      let body = word.dropFirst(2)
+      let name: String
+      let inline: String?
+      if let equals = body.firstIndex(of: "=") {
+        name = String(body[..<equals])
+        inline = String(body[body.index(after: equals)...])
+      } else {
+        name = String(body)
+        inline = nil
+      }
+      let scope = chain.optionsInScope
+      guard let option = scope.first(where: { $0.name == name }) else {
+        let typed = "--" + name
+        fail(
+          .unknownOption(
+            typed, suggestion: NearestMatch.suggestion(for: typed, among: scope.map(\.longSpelling))))
+        return
+      }
+      accept(option, spelled: "--" + name, inline: inline, arguments, &index)
+    }
+
+    mutating func shortGroup(_ word: String, _ arguments: [String], _ index: inout Int) {
+      let scope = chain.optionsInScope
+      var rest = word.dropFirst()
+      while let letter = rest.first {
+        rest = rest.dropFirst()
+        guard let option = scope.first(where: { $0.short == letter }) else {
+          let suggestion = scope.first { $0.name.first == letter }?.longSpelling
+          fail(.unknownOption("-" + String(letter), suggestion: suggestion))
+          return
+        }
+        if option.takesValue {
+          accept(
+            option, spelled: "-" + String(letter), inline: rest.isEmpty ? nil : String(rest), arguments,
+            &index)
+          return
+        }
+        accept(option, spelled: "-" + String(letter), inline: nil, arguments, &index)
+      }
+    }
+
+    mutating func accept(
+      _ option: OptionSpec, spelled: String, inline: String?, _ arguments: [String], _ index: inout Int
+    ) {
+      guard option.takesValue else {
+        if let inline {
+          fail(.unexpectedValue(option: spelled, value: inline))
+        } else if option.name == OptionSpec.help.name {
+          result.helpRequested = true
+        } else {
+          result.flags.insert(option.name)
+        }
+        return
+      }
+      let value: String
+      if let inline {
+        value = inline
+      } else if index < arguments.count, !ArgumentParser.looksLikeOption(arguments[index]) {
+        value = arguments[index]
+        index += 1
+      } else {
+        fail(.missingValue(option: option.synopsis))
+        return
+      }
+      if result.values[option.name] != nil {
+        fail(.repeatedOption(spelled))
+      } else {
+        result.values[option.name] = value
+      }
+    }
+
+    func finish() throws(UsageError) -> ParsedArguments {
+      if result.helpRequested { return result }
+      if let firstError { throw firstError }
+      let declared = current.arguments
+      if result.arguments.count > declared.count {
+        throw UsageError(
+          .unexpectedArgument(result.arguments[declared.count]), commandPath: result.commandPath)
+      }
+      if let missing = declared.dropFirst(result.arguments.count).first(where: { !$0.isOptional }) {
+        throw UsageError(.missingArgument(missing.name), commandPath: result.commandPath)
+      }
+      return result
+    }
+  }
+}

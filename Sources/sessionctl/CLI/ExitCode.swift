@@ -1,0 +1,17 @@
+/// sessionctl's exit statuses (documented in `sessionctl --help` and the README).
+enum ExitCode: Int32, Sendable {
+  /// Done.
+  case success = 0
+  /// Any other failure: a refused or unreadable file, a failed check, an I/O error.
+  case failure = 1
+  /// The command line is wrong (sysexits `EX_USAGE`).
+  case usage = 64
+  /// A value is wrong: a username, a cursor, a count (sysexits `EX_DATAERR`).
+  case invalidInput = 65
+  /// The cursor asked for was compacted away; the message names the oldest one kept.
+  case cursorCompacted = 66
+  /// `watch` stopped by SIGINT (128 + 2).
+  case interrupted = 130
+  /// `watch` stopped by SIGTERM (128 + 15).
+  case terminated = 143
+}

@@ -1,0 +1,38 @@
+import FeedKit
+import SessionStorage
+
+extension SessionCtl {
+  /// `watch`: a snapshot line (unless `since` is given), then one line per change as it
+  /// commits, until `limit` changes, SIGINT/SIGTERM, or the output's reader goes away.
+  func watch(_ location: DatabaseLocation, _ presenter: Presenter, since: Cursor?, limit: Int?) async throws
+    -> ExitCode
+  {
+    let stop = StopSignals()
+    let listening = stop.listen()
+    defer { withExtendedLifetime(listening) {} }
+    let store = try openForReading(location)
+    let changes: SessionChanges
+    if let since {
+      changes = try store.changes(from: .after(since))
+    } else {
+      let snapshot = try store.snapshotAndChanges()
+      try output.write(presenter.snapshot(snapshot.state, cursor: snapshot.cursor))
+      changes = snapshot.changes
+    }
+    if limit == 0 { return .success }
+    // Aligned like `history` for the cursors of today; lines cannot be measured ahead.
+    let cursorWidth = try store.bounds().head.description.count
+    let output = self.output
+    let printing = Task { () async throws -> Void in
+      var count = 0
+      for try await entry in changes {
+        try output.write(presenter.change(entry, cursorWidth: cursorWidth, originWidth: 10))
+        count += 1
+        if let limit, count >= limit { return }
+      }
+    }
+    stop.onStop { printing.cancel() }
+    try await printing.value
+    return stop.reason?.exitCode ?? .success
+  }
+}

@@ -1,0 +1,262 @@
+import Foundation
+import Testing
+
+/// Every command's output and exit status, run as a separate process.
+@Suite(.serialized, .timeLimit(.minutes(1))) struct CommandTests {
+  static let timestamp = #"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z"#
+
+  func matches(_ text: String, _ pattern: String) -> Bool {
+    text.range(of: "^" + pattern + "$", options: .regularExpression) != nil
+  }
+
+  @Test func loginPrintsTheChange() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    let outcome = try sandbox.run(db: db, ["login", "alice"])
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(outcome.stderr == "")
+    #expect(outcome.lines.count == 1)
+    #expect(
+      matches(outcome.lines[0], "1  \(Self.timestamp)  sessionctl  rename \\(none\\) → alice, login alice"))
+    #expect(
+      try sandbox.sqlite(db, "SELECT username, is_logged_in, updated_by FROM session") == "alice|1|sessionctl"
+    )
+    #expect(sandbox.mode(db) == 0o600)
+  }
+
+  @Test func writesThatChangeNothingSaySo() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    _ = try sandbox.run(db: db, ["login", "alice"])
+    let again = try sandbox.run(db: db, ["login", "alice"])
+    #expect(again.status == 0)
+    #expect(again.stdout == "no change: already logged in as alice\n")
+    #expect(again.stderr == "")
+    let json = try sandbox.run(db: db, ["login", "alice", "--json"])
+    #expect(json.status == 0)
+    let line = try #require(json.jsonLines.first)
+    #expect(line["type"] as? String == "noChange")
+    #expect(line["cursor"] as? Int == 1)
+    #expect((line["state"] as? [String: Any])?["username"] as? String == "alice")
+
+    _ = try sandbox.run(db: db, ["logout"])
+    #expect(try sandbox.run(db: db, ["logout"]).stdout == "no change: nobody is logged in\n")
+    #expect(
+      try sandbox.run(db: db, ["rename", "alice"]).stdout == "no change: the username is already alice\n")
+    #expect(try sandbox.sqlite(db, "SELECT count(*) FROM session_changes") == "2")
+  }
+
+  @Test func logoutKeepsTheUsernameAndRenameKeepsTheLoginState() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    _ = try sandbox.run(db: db, ["login", "alice"])
+    let logout = try sandbox.run(db: db, ["logout"])
+    #expect(logout.status == 0)
+    #expect(matches(logout.stdout, "2  \(Self.timestamp)  sessionctl  logout alice\n"))
+    let rename = try sandbox.run(db: db, ["rename", "bob", "--json"])
+    #expect(rename.status == 0)
+    let change = try #require(rename.jsonLines.first)
+    #expect(change["cursor"] as? Int == 3)
+    let events = change["events"] as? [[String: Any]]
+    #expect(events?.count == 1)
+    #expect(events?.first?["type"] as? String == "usernameChanged")
+    #expect(events?.first?["from"] as? String == "alice")
+    #expect(events?.first?["to"] as? String == "bob")
+    #expect((change["after"] as? [String: Any])?["isLoggedIn"] as? Bool == false)
+    #expect(try sandbox.sqlite(db, "SELECT username, is_logged_in FROM session") == "bob|0")
+  }
+
+  @Test func loginAcceptsADashedUsernameAfterDoubleDash() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    let outcome = try sandbox.run(db: db, ["login", "--", "-dash"])
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(try sandbox.sqlite(db, "SELECT username FROM session") == "-dash")
+  }
+
+  @Test func usernamesAreStoredInNFC() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    #expect(try sandbox.run(db: db, ["login", "e\u{301}mile"]).status == 0)
+    let status = try sandbox.run(db: db, ["status", "--json"])
+    #expect(status.jsonLines.first?["username"] as? String == "\u{E9}mile")
+    #expect(status.stdout.contains("\u{E9}mile"))
+  }
+
+  @Test func statusHuman() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    _ = try sandbox.run(db: db, ["login", "alice"])
+    let outcome = try sandbox.run(db: db, ["status"])
+    #expect(outcome.status == 0)
+    #expect(outcome.stderr == "")
+    #expect(outcome.lines.count == 5)
+    #expect(outcome.lines[0] == "username   alice")
+    #expect(outcome.lines[1] == "logged in  yes")
+    #expect(matches(outcome.lines[2], "updated    \(Self.timestamp)"))
+    #expect(outcome.lines[3] == "cursor     1")
+    #expect(outcome.lines[4] == "database   \(db)")
+  }
+
+  @Test func statusJSONHasExactlyTheDesignFields() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    _ = try sandbox.run(db: db, ["migrate"])
+    let fresh = try sandbox.run(db: db, ["status", "--json"])
+    #expect(fresh.status == 0)
+    #expect(fresh.stdout.hasPrefix(#"{"username":null,"isLoggedIn":false,"updatedAt":""#))
+    #expect(fresh.stdout.hasSuffix(#","cursor":0}"# + "\n"))
+    _ = try sandbox.run(db: db, ["login", "alice"])
+    let outcome = try sandbox.run(db: db, ["-j", "status"])
+    let object = try #require(outcome.jsonLines.first)
+    #expect(Set(object.keys) == ["username", "isLoggedIn", "updatedAt", "cursor"])
+    #expect(object["username"] as? String == "alice")
+    #expect(object["isLoggedIn"] as? Bool == true)
+    #expect(object["cursor"] as? Int == 1)
+    let updatedAt = try sandbox.sqlite(db, "SELECT updated_at FROM session")
+    #expect(object["updatedAt"] as? String == updatedAt)
+  }
+
+  @Test func historyListsEveryChangeOldestFirst() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    for command in [["login", "alice"], ["rename", "bob"], ["logout"], ["login", "carol"]] {
+      _ = try sandbox.run(db: db, command)
+    }
+    try sandbox.sqlite(db, "UPDATE session SET username = 'dave'")
+    let outcome = try sandbox.run(db: db, ["history"])
+    #expect(outcome.status == 0)
+    #expect(outcome.stderr == "")
+    #expect(outcome.lines.count == 5)
+    #expect(
+      matches(outcome.lines[0], "1  \(Self.timestamp)  sessionctl  rename \\(none\\) → alice, login alice"))
+    #expect(matches(outcome.lines[3], "4  \(Self.timestamp)  sessionctl  rename bob → carol, login carol"))
+    #expect(matches(outcome.lines[4], "5  \(Self.timestamp)  external    rename carol → dave"))
+
+    let json = try sandbox.run(db: db, ["history", "--json"])
+    #expect(json.jsonLines.count == 5)
+    let ats = try sandbox.sqlite(db, "SELECT at FROM session_changes ORDER BY seq").split(separator: "\n")
+    #expect(json.jsonLines.map { $0["at"] as? String } == ats.map { String($0) })
+    #expect(
+      json.jsonLines.map { $0["origin"] as? String } == [
+        "sessionctl", "sessionctl", "sessionctl", "sessionctl", "external",
+      ])
+    for line in json.jsonLines {
+      #expect(Set(line.keys) == ["type", "cursor", "at", "origin", "events", "before", "after"])
+      #expect(Set((line["before"] as? [String: Any] ?? [:]).keys) == ["username", "isLoggedIn", "updatedAt"])
+    }
+
+    #expect(try sandbox.run(db: db, ["history", "--since", "3"]).lines.count == 2)
+    #expect(try sandbox.run(db: db, ["history", "--since=3", "-n", "1"]).lines.map { $0.prefix(1) } == ["4"])
+    #expect(try sandbox.run(db: db, ["history", "-jn2"]).jsonLines.map { $0["cursor"] as? Int } == [1, 2])
+    #expect(try sandbox.run(db: db, ["history", "--limit", "0"]).stdout == "")
+    let atHead = try sandbox.run(db: db, ["history", "--since", "5"])
+    #expect(atHead.status == 0)
+    #expect(atHead.stdout == "")
+  }
+
+  @Test func compactByCountAndByCursor() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    for command in [["login", "a"], ["logout"], ["login", "b"], ["logout"], ["login", "c"]] {
+      _ = try sandbox.run(db: db, command)
+    }
+    let keep = try sandbox.run(db: db, ["compact", "--keep", "3"])
+    #expect(keep.status == 0)
+    #expect(keep.stdout == "removed 2 entries; kept 3…5\n")
+    #expect(keep.stderr == "")
+    let before = try sandbox.run(db: db, ["compact", "--before", "5", "--json"])
+    #expect(before.stdout == #"{"type":"compaction","removed":2,"oldest":5,"head":5}"# + "\n")
+    let all = try sandbox.run(db: db, ["compact", "--keep=0"])
+    #expect(all.stdout == "removed 1 entry; none kept (head 5)\n")
+    #expect(try sandbox.run(db: db, ["status", "--json"]).jsonLines.first?["cursor"] as? Int == 5)
+    _ = try sandbox.run(db: db, ["logout"])
+    #expect(try sandbox.run(db: db, ["history", "--json"]).jsonLines.map { $0["cursor"] as? Int } == [6])
+  }
+
+  @Test func migrateCreatesAndThenIsUpToDate() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    let first = try sandbox.run(db: db, ["migrate"])
+    #expect(first.status == 0)
+    #expect(first.stderr == "")
+    #expect(first.lines.count == 2)
+    #expect(first.lines[0] == "created \(db)")
+    #expect(matches(first.lines[1], "applied 0001_session_and_feed \\(sha256 [0-9a-f]{12}\\)"))
+    let second = try sandbox.run(db: db, ["migrate"])
+    #expect(second.stdout == "\(db) is up to date\n")
+    let json = try sandbox.run(db: db, ["migrate", "--json"])
+    #expect(json.stdout == #"{"type":"migrate","path":"\#(db)","created":false,"applied":[]}"# + "\n")
+    #expect(try sandbox.sqlite(db, "SELECT name FROM schema_migrations") == "0001_session_and_feed")
+  }
+
+  @Test func migrateAppliesToAnEmptyDatabaseThatReadersRefuse() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("empty.db")
+    try sandbox.sqlite(db, "CREATE TABLE t(x); DROP TABLE t;")
+    let status = try sandbox.run(db: db, ["status"])
+    #expect(status.status == 1)
+    #expect(
+      status.stderr.hasPrefix("sessionctl: error: \(db): the file needs migration 0001_session_and_feed"))
+    #expect(status.stderr.contains("run 'sessionctl migrate'"))
+    let migrate = try sandbox.run(db: db, ["migrate", "--json"])
+    #expect(migrate.status == 0)
+    let applied = migrate.jsonLines.first?["applied"] as? [[String: Any]]
+    #expect(applied?.first?["version"] as? Int == 1)
+    #expect(applied?.first?["name"] as? String == "0001_session_and_feed")
+    #expect((applied?.first?["checksum"] as? String)?.count == 64)
+    #expect(try sandbox.run(db: db, ["status"]).status == 0)
+  }
+
+  @Test func checkPassesOnAHealthyFile() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    _ = try sandbox.run(db: db, ["login", "alice"])
+    let outcome = try sandbox.run(db: db, ["check"])
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(outcome.stderr == "")
+    #expect(
+      outcome.lines.map { String($0.prefix(16)) } == [
+        "ok    integrity ", "ok    migrations", "ok    state     ", "ok    continuity", "ok    username  ",
+      ])
+    let json = try sandbox.run(db: db, ["check", "--json"])
+    #expect(json.jsonLines.count == 5)
+    #expect(json.jsonLines.allSatisfy { $0["type"] as? String == "check" && $0["passed"] as? Bool == true })
+  }
+
+  @Test func checkReportsAHoleInTheFeed() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    for command in [["login", "a"], ["logout"], ["login", "b"]] { _ = try sandbox.run(db: db, command) }
+    try sandbox.sqlite(db, "DELETE FROM session_changes WHERE seq = 2")
+    let outcome = try sandbox.run(db: db, ["check"])
+    #expect(outcome.status == 1)
+    #expect(outcome.lines.contains("FAIL  continuity  1 cursor(s) missing between 1 and 3"))
+    #expect(outcome.lines.filter { $0.hasPrefix("ok") }.count == 4)
+    #expect(outcome.stderr == "sessionctl: error: check found 1 problem in \(db)\n")
+  }
+
+  @Test func checkReportsAStateThatDisagreesWithTheFeed() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    _ = try sandbox.run(db: db, ["login", "alice"])
+    try sandbox.sqlite(db, "DROP TRIGGER session_feed; UPDATE session SET username = 'mallory';")
+    let outcome = try sandbox.run(db: db, ["check", "--json"])
+    #expect(outcome.status == 1)
+    let failed = outcome.jsonLines.filter { $0["passed"] as? Bool == false }.compactMap {
+      $0["name"] as? String
+    }
+    #expect(failed == ["state"])
+    #expect(outcome.stderr == "sessionctl: error: check found 1 problem in \(db)\n")
+  }
+
+  @Test func version() throws {
+    let sandbox = try Sandbox()
+    let outcome = try sandbox.run(["--version"])
+    #expect(outcome.status == 0)
+    #expect(outcome.stdout == "sessionctl 0.1.0\n")
+    #expect(outcome.stderr == "")
+    #expect(try sandbox.run(["--version", "--json"]).stdout == #"{"version":"0.1.0"}"# + "\n")
+    #expect(!sandbox.exists(sandbox.home + "/.local"))
+  }
+}

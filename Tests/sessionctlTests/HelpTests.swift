@@ -1,0 +1,126 @@
+import Foundation
+import Testing
+
+/// `help`, `-h`/`--help` at every level, and the completion script.
+@Suite(.serialized, .timeLimit(.minutes(1))) struct HelpTests {
+  static let commands = [
+    "status", "login", "logout", "rename", "watch", "history", "compact", "migrate", "check", "help",
+    "completion",
+  ]
+
+  @Test func rootHelp() throws {
+    let sandbox = try Sandbox()
+    let outcome = try sandbox.run(["--help"])
+    #expect(outcome.status == 0)
+    #expect(outcome.stderr == "")
+    let text = outcome.stdout
+    #expect(
+      text.hasPrefix("OVERVIEW: Show, change and watch who is signed in, in a SessionStorage database.\n"))
+    #expect(text.contains("\nUSAGE: sessionctl [--db <path>] [--json] [--version] <subcommand>\n"))
+    #expect(text.contains("\nOPTIONS:\n  --db <path>             The database file"))
+    #expect(text.contains("\n  -j, --json              Print JSON Lines: one object per line.\n"))
+    #expect(text.contains("\n  -h, --help              Show help information.\n"))
+    #expect(text.contains("EXIT STATUS: 0 success"))
+    #expect(text.contains("66 cursor compacted"))
+    #expect(text.hasSuffix("\n  See 'sessionctl help <subcommand>' for detailed help.\n"))
+    for command in Self.commands {
+      #expect(text.contains("\n  \(command) "), "SUBCOMMANDS lacks \(command)")
+    }
+    let sections = ["OVERVIEW:", "USAGE:", "OPTIONS:", "SUBCOMMANDS:"].map { text.range(of: $0)?.lowerBound }
+    #expect(sections.allSatisfy { $0 != nil })
+    #expect(sections.compactMap { $0 } == sections.compactMap { $0 }.sorted())
+    #expect(text.split(separator: "\n").allSatisfy { $0.count <= 80 })
+    #expect(try sandbox.run(["-h"]).stdout == text)
+    #expect(try sandbox.run(["help"]).stdout == text)
+  }
+
+  @Test(arguments: commands)
+  func everyCommandHasHelp(_ command: String) throws {
+    let sandbox = try Sandbox()
+    let viaHelp = try sandbox.run(["help", command])
+    #expect(viaHelp.status == 0)
+    #expect(viaHelp.stderr == "")
+    #expect(viaHelp.stdout.hasPrefix("OVERVIEW: "))
+    #expect(viaHelp.stdout.contains("\nUSAGE: sessionctl \(command)"))
+    #expect(viaHelp.stdout.contains("\nOPTIONS:\n"))
+    #expect(!viaHelp.stdout.contains("SUBCOMMANDS:"))
+    #expect(viaHelp.stdout.split(separator: "\n").allSatisfy { $0.count <= 80 })
+    for flag in ["-h", "--help"] {
+      let viaFlag = try sandbox.run([command, flag])
+      #expect(viaFlag.status == 0)
+      #expect(viaFlag.stdout == viaHelp.stdout, "\(command) \(flag)")
+    }
+    // Help wins over anything else on the line, even mistakes.
+    #expect(try sandbox.run([command, "--bogus", "extra", "-h"]).stdout == viaHelp.stdout)
+    #expect(!sandbox.exists(sandbox.home + "/.local"))
+  }
+
+  @Test func commandHelpLayout() throws {
+    let sandbox = try Sandbox()
+    #expect(
+      try sandbox.run(["help", "login"]).stdout == """
+        OVERVIEW: Sign in as <username>.
+
+        A username is 1 to 256 characters, with no control characters and no leading or
+        trailing whitespace; it is stored in Unicode NFC. Signing in as the user who is
+        already signed in changes nothing and prints "no change". Use '--' before a
+        username that starts with a dash.
+
+        USAGE: sessionctl login <username> [--db <path>] [--json]
+
+        ARGUMENTS:
+          <username>              The user to sign in as.
+
+        OPTIONS:
+          --db <path>             The database file (default: see 'sessionctl help').
+          -j, --json              Print JSON Lines: one object per line.
+          -h, --help              Show help information.
+
+        """)
+    let watch = try sandbox.run(["watch", "--help"]).stdout
+    #expect(
+      watch.contains("\nUSAGE: sessionctl watch [--since <cursor>] [--limit <n>] [--db <path>] [--json]\n"))
+    #expect(watch.contains("\n  --since <cursor>        Start after this cursor"))
+    #expect(watch.contains("\n  -n, --limit <n>         Stop after this many changes.\n"))
+    #expect(!watch.contains("ARGUMENTS:"))
+    let compact = try sandbox.run(["compact", "-h"]).stdout
+    #expect(
+      compact.contains(
+        "\nUSAGE: sessionctl compact (--keep <n> | --before <cursor>) [--db <path>]\n       [--json]\n"))
+  }
+
+  @Test func completionScriptCompletes() throws {
+    let sandbox = try Sandbox()
+    let outcome = try sandbox.run(["completion", "bash"])
+    #expect(outcome.status == 0)
+    #expect(outcome.stderr == "")
+    #expect(outcome.stdout.contains("complete -F _sessionctl sessionctl"))
+    let script = sandbox.path("completion.bash")
+    try Data(outcome.stdout.utf8).write(to: URL(fileURLWithPath: script))
+    try Data().write(to: URL(fileURLWithPath: sandbox.path("data.db")))
+
+    func complete(_ words: [String]) throws -> [String] {
+      let quoted = words.map { "'\($0)'" }.joined(separator: " ")
+      let program = """
+        source '\(script)'; cd '\(sandbox.root)'
+        COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count - 1); _sessionctl
+        printf '%s\\n' "${COMPREPLY[@]}"
+        """
+      let result = try sandbox.runProgram(
+        "/bin/bash", ["--norc", "-c", program], environment: sandbox.environment)
+      #expect(result.status == 0, "\(result)")
+      return result.lines.filter { !$0.isEmpty }.sorted()
+    }
+
+    #expect(try complete(["sessionctl", "wa"]) == ["watch"])
+    #expect(try complete(["sessionctl", "--db", "x.db", "st"]) == ["status"])
+    #expect(try complete(["sessionctl", ""]) == Self.commands.sorted())
+    #expect(try complete(["sessionctl", "watch", "--l"]) == ["--limit"])
+    #expect(try complete(["sessionctl", "login", "--"]) == ["--db", "--help", "--json"])
+    #expect(try complete(["sessionctl", "--"]) == ["--db", "--help", "--json", "--version"])
+    #expect(try complete(["sessionctl", "help", "com"]) == ["compact", "completion"])
+    #expect(try complete(["sessionctl", "completion", ""]) == ["bash"])
+    #expect(try complete(["sessionctl", "--db", "da"]) == ["data.db"])
+    #expect(try complete(["sessionctl", "history", "--since", ""]) == [])
+  }
+}

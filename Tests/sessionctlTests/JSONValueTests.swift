@@ -1,0 +1,134 @@
+import FeedKit
+import Foundation
+import SessionStorage
+import Testing
+
+@testable import sessionctl
+
+@Suite struct JSONValueTests {
+  @Test(arguments: [
+    ("plain", #""plain""#), ("", #""""#), ("quote \" here", #""quote \" here""#),
+    (#"back\slash"#, #""back\\slash""#),
+    ("line\nbreak", #""line\nbreak""#), ("tab\there", #""tab\there""#), ("cr\r", #""cr\r""#),
+    ("\u{08}\u{0C}", #""\b\f""#), ("nul\u{00}", #""nul\u0000""#), ("esc\u{1B}[31m", #""esc\u001b[31m""#),
+    ("\u{1F}\u{7F}", #""\u001f\u007f""#), ("sep\u{2028}\u{2029}", #""sep\u2028\u2029""#),
+    ("é 日本 👩‍💻", "\"é 日本 👩‍💻\""), ("/slash", #""/slash""#),
+  ])
+  func stringEscaping(_ text: String, _ expected: String) throws {
+    let encoded = JSONValue.string(text).encoded
+    #expect(encoded == expected)
+    // Foundation's parser reads it back to the same string.
+    let decoded = try JSONSerialization.jsonObject(with: Data("[\(encoded)]".utf8)) as? [String]
+    #expect(decoded == [text])
+  }
+
+  @Test func everyControlCharacterIsEscaped() {
+    for value in 0..<0x20 {
+      let text = String(UnicodeScalar(UInt8(value)))
+      let encoded = JSONValue.string(text).encoded
+      #expect(encoded.unicodeScalars.allSatisfy { $0.value >= 0x20 }, "U+\(value) came out raw")
+    }
+  }
+
+  @Test func scalarsAndContainers() {
+    let value: JSONValue = [
+      "null": nil, "true": true, "false": false, "int": 42, "negative": .int(-7), "max": .int(.max),
+      "array": [1, "two", [], [:]], "object": ["nested": ["deeper": nil]],
+    ]
+    #expect(
+      value.encoded
+        == #"{"null":null,"true":true,"false":false,"int":42,"negative":-7,"max":9223372036854775807,"#
+        + #""array":[1,"two",[],{}],"object":{"nested":{"deeper":null}}}"#)
+  }
+
+  @Test func keysKeepTheirOrderAndAreEscaped() {
+    let value: JSONValue = ["z": 1, "a": 2, "we\"ird": 3]
+    #expect(value.encoded == #"{"z":1,"a":2,"we\"ird":3}"#)
+  }
+
+  @Test func optionalStrings() {
+    #expect(JSONValue.string(nil as String?).encoded == "null")
+    #expect(JSONValue.string("x" as String?).encoded == #""x""#)
+  }
+}
+
+@Suite struct UTCTimestampTests {
+  @Test(arguments: [
+    (0.0, "1970-01-01T00:00:00.000Z"), (1_780_000_000.689, "2026-05-28T20:26:40.689Z"),
+    (-0.001, "1969-12-31T23:59:59.999Z"), (951_782_400.5, "2000-02-29T00:00:00.500Z"),
+    (253_402_300_799.999, "9999-12-31T23:59:59.999Z"),
+  ])
+  func formats(_ seconds: Double, _ expected: String) {
+    #expect(UTCTimestamp.format(Date(timeIntervalSince1970: seconds)) == expected)
+  }
+
+  @Test func roundsToTheNearestMillisecond() {
+    // 0.689 is not exact in binary; truncating would print .688.
+    let date = Date(timeIntervalSince1970: 1_780_000_000 + 689.0 / 1000)
+    #expect(UTCTimestamp.format(date).hasSuffix(".689Z"))
+    #expect(UTCTimestamp.format(Date(timeIntervalSince1970: 0.0004)) == "1970-01-01T00:00:00.000Z")
+    #expect(UTCTimestamp.format(Date(timeIntervalSince1970: 0.9996)) == "1970-01-01T00:00:01.000Z")
+  }
+}
+
+@Suite struct PresenterTests {
+  static let time = Date(timeIntervalSince1970: 1_780_000_000.689)
+  static let before = SessionState(
+    username: nil, isLoggedIn: false, updatedAt: Date(timeIntervalSince1970: 0))
+  static let after = SessionState(username: "alice", isLoggedIn: true, updatedAt: time)
+  static let entry = SessionEntry(
+    cursor: Cursor(7), time: time, origin: "sessionctl", event: SessionChange(before: before, after: after))
+
+  @Test func changeLine() {
+    #expect(
+      Presenter(json: true).change(Self.entry)
+        == #"{"type":"change","cursor":7,"at":"2026-05-28T20:26:40.689Z","origin":"sessionctl","#
+        + #""events":[{"type":"usernameChanged","from":null,"to":"alice"},{"type":"loggedIn","username":"alice"}],"#
+        + #""before":{"username":null,"isLoggedIn":false,"updatedAt":"1970-01-01T00:00:00.000Z"},"#
+        + #""after":{"username":"alice","isLoggedIn":true,"updatedAt":"2026-05-28T20:26:40.689Z"}}"#)
+    #expect(
+      Presenter(json: false).change(Self.entry)
+        == "7  2026-05-28T20:26:40.689Z  sessionctl  rename (none) → alice, login alice")
+  }
+
+  @Test func eventsOfEveryKind() {
+    #expect(JSONValue.event(.loggedOut(username: "bob")).encoded == #"{"type":"loggedOut","username":"bob"}"#)
+    #expect(JSONValue.event(.loggedIn(username: nil)).encoded == #"{"type":"loggedIn","username":null}"#)
+    #expect(
+      JSONValue.event(.usernameChanged(from: "a", to: nil)).encoded
+        == #"{"type":"usernameChanged","from":"a","to":null}"#)
+    #expect(Presenter.describe(.loggedOut(username: "bob")) == "logout bob")
+  }
+
+  @Test func snapshotAndStatus() {
+    #expect(
+      Presenter(json: true).snapshot(Self.after, cursor: Cursor(7))
+        == #"{"type":"snapshot","cursor":7,"state":{"username":"alice","isLoggedIn":true,"#
+        + #""updatedAt":"2026-05-28T20:26:40.689Z"}}"#)
+    #expect(
+      Presenter(json: true).status(Self.after, cursor: Cursor(7), path: "x")
+        == [#"{"username":"alice","isLoggedIn":true,"updatedAt":"2026-05-28T20:26:40.689Z","cursor":7}"#])
+    #expect(
+      Presenter(json: false).status(Self.after, cursor: Cursor(7), path: "/tmp/s.db") == [
+        "username   alice", "logged in  yes", "updated    2026-05-28T20:26:40.689Z", "cursor     7",
+        "database   /tmp/s.db",
+      ])
+  }
+
+  @Test func historyIsAligned() {
+    let other = SessionEntry(
+      cursor: Cursor(12), time: Self.time, origin: "external",
+      event: SessionChange(
+        before: Self.after, after: SessionState(username: "alice", isLoggedIn: false, updatedAt: Self.time)))
+    #expect(
+      Presenter(json: false).changes([Self.entry, other]) == [
+        "7   2026-05-28T20:26:40.689Z  sessionctl  rename (none) → alice, login alice",
+        "12  2026-05-28T20:26:40.689Z  external    logout alice",
+      ])
+  }
+
+  @Test func terminalEscapesAreShownNotSent() {
+    #expect(Presenter.display("evil\u{1B}[2J\nname") == "evil\\u{1B}[2J\\u{A}name")
+    #expect(Presenter.display(nil) == "(none)")
+  }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+
+/// What a finished command printed and how it exited.
+struct Outcome: CustomStringConvertible {
+  var status: Int32
+  var stdout: String
+  var stderr: String
+
+  /// Standard output split into lines (without the last newline).
+  var lines: [String] {
+    stdout.isEmpty
+      ? [] : stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+  }
+
+  /// Each stdout line parsed as a JSON object.
+  var jsonLines: [[String: Any]] {
+    lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+  }
+
+  var description: String { "exit \(status)\n--- stdout\n\(stdout)--- stderr\n\(stderr)" }
+}
+
+/// A temporary directory per test, with a home of its own, that runs the built
+/// `sessionctl` (and `sqlite3`) with an explicit environment: nothing touches the real home.
+final class Sandbox {
+  /// The directory, removed when the sandbox is dropped.
+  let root: String
+  /// `$HOME` of the commands run here (`<root>/home`, created).
+  let home: String
+  /// The environment every command gets (add to it per test).
+  var environment: [String: String]
+  private var counter = 0
+
+  /// The `sessionctl` built next to the running test bundle.
+  static let sessionctl: String = {
+    let executable =
+      (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+      ?? CommandLine.arguments[0]
+    return URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("sessionctl")
+      .path
+  }()
+
+  /// The independent SQL client used to read and edit the files.
+  static let sqlite3 = "/usr/bin/sqlite3"
+
+  init() throws {
+    var template = Array((NSTemporaryDirectory() + "sessionctl-tests-XXXXXX").utf8CString)
+    guard let created = mkdtemp(&template) else { throw POSIXError(.EIO) }
+    root = String(cString: created)
+    home = root + "/home"
+    try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: false)
+    try FileManager.default.createDirectory(atPath: root + "/io", withIntermediateDirectories: false)
+    environment = ["HOME": home, "PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"]
+  }
+
+  deinit { try? FileManager.default.removeItem(atPath: root) }
+
+  /// A path inside the sandbox.
+  func path(_ name: String) -> String { root + "/" + name }
+
+  /// `~/.local/share/sessionctl/session.db` of the sandbox's home.
+  var defaultDatabase: String { home + "/.local/share/sessionctl/session.db" }
+
+  /// Runs `sessionctl` with `arguments` and waits for it.
+  func run(_ arguments: [String], environment extra: [String: String] = [:]) throws -> Outcome {
+    try runProgram(Self.sessionctl, arguments, environment: environment.merging(extra) { $1 })
+  }
+
+  /// Runs `sessionctl --db <database> …`.
+  func run(db database: String, _ arguments: [String]) throws -> Outcome {
+    try run(["--db", database] + arguments)
+  }
+
+  /// Runs the sqlite3 shell on `database` with `sql`; fails the test if it fails.
+  @discardableResult
+  func sqlite(_ database: String, _ sql: String, sourceLocation: SourceLocation = #_sourceLocation) throws
+    -> String
+  {
+    let outcome = try runProgram(Self.sqlite3, ["-batch", database, sql], environment: environment)
+    #expect(outcome.status == 0, "sqlite3 failed: \(outcome.stderr)", sourceLocation: sourceLocation)
+    return outcome.stdout.trimmingCharacters(in: .newlines)
+  }
+
+  /// Starts `sessionctl` with its stdout on a pipe, for reading line by line.
+  func start(_ arguments: [String]) throws -> (ChildProcess, stderr: String) {
+    counter += 1
+    let stderr = path("io/stderr-\(counter)")
+    let child = try ChildProcess(
+      Self.sessionctl, arguments, environment: environment, stdout: .pipe, stderr: stderr)
+    return (child, stderr)
+  }
+
+  /// The bytes of a file, or nil.
+  func contents(_ path: String) -> Data? { FileManager.default.contents(atPath: path) }
+
+  /// Whether anything exists at `path`.
+  func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
+
+  /// The permission bits of `path`.
+  func mode(_ path: String) -> Int {
+    ((try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? NSNumber)?.intValue
+      ?? -1
+  }
+
+  func runProgram(_ executable: String, _ arguments: [String], environment: [String: String]) throws
+    -> Outcome
+  {
+    counter += 1
+    let out = path("io/stdout-\(counter)")
+    let err = path("io/stderr-\(counter)")
+    let child = try ChildProcess(
+      executable, arguments, environment: environment, stdout: .file(out), stderr: err)
+    let status = try child.wait(timeout: .seconds(30))
+    return Outcome(
+      status: status, stdout: String(decoding: contents(out) ?? Data(), as: UTF8.self),
+      stderr: String(decoding: contents(err) ?? Data(), as: UTF8.self))
+  }
+}

@@ -1,0 +1,158 @@
+import Foundation
+import Testing
+
+/// `watch` as a long-running process: lines read one at a time while other processes write.
+@Suite(.serialized, .timeLimit(.minutes(1))) struct WatchTests {
+  func json(_ line: String?) throws -> [String: Any] {
+    let text = try #require(line)
+    return try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+  }
+
+  @Test func seesOtherProcessesAndTheSqliteShellThenStopsAtTheLimit() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    _ = try sandbox.run(db: db, ["migrate"])
+    let (watch, stderr) = try sandbox.start(["--db", db, "watch", "--json", "--limit", "3"])
+
+    // The snapshot is read before any write starts.
+    let snapshot = try json(watch.readLine())
+    #expect(Set(snapshot.keys) == ["type", "cursor", "state"])
+    #expect(snapshot["type"] as? String == "snapshot")
+    #expect(snapshot["cursor"] as? Int == 0)
+    let state = try #require(snapshot["state"] as? [String: Any])
+    #expect(Set(state.keys) == ["username", "isLoggedIn", "updatedAt"])
+    #expect(state["username"] is NSNull)
+    #expect(state["isLoggedIn"] as? Bool == false)
+
+    // 1: a second sessionctl process.
+    #expect(try sandbox.run(db: db, ["login", "alice"]).status == 0)
+    let login = try json(watch.readLine())
+    #expect(login["type"] as? String == "change")
+    #expect(login["cursor"] as? Int == 1)
+    #expect(login["origin"] as? String == "sessionctl")
+    let loginEvents = try #require(login["events"] as? [[String: Any]])
+    #expect(loginEvents.map { $0["type"] as? String } == ["usernameChanged", "loggedIn"])
+    #expect(loginEvents[1]["username"] as? String == "alice")
+    #expect((login["after"] as? [String: Any])?["username"] as? String == "alice")
+
+    // 2: the sqlite3 shell.
+    try sandbox.sqlite(db, "UPDATE session SET username = 'x'")
+    let update = try json(watch.readLine())
+    #expect(update["cursor"] as? Int == 2)
+    #expect(update["origin"] as? String == "external")
+    let updateEvents = try #require(update["events"] as? [[String: Any]])
+    #expect(updateEvents.count == 1)
+    #expect(updateEvents[0]["type"] as? String == "usernameChanged")
+    #expect(updateEvents[0]["from"] as? String == "alice")
+    #expect(updateEvents[0]["to"] as? String == "x")
+    #expect((update["before"] as? [String: Any])?["username"] as? String == "alice")
+    #expect((update["after"] as? [String: Any])?["isLoggedIn"] as? Bool == true)
+    #expect(
+      update["at"] as? String == (try sandbox.sqlite(db, "SELECT at FROM session_changes WHERE seq = 2")))
+
+    // 3: sessionctl again; the limit is reached and the process ends by itself.
+    #expect(try sandbox.run(db: db, ["logout"]).status == 0)
+    let logout = try json(watch.readLine())
+    #expect(logout["cursor"] as? Int == 3)
+    #expect((logout["events"] as? [[String: Any]])?.first?["type"] as? String == "loggedOut")
+    #expect(try watch.readLine() == nil)
+    #expect(try watch.wait(timeout: .seconds(20)) == 0)
+    #expect(sandbox.contents(stderr) == Data())
+  }
+
+  @Test func humanOutput() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    _ = try sandbox.run(db: db, ["login", "alice"])
+    let (watch, _) = try sandbox.start(["--db", db, "watch", "-n", "1"])
+    let snapshot = try #require(try watch.readLine())
+    #expect(
+      snapshot.range(
+        of: #"^snapshot at 1: alice, logged in, updated \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$"#,
+        options: .regularExpression) != nil, "\(snapshot)")
+    _ = try sandbox.run(db: db, ["rename", "bob"])
+    let change = try #require(try watch.readLine())
+    #expect(change.hasPrefix("2  2"))
+    #expect(change.hasSuffix("  sessionctl  rename alice → bob"))
+    #expect(try watch.wait(timeout: .seconds(20)) == 0)
+  }
+
+  @Test func sinceResumesWithoutASnapshot() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    for command in [["login", "a"], ["logout"], ["login", "b"]] { _ = try sandbox.run(db: db, command) }
+    let (watch, _) = try sandbox.start(["--db", db, "watch", "--json", "--since", "1", "--limit", "3"])
+    #expect(try json(watch.readLine())["cursor"] as? Int == 2)
+    #expect(try json(watch.readLine())["cursor"] as? Int == 3)
+    _ = try sandbox.run(db: db, ["logout"])
+    let live = try json(watch.readLine())
+    #expect(live["type"] as? String == "change")
+    #expect(live["cursor"] as? Int == 4)
+    #expect(try watch.wait(timeout: .seconds(20)) == 0)
+  }
+
+  @Test func limitZeroPrintsOnlyTheSnapshot() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    _ = try sandbox.run(db: db, ["migrate"])
+    let outcome = try sandbox.run(db: db, ["watch", "--json", "--limit", "0"])
+    #expect(outcome.status == 0)
+    #expect(outcome.jsonLines.count == 1)
+    #expect(outcome.jsonLines.first?["type"] as? String == "snapshot")
+  }
+
+  @Test(arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143))])
+  func signalsStopItCleanly(_ signal: Int32, _ status: Int32) throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    _ = try sandbox.run(db: db, ["login", "alice"])
+    let (watch, stderr) = try sandbox.start(["--db", db, "watch", "--json"])
+    _ = try json(watch.readLine())
+    _ = try sandbox.run(db: db, ["logout"])
+    #expect(try json(watch.readLine())["cursor"] as? Int == 2)
+    watch.send(signal)
+    #expect(try watch.wait(timeout: .seconds(20)) == status)
+    #expect(try watch.readLine() == nil, "nothing after the last whole line")
+    #expect(sandbox.contents(stderr) == Data())
+  }
+
+  @Test func aClosedPipeEndsItQuietlyEvenWhenIdle() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    _ = try sandbox.run(db: db, ["login", "alice"])
+    let (watch, stderr) = try sandbox.start(["--db", db, "watch"])
+    _ = try watch.readLine()
+    watch.closeOutput()
+    // No write is needed to notice: the reader going away wakes the watcher.
+    #expect(try watch.wait(timeout: .seconds(20)) == 0)
+    #expect(sandbox.contents(stderr) == Data())
+  }
+
+  @Test func aClosedPipeEndsItQuietlyOnTheNextLine() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    _ = try sandbox.run(db: db, ["login", "alice"])
+    let (watch, stderr) = try sandbox.start(["--db", db, "watch", "--json"])
+    _ = try watch.readLine()
+    watch.closeOutput()
+    _ = try sandbox.run(db: db, ["logout"])
+    #expect(try watch.wait(timeout: .seconds(20)) == 0)
+    #expect(sandbox.contents(stderr) == Data())
+  }
+
+  @Test func aWatchDoesNotBlockWriters() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    _ = try sandbox.run(db: db, ["migrate"])
+    let (watch, _) = try sandbox.start(["--db", db, "watch", "--json", "--limit", "20"])
+    _ = try watch.readLine()
+    for index in 1...10 {
+      #expect(try sandbox.run(db: db, ["login", "user\(index)"]).status == 0)
+      #expect(try sandbox.run(db: db, ["logout"]).status == 0)
+    }
+    var cursors: [Int] = []
+    while let line = try watch.readLine() { cursors.append(try json(line)["cursor"] as? Int ?? -1) }
+    #expect(cursors == Array(1...20), "every change once, in order")
+    #expect(try watch.wait(timeout: .seconds(20)) == 0)
+  }
+}
