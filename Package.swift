@@ -38,6 +38,7 @@ let package = Package(
     ),
     .testTarget(
       name: "SessionViewModelsTests", dependencies: ["SessionViewModels", "SessionStorage", "TestSupport"]),
+    .testTarget(name: "sessionctlTests", dependencies: ["sessionctl", "SessionStorage", "TestSupport"]),
   ],
   swiftLanguageModes: [.v6]
 )

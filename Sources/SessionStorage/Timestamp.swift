@@ -2,13 +2,14 @@ import Foundation
 
 /// The feed's time format, ISO-8601 UTC with milliseconds (`2026-11-29T20:14:35.689Z`), as
 /// SQLite's `strftime('%Y-%m-%dT%H:%M:%fZ')` writes it. Parsed by hand: it is on the read path.
-enum Timestamp {
+public enum Timestamp {
   /// Now, formatted.
   static func now() -> String { format(Date()) }
 
-  /// `date` formatted, to the millisecond.
-  static func format(_ date: Date) -> String {
-    let totalMilliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+  /// `date` formatted, to the nearest millisecond: a time read from the file went through
+  /// a `Double`, and rounding prints it as the text it was read from.
+  public static func format(_ date: Date) -> String {
+    let totalMilliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
     let milliseconds = Int(totalMilliseconds.modulo(1000))
     let seconds = (totalMilliseconds - Int64(milliseconds)) / 1000
     let days = (seconds - seconds.modulo(86_400)) / 86_400
@@ -23,7 +24,7 @@ enum Timestamp {
   }
 
   /// Parses `text`; nil when it is not in the feed's format (e.g. typed by hand).
-  static func parse(_ text: String) -> Date? {
+  public static func parse(_ text: String) -> Date? {
     var utf8 = text.utf8.makeIterator()
     func number(_ width: Int) -> Int? {
       var value = 0

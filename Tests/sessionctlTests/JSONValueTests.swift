@@ -52,25 +52,6 @@ import Testing
   }
 }
 
-@Suite struct UTCTimestampTests {
-  @Test(arguments: [
-    (0.0, "1970-01-01T00:00:00.000Z"), (1_780_000_000.689, "2026-05-28T20:26:40.689Z"),
-    (-0.001, "1969-12-31T23:59:59.999Z"), (951_782_400.5, "2000-02-29T00:00:00.500Z"),
-    (253_402_300_799.999, "9999-12-31T23:59:59.999Z"),
-  ])
-  func formats(_ seconds: Double, _ expected: String) {
-    #expect(UTCTimestamp.format(Date(timeIntervalSince1970: seconds)) == expected)
-  }
-
-  @Test func roundsToTheNearestMillisecond() {
-    // 0.689 is not exact in binary; truncating would print .688.
-    let date = Date(timeIntervalSince1970: 1_780_000_000 + 689.0 / 1000)
-    #expect(UTCTimestamp.format(date).hasSuffix(".689Z"))
-    #expect(UTCTimestamp.format(Date(timeIntervalSince1970: 0.0004)) == "1970-01-01T00:00:00.000Z")
-    #expect(UTCTimestamp.format(Date(timeIntervalSince1970: 0.9996)) == "1970-01-01T00:00:01.000Z")
-  }
-}
-
 @Suite struct PresenterTests {
   static let time = Date(timeIntervalSince1970: 1_780_000_000.689)
   static let before = SessionState(

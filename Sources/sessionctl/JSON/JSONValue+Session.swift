@@ -7,7 +7,7 @@ extension JSONValue {
   static func state(_ state: SessionState) -> JSONValue {
     [
       "username": .string(state.username), "isLoggedIn": .bool(state.isLoggedIn),
-      "updatedAt": .string(UTCTimestamp.format(state.updatedAt)),
+      "updatedAt": .string(Timestamp.format(state.updatedAt)),
     ]
   }
 
@@ -31,7 +31,7 @@ extension JSONValue {
   /// A change line: `{"type":"change","cursor":N,"at":…,"origin":…,"events":[…],"before":{…},"after":{…}}`.
   static func change(_ entry: SessionEntry) -> JSONValue {
     [
-      "type": "change", "cursor": .int(entry.cursor.rawValue), "at": .string(UTCTimestamp.format(entry.time)),
+      "type": "change", "cursor": .int(entry.cursor.rawValue), "at": .string(Timestamp.format(entry.time)),
       "origin": .string(entry.origin), "events": .array(entry.events.map(event)),
       "before": state(entry.before), "after": state(entry.after),
     ]

@@ -13,7 +13,7 @@ struct Presenter: Sendable {
     return table([
       ("username", Self.display(state.username)),
       ("logged in", state.isLoggedIn ? "yes" : "no"),
-      ("updated", UTCTimestamp.format(state.updatedAt)),
+      ("updated", Timestamp.format(state.updatedAt)),
       ("cursor", cursor.description),
       ("database", Self.display(path)),
     ])
@@ -23,7 +23,7 @@ struct Presenter: Sendable {
   func snapshot(_ state: SessionState, cursor: Cursor) -> String {
     if json { return JSONValue.snapshot(state, cursor: cursor).encoded }
     return "snapshot at \(cursor): \(Self.display(state.username)), "
-      + "\(state.isLoggedIn ? "logged in" : "logged out"), updated \(UTCTimestamp.format(state.updatedAt))"
+      + "\(state.isLoggedIn ? "logged in" : "logged out"), updated \(Timestamp.format(state.updatedAt))"
   }
 
   /// One change, its columns padded to at least the given widths (`watch` streams, so it
@@ -32,7 +32,7 @@ struct Presenter: Sendable {
     if json { return JSONValue.change(entry).encoded }
     let events = entry.events.map(Self.describe).joined(separator: ", ")
     return [
-      Self.padded(entry.cursor.description, cursorWidth), UTCTimestamp.format(entry.time),
+      Self.padded(entry.cursor.description, cursorWidth), Timestamp.format(entry.time),
       Self.padded(Self.display(entry.origin), originWidth), events.isEmpty ? "(no event)" : events,
     ].joined(separator: "  ")
   }
