@@ -31,6 +31,7 @@ let package = Package(
     .target(name: "SessionViewModels", dependencies: ["SessionStorage"]),
     .executableTarget(name: "sessionctl", dependencies: ["SessionStorage", "SessionViewModels"]),
     .executableTarget(name: "sessionbench", dependencies: ["SessionStorage", "CSQLite"]),
+    .executableTarget(name: "sessiontorture", dependencies: ["SessionStorage"]),
     .target(name: "TestSupport", path: "Tests/TestSupport"),
     .testTarget(name: "FeedKitTests", dependencies: ["FeedKit", "TestSupport"]),
     .testTarget(

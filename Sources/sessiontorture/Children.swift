@@ -1,0 +1,64 @@
+import FeedKit
+import Foundation
+import SessionStorage
+import Synchronization
+
+/// The processes the scenarios spawn.
+enum Children {
+  /// Writes `--count` changes (0: until killed), printing each acknowledged cursor as soon
+  /// as it is committed. Names are unique per origin and step, so no write is a no-op even
+  /// with other writers racing: a login, a rename, and every fourth step a logout.
+  static func write(_ options: Options) throws -> Int32 {
+    let origin = try options.string("origin", "torture")
+    let store = try SessionStore(path: try options.string("db"), options: .init(origin: origin))
+    let count = try options.int("count", 0)
+    var step = 0
+    while count == 0 || step < count {
+      let name = "\(origin)-\(step)"
+      let entry: SessionEntry?
+      switch step % 4 {
+      case 0: entry = try store.login(username: name)
+      // Another writer may have signed out first: then sign in under the new name instead.
+      case 3: entry = try store.logout() ?? store.login(username: name)
+      default: entry = try store.rename(to: name)
+      }
+      if let entry { Torture.emit(entry.cursor.description) }
+      step += 1
+    }
+    return 0
+  }
+
+  /// Reads the state repeatedly, as an app's screens would.
+  static func read(_ options: Options) throws -> Int32 {
+    let store = try SessionStore(path: try options.string("db"), options: .init(readOnly: true))
+    for _ in 0..<(try options.int("count", 1000)) { _ = try store.state }
+    return 0
+  }
+
+  /// Prints "cursor origin" for each of the next N changes; "ready" once subscribed.
+  static func subscribe(_ options: Options) throws -> Int32 {
+    let store = try SessionStore(path: try options.string("db"), options: .init(readOnly: true))
+    let count = try options.int("count", 1)
+    let changes = try store.changes(from: .now)
+    Torture.emit("ready")
+    let done = DispatchSemaphore(value: 0)
+    let failure = Mutex<(any Error)?>(nil)
+    Task {
+      do {
+        var received = 0
+        for try await entry in changes {
+          Torture.emit("\(entry.cursor) \(entry.origin)")
+          received += 1
+          if received == count { break }
+        }
+      } catch {
+        failure.withLock { $0 = error }
+      }
+      done.signal()
+    }
+    done.wait()
+    if let error = failure.withLock({ $0 }) { throw error }
+    return 0
+  }
+}
+

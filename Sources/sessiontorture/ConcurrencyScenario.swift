@@ -1,0 +1,93 @@
+import Foundation
+import SessionStorage
+
+/// Writers in several processes, readers, subscribers and an outside client at once: every
+/// change reaches every subscriber exactly once, in commit order, and no writer sees
+/// SQLITE_BUSY.
+struct ConcurrencyScenario {
+  let path: String
+  let writers: Int
+  let writes: Int
+  let readers: Int
+  let subscribers: Int
+  let external: Int
+
+  init(_ options: Options) throws {
+    path = try options.string("db")
+    writers = try options.int("writers", 4)
+    writes = try options.int("writes", 250)
+    readers = try options.int("readers", 2)
+    subscribers = try options.int("subscribers", 2)
+    external = try options.int("external", 100)
+  }
+
+  /// An outside client: Python's sqlite3 module, each UPDATE in its own IMMEDIATE
+  /// transaction with a busy timeout, as a careful script would do it.
+  var pythonWriter: String {
+    """
+    import sqlite3, sys
+    db = sqlite3.connect(sys.argv[1], timeout=30, isolation_level=None)
+    for i in range(int(sys.argv[2])):
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("UPDATE session SET username = ?", ("python-%d" % i,))
+        db.execute("COMMIT")
+    """
+  }
+
+  func run() throws -> Int32 {
+    var problems: [String] = []
+    let head = try SessionStore(path: path, options: .init(origin: "setup")).bounds().head.rawValue
+    // Some changes may be no-ops only if the Python client repeats the current name; it never does.
+    let total = writers * writes + external
+    let listeners = try (0..<subscribers).map { _ in
+      try Child(Child.selfPath, ["subscribe", "--db", path, "--count", String(total)])
+    }
+    for listener in listeners where !listener.waitForLine(timeout: 30, { $0 == "ready" }) {
+      problems.append("a subscriber did not start")
+    }
+    let writerChildren = try (0..<writers).map {
+      try Child(Child.selfPath, ["write", "--db", path, "--count", String(writes), "--origin", "writer\($0)"])
+    }
+    let readerChildren = try (0..<readers).map { _ in
+      try Child(Child.selfPath, ["read", "--db", path, "--count", "2000"])
+    }
+    let python = try Child("/usr/bin/env", ["python3", "-c", pythonWriter, path, String(external)])
+
+    let workers = [("python", python)] + writerChildren.map { ("writer", $0) } + readerChildren.map { ("reader", $0) }
+    for (name, child) in workers {
+      let status = child.wait()
+      if status != 0 { problems.append("a \(name) exited with \(status) (see its error above)") }
+    }
+    // Measured while the subscribers still hold the file open: none keeps a read
+    // transaction, so checkpoints keep resetting the WAL.
+    let wal = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? NSNumber)?.intValue ?? 0
+    if wal > 64 << 20 { problems.append("the WAL grew to \(wal) bytes") }
+    let expected = (head + 1...head + Int64(total)).map { $0 }
+    var sequences: [[String]] = []
+    for listener in listeners {
+      let status = listener.wait(timeout: 60)
+      if status != 0 { problems.append("a subscriber exited with \(status)") }
+      let received = listener.output.filter { $0 != "ready" }
+      sequences.append(received)
+      let cursors = received.compactMap { $0.split(separator: " ").first.flatMap { Int64($0) } }
+      if cursors != expected {
+        problems.append("a subscriber received \(cursors.count) changes, not exactly cursors \(head + 1)…\(head + Int64(total)) in order")
+      }
+      let externalCount = received.filter { $0.hasSuffix(" external") }.count
+      if externalCount != external { problems.append("a subscriber saw \(externalCount) external changes, not \(external)") }
+    }
+    if Set(sequences.map { $0.joined(separator: "\n") }).count > 1 {
+      problems.append("subscribers disagree on the order of changes")
+    }
+    let acknowledged = Set(writerChildren.flatMap { $0.output.compactMap(Int64.init) })
+    if acknowledged.count != writers * writes {
+      problems.append("writers acknowledged \(acknowledged.count) changes, not \(writers * writes)")
+    }
+    problems += try Verification.problems(path: path, acknowledged: acknowledged)
+    Torture.emit(
+      #"{"scenario":"concurrency","changes":\#(total),"subscribers":\#(subscribers),"walBytes":\#(wal),"problems":\#(problems.count)}"#
+    )
+    for problem in problems { FileHandle.standardError.write(Data("problem: \(problem)\n".utf8)) }
+    return problems.isEmpty ? 0 : 1
+  }
+}

@@ -1,0 +1,40 @@
+import Foundation
+import SessionStorage
+
+/// A writer killed with SIGKILL at random moments loses nothing it acknowledged.
+struct CrashScenario {
+  let path: String
+  let trials: Int
+  let deadline: Date?
+
+  init(_ options: Options) throws {
+    path = try options.string("db")
+    trials = try options.int("trials", 50)
+    deadline = options.deadline
+  }
+
+  func run() throws -> Int32 {
+    var generator = SystemRandomNumberGenerator()
+    var acknowledged = Set<Int64>()
+    var problems: [String] = []
+    var trial = 0
+    while deadline.map({ Date() < $0 }) ?? (trial < trials) {
+      trial += 1
+      let writer = try Child(Child.selfPath, ["write", "--db", path, "--count", "0", "--origin", "crash"])
+      // Let it start (open, migrate) and then write for a random while, so kills land
+      // anywhere: mid-transaction, mid-commit, between writes.
+      _ = writer.waitForLine(timeout: 10) { _ in true }
+      usleep(UInt32.random(in: 0..<20_000, using: &generator))
+      writer.kill(SIGKILL)
+      let status = writer.wait()
+      if status != 128 + SIGKILL { problems.append("trial \(trial): writer ended with \(status), not by SIGKILL") }
+      acknowledged.formUnion(writer.output.compactMap(Int64.init))
+      problems += try Verification.problems(path: path, acknowledged: acknowledged).map { "trial \(trial): \($0)" }
+      if !problems.isEmpty { break }
+    }
+    Torture.emit(
+      #"{"scenario":"crash","trials":\#(trial),"acknowledged":\#(acknowledged.count),"problems":\#(problems.count)}"#)
+    for problem in problems { FileHandle.standardError.write(Data("problem: \(problem)\n".utf8)) }
+    return problems.isEmpty ? 0 : 1
+  }
+}

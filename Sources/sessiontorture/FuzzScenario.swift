@@ -1,0 +1,152 @@
+import Foundation
+import Synchronization
+
+/// Random argument vectors against `sessionctl`: none may end it by a signal it did not
+/// ask for, exit with an undocumented status, or leave an invalid store behind.
+struct FuzzScenario {
+  let sessionctl: String
+  let path: String
+  let count: Int
+  let seed: UInt64
+  let deadline: Date?
+
+  /// Exit statuses sessionctl documents: ok, failure, usage, invalid input, compacted
+  /// cursor, and the two signals the driver sends to a `watch` it stops.
+  static let documented: Set<Int32> = [0, 1, 64, 65, 66, 130, 143]
+
+  init(_ options: Options) throws {
+    sessionctl = try options.string("sessionctl")
+    path = try options.string("db")
+    count = try options.int("count", 10_000)
+    seed = UInt64(try options.int("seed", Int(Date().timeIntervalSince1970)))
+    deadline = options.deadline
+  }
+
+  func run() throws -> Int32 {
+    let scratch = URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("fuzz-scratch").path
+    try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+    let environment = [
+      "SESSIONCTL_DB=\(path)", "HOME=\(scratch)", "XDG_DATA_HOME=\(scratch)/data", "PATH=/usr/bin:/bin", "LANG=C.UTF-8",
+    ]
+    let problems = Mutex<[String]>([])
+    let ran = Mutex(0)
+    // Two lanes, one per core; each has its own generator derived from the seed.
+    DispatchQueue.concurrentPerform(iterations: 2) { lane in
+      var random = SplitMix64(seed: seed &+ UInt64(lane))
+      var vectors = VectorGenerator(scratch: scratch)
+      while deadline.map({ Date() < $0 }) ?? (ran.withLock { $0 } < count) {
+        let index = ran.withLock { count in
+          count += 1
+          return count
+        }
+        let argv = vectors.next(using: &random)
+        let status = Spawn.run(sessionctl, argv, environment: environment, stopAfter: 0.3)
+        if !Self.documented.contains(status) {
+          let shown = argv.map { String(decoding: $0, as: UTF8.self).debugDescription }.joined(separator: " ")
+          problems.withLock { $0.append("vector \(index) [\(shown)] exited with \(status)") }
+        }
+        if index.isMultiple(of: 1000), let found = try? Verification.problems(path: path, acknowledged: []) {
+          problems.withLock { $0 += found.map { "after vector \(index): \($0)" } }
+        }
+      }
+    }
+    var found = problems.withLock { $0 }
+    found += try Verification.problems(path: path, acknowledged: [])
+    Torture.emit(
+      #"{"scenario":"fuzz-cli","vectors":\#(ran.withLock { $0 }),"seed":\#(seed),"problems":\#(found.count)}"#)
+    for problem in found.prefix(50) { FileHandle.standardError.write(Data("problem: \(problem)\n".utf8)) }
+    return found.isEmpty ? 0 : 1
+  }
+}
+
+/// Argument vectors built from sessionctl's words, broken values and hostile strings, as bytes
+/// (argv can hold invalid UTF-8).
+struct VectorGenerator {
+  let scratch: String
+
+  static let words = [
+    "status", "login", "logout", "rename", "watch", "history", "compact", "migrate", "check", "help", "completion",
+    "bash", "--json", "-j", "--since", "--limit", "--keep", "--before", "--", "-h", "--help", "--version", "--db",
+    "-x", "--unknown", "statsu", "--jsno", "-jh", "--limit=3", "--since=0", "--keep=-1", "help login",
+  ]
+
+  static let values: [[UInt8]] = [
+    "", " ", "   ", "alice", " alice", "alice ", "a\nb", "a\0b", "\u{1B}[31mred\u{1B}[0m", "Robert'); DROP TABLE session;--",
+    "مرحبا", "שלום", "🧑‍💻", "Jose\u{301}", "0", "1", "-1", "3", "99999999999999999999", "9223372036854775807",
+    "1.5", "abc", "--", "-", "\u{202E}evil", String(repeating: "x", count: 256), String(repeating: "y", count: 257),
+    String(repeating: "z", count: 100_000),
+  ].map { Array($0.utf8) } + [[0xFF, 0xFE, 0x41], [0x61, 0xC3], [0xED, 0xA0, 0x80]]
+
+  mutating func next(using random: inout SplitMix64) -> [[UInt8]] {
+    let length = Int(random.next() % 5)
+    var argv: [[UInt8]] = []
+    for _ in 0...length {
+      switch random.next() % 10 {
+      case 0..<5: argv.append(Array(Self.words[Int(random.next() % UInt64(Self.words.count))].utf8))
+      case 5..<9: argv.append(Self.values[Int(random.next() % UInt64(Self.values.count))])
+      default: argv.append(Array("--db=\(scratch)/other\(random.next() % 3).db".utf8))
+      }
+    }
+    // Keep most vectors about one real command, so they reach the store instead of stopping at usage.
+    if random.next() % 3 != 0 {
+      let commands = ["login", "rename", "history", "compact", "watch", "status", "logout", "check"]
+      argv.insert(Array(commands[Int(random.next() % UInt64(commands.count))].utf8), at: 0)
+    }
+    return argv
+  }
+}
+
+/// A small, seedable generator (SplitMix64), so a failing seed can be replayed.
+struct SplitMix64: RandomNumberGenerator {
+  var state: UInt64
+  init(seed: UInt64) { state = seed }
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}
+
+/// posix_spawn with byte arguments, output discarded.
+enum Spawn {
+  /// Runs `executable` with `arguments`; sends SIGTERM after `stopAfter` seconds (a
+  /// `watch` without a limit runs until told), SIGKILL a second later. Returns the exit
+  /// status, or 128 + the signal that ended it.
+  static func run(_ executable: String, _ arguments: [[UInt8]], environment: [String], stopAfter: Double) -> Int32 {
+    func cString(_ bytes: [UInt8]) -> UnsafeMutablePointer<CChar>? {
+      let pointer = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
+      for (index, byte) in bytes.enumerated() { pointer[index] = CChar(bitPattern: byte) }
+      pointer[bytes.count] = 0
+      return pointer
+    }
+    let argv = [cString(Array(executable.utf8))] + arguments.map(cString) + [nil]
+    let envp = environment.map { cString(Array($0.utf8)) } + [nil]
+    defer { for pointer in argv + envp { pointer?.deallocate() } }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    for fd in [0, 1, 2] { posix_spawn_file_actions_addopen(&actions, Int32(fd), "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0) }
+    var pid: pid_t = 0
+    guard posix_spawn(&pid, executable, &actions, nil, argv, envp) == 0 else { return -1 }
+    let start = Date()
+    var sent: Int32 = 0
+    var status: Int32 = 0
+    while waitpid(pid, &status, WNOHANG) == 0 {
+      let elapsed = Date().timeIntervalSince(start)
+      if sent == 0 && elapsed > stopAfter {
+        kill(pid, SIGTERM)
+        sent = SIGTERM
+      } else if sent == SIGTERM && elapsed > stopAfter + 1 {
+        kill(pid, SIGKILL)
+        sent = SIGKILL
+      }
+      usleep(500)
+    }
+    let signal = status & 0x7f
+    if signal == 0 { return (status >> 8) & 0xff }
+    // Killed by the driver's own SIGKILL: report as the graceful stop it replaced, unless it was another signal.
+    return signal == SIGKILL && sent == SIGKILL ? 143 : 128 + signal
+  }
+}

@@ -1,0 +1,24 @@
+import FeedKit
+import Foundation
+import SessionStorage
+
+/// What must hold after any run: checked through a fresh store, independent of the writers.
+enum Verification {
+  /// Problems found: SQLite integrity, migration records, state vs. newest change, cursor
+  /// holes, and every acknowledged cursor present in the feed.
+  static func problems(path: String, acknowledged: Set<Int64>) throws -> [String] {
+    let store = try SessionStore(path: path, options: .init(origin: "verifier"))
+    var problems = try store.check().filter { !$0.passed }.map { "\($0.name): \($0.detail)" }
+    var kept = Set<Int64>()
+    var cursor = Cursor.zero
+    while true {
+      let page = try store.history(from: .after(cursor), limit: 1000)
+      guard let last = page.last else { break }
+      kept.formUnion(page.map(\.cursor.rawValue))
+      cursor = last.cursor
+    }
+    let lost = acknowledged.subtracting(kept)
+    if !lost.isEmpty { problems.append("acknowledged but missing: \(lost.sorted().prefix(10))") }
+    return problems
+  }
+}
