@@ -90,8 +90,16 @@ private struct WatchLoop: Sendable {
       case .timeout: if hasChanged() { onChange() }
       case .event:
         guard drain(events) else { continue }
+        // Re-check at once, then on the next event (the rest of the commit being written)
+        // or after the delay, whichever comes first.
         for delay in Self.backoff {
-          if delay > 0, waitForEvent(events: -1, timeout: delay) == .stop { return }
+          if delay > 0 {
+            switch waitForEvent(events: events, timeout: delay) {
+            case .stop: return
+            case .event: _ = drain(events)
+            case .timeout: break
+            }
+          }
           if hasChanged() {
             onChange()
             break
