@@ -91,12 +91,16 @@ private struct WatchLoop: Sendable {
       case .event:
         guard drain(events) else { continue }
         // Re-check at once, then on the next event (the rest of the commit being written)
-        // or after the delay, whichever comes first.
-        for delay in Self.backoff {
+        // or after the delay, whichever comes first; each event of ours starts the
+        // back-off over, so a commit that follows soon after is not left to a long delay.
+        var attempt = 0
+        while attempt < Self.backoff.count {
+          let delay = Self.backoff[attempt]
+          attempt += 1
           if delay > 0 {
             switch waitForEvent(events: events, timeout: delay) {
             case .stop: return
-            case .event: _ = drain(events)
+            case .event: if drain(events) { attempt = 1 }
             case .timeout: break
             }
           }
