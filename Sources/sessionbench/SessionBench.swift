@@ -37,7 +37,12 @@ enum SessionBench {
     var measurements: [Measurement] = []
     var verdicts: [Verdict] = []
     var failed = false
-    for name in scenarios {
+    for (index, name) in scenarios.enumerated() {
+      if index > 0 && !quick {
+        // Let the previous scenario's dirty pages reach the disk before timing anything else.
+        sync()
+        Monotonic.sleep(nanoseconds: 1_000_000_000)
+      }
       warn("▸ \(name)")
       do {
         let outcome = try Scenarios.run(name, scale: scale)
