@@ -90,8 +90,20 @@ private struct WatchLoop: Sendable {
       case .timeout: if hasChanged() { onChange() }
       case .event:
         guard drain(events) else { continue }
-        for delay in Self.backoff {
-          if delay > 0, waitForEvent(events: -1, timeout: delay) == .stop { return }
+        // Re-check at once, then on the next event (the rest of the commit being written)
+        // or after the delay, whichever comes first; each event of ours starts the
+        // back-off over, so a commit that follows soon after is not left to a long delay.
+        var attempt = 0
+        while attempt < Self.backoff.count {
+          let delay = Self.backoff[attempt]
+          attempt += 1
+          if delay > 0 {
+            switch waitForEvent(events: events, timeout: delay) {
+            case .stop: return
+            case .event: if drain(events) { attempt = 1 }
+            case .timeout: break
+            }
+          }
           if hasChanged() {
             onChange()
             break

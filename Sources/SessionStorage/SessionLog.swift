@@ -11,6 +11,8 @@ final class SessionLog: FeedSource {
   static let stateSQL = "SELECT username, is_logged_in, updated_at FROM session WHERE id = 1"
   static let changeColumns =
     "seq, at, origin, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at"
+  static let pageSQL = "SELECT \(changeColumns) FROM session_changes WHERE seq > ? ORDER BY seq LIMIT ?"
+  static let newestSQL = "SELECT \(changeColumns) FROM session_changes ORDER BY seq DESC LIMIT 1"
   static let boundsSQL = """
     SELECT (SELECT min(seq) FROM session_changes),
       max(coalesce((SELECT max(seq) FROM session_changes), 0),
@@ -20,7 +22,7 @@ final class SessionLog: FeedSource {
   func entries(after cursor: Cursor, limit: Int) throws -> [SessionEntry] {
     try reader.withLock { connection in
       try connection.query(
-        "SELECT \(Self.changeColumns) FROM session_changes WHERE seq > ? ORDER BY seq LIMIT ?",
+        Self.pageSQL,
         [.integer(cursor.rawValue), .integer(Int64(limit))]
       ) { statement in
         var entries: [SessionEntry] = []
@@ -66,7 +68,7 @@ final class SessionLog: FeedSource {
 
   /// The newest entry kept, or nil.
   static func newest(on connection: Connection) throws -> SessionEntry? {
-    try connection.query("SELECT \(changeColumns) FROM session_changes ORDER BY seq DESC LIMIT 1") {
+    try connection.query(newestSQL) {
       try $0.step() ? entry($0) : nil
     }
   }

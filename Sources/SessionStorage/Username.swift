@@ -17,6 +17,13 @@ public enum Username {
       SessionStorageError(.invalidUsername, "invalid username: \(reason)")
     }
     guard !raw.isEmpty else { throw refuse("it is empty") }
+    // Printable ASCII without a space at either end meets every rule and is already NFC,
+    // one character per byte: skip the Unicode work, the common case on every login.
+    if raw.utf8.count <= maximumLength, raw.utf8.first != 0x20, raw.utf8.last != 0x20,
+      raw.utf8.allSatisfy({ (0x20...0x7E).contains($0) })
+    {
+      return raw
+    }
     // Bound the work on huge inputs before normalizing them.
     guard raw.utf8.count <= maximumLength * 64 else {
       throw refuse("it is longer than \(maximumLength) characters (\(raw.utf8.count) bytes)")

@@ -1,1 +1,3 @@
-print("x")
+import Foundation
+
+exit(SessionBench.main(Array(CommandLine.arguments.dropFirst())))

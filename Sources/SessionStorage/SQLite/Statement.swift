@@ -30,7 +30,10 @@ final class Statement {
     case .null: rc = sqlite3_bind_null(handle, index)
     case .integer(let number): rc = sqlite3_bind_int64(handle, index, number)
     case .double(let number): rc = sqlite3_bind_double(handle, index, number)
-    case .text(let text): rc = sqlite3_bind_text(handle, index, text, -1, csqlite_transient())
+    case .text(let text):
+      // withCString lends the string's own NUL-terminated bytes; passing `text` directly
+      // would copy them into a temporary array first.
+      rc = text.withCString { sqlite3_bind_text(handle, index, $0, -1, csqlite_transient()) }
     case .blob(let bytes):
       rc = bytes.withUnsafeBytes {
         sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), csqlite_transient())

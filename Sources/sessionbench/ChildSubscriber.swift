@@ -1,0 +1,26 @@
+import Dispatch
+import SessionStorage
+
+/// `sessionbench child-subscriber --db PATH`: subscribes to the store's changes from now,
+/// says `ready CURSOR`, then one `CURSOR NANOSECONDS` line per entry the moment the
+/// subscription hands it over (``Monotonic/now()``, comparable across processes).
+enum ChildSubscriber {
+  static func run(path: String) throws -> Never {
+    let store = try SessionStore(path: path, options: .init(origin: "sessionbench-child"))
+    let changes = try store.changes(from: .now)
+    ChildControl.say("ready \(changes.cursor.rawValue)")
+    ChildControl.serveStdin()
+    Task.detached {
+      do {
+        for try await entry in changes {
+          let now = Monotonic.now()
+          ChildControl.say("\(entry.cursor.rawValue) \(now)")
+        }
+      } catch {
+        ChildControl.say("error \(error)")
+      }
+      _ = store
+    }
+    dispatchMain()
+  }
+}

@@ -1,0 +1,23 @@
+/// The scenarios, by name, in the order a full run takes them.
+enum Scenarios {
+  static let names = [
+    "write-normal", "write-full", "read", "deliver-local", "deliver-remote", "deliver-external", "fanout",
+    "idle",
+    "history",
+  ]
+
+  static func run(_ name: String, scale: Scale) throws -> Outcome {
+    switch name {
+    case "write-normal": try WriteScenario.run(name, durability: .normal, scale: scale)
+    case "write-full": try WriteScenario.run(name, durability: .full, scale: scale)
+    case "read": try ReadScenario.run(scale: scale)
+    case "deliver-local": try DeliverScenario.local(scale: scale)
+    case "deliver-remote": try DeliverScenario.remote(external: false, scale: scale)
+    case "deliver-external": try DeliverScenario.remote(external: true, scale: scale)
+    case "fanout": try DeliverScenario.fanout(scale: scale)
+    case "idle": try IdleScenario.run(scale: scale)
+    case "history": try HistoryScenario.run(scale: scale)
+    default: throw BenchError("unknown scenario \(name)")
+    }
+  }
+}

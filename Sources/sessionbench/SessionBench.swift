@@ -1,0 +1,71 @@
+import Foundation
+
+/// The program: parses the command line, runs the scenarios or a hidden child command.
+enum SessionBench {
+  static func main(_ arguments: [String]) -> Int32 {
+    let command: Command
+    do {
+      command = try Command.parse(arguments)
+    } catch {
+      warn("sessionbench: \(error)\n\(error.usage)\nSee 'sessionbench --help'.")
+      return 64
+    }
+    do {
+      switch command {
+      case .help:
+        print(Command.helpText)
+      case .list:
+        print(Scenarios.names.joined(separator: "\n"))
+      case .childSubscriber(let path):
+        try ChildSubscriber.run(path: path)
+      case .childRawWatcher(let path):
+        try RawWatcher.run(path: path)
+      case .writer(let path, let count, let origin, let durability):
+        try Writer.run(path: path, count: count, origin: origin, durability: durability)
+      case .bench(let quick, let json, let scenarios):
+        return try bench(quick: quick, json: json, scenarios: scenarios)
+      }
+      return 0
+    } catch {
+      warn("sessionbench: \(error)")
+      return 1
+    }
+  }
+
+  private static func bench(quick: Bool, json: String?, scenarios: [String]) throws -> Int32 {
+    let scale = Scale(quick: quick)
+    var measurements: [Measurement] = []
+    var verdicts: [Verdict] = []
+    var failed = false
+    for (index, name) in scenarios.enumerated() {
+      if index > 0 && !quick {
+        // Let the previous scenario's dirty pages reach the disk before timing anything else.
+        sync()
+        Monotonic.sleep(nanoseconds: 1_000_000_000)
+      }
+      warn("▸ \(name)")
+      do {
+        let outcome = try Scenarios.run(name, scale: scale)
+        measurements += outcome.measurements
+        verdicts += outcome.verdicts
+      } catch {
+        warn("sessionbench: \(name) failed: \(error)")
+        failed = true
+      }
+    }
+    print(Report.table(measurements))
+    if !verdicts.isEmpty {
+      print("\naims (ours/raw from this run):")
+      print(Report.verdicts(verdicts))
+    }
+    if quick { print("\n(--quick: smoke-test sizes; do not quote these figures)") }
+    if let json {
+      try Report.json(measurements).write(toFile: json, atomically: true, encoding: .utf8)
+    }
+    return failed ? 1 : 0
+  }
+
+  static func warn(_ message: String) {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+  }
+}

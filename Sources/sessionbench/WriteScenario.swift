@@ -1,0 +1,34 @@
+import CSQLite
+import SessionStorage
+
+/// `write-normal`, `write-full`: `login`/`logout` alternating through `SessionStore`,
+/// against `BEGIN IMMEDIATE`, the store's UPDATE (its trigger appends the change row),
+/// `COMMIT` on raw prepared statements, at the same `synchronous` level.
+enum WriteScenario {
+  static func run(_ name: String, durability: SessionStore.Durability, scale: Scale) throws -> Outcome {
+    let workspace = try Workspace(name)
+    try workspace.createRawSchema()
+    let store = try SessionStore(
+      path: workspace.ours, options: .init(durability: durability, origin: "sessionbench"))
+    let raw = try RawWriter(db: RawDB(path: workspace.raw, synchronous: durability.rawValue))
+    let (ours, baseline) = try Paired.blocks(
+      rounds: scale.rounds, block: scale.writeBlock,
+      ours: { index in
+        let entry = index.isMultiple(of: 2) ? try store.login(username: "alice") : try store.logout()
+        guard entry != nil else { throw BenchError("write \(index) through the store changed nothing") }
+      },
+      raw: { index in
+        guard try raw.write(login: index.isMultiple(of: 2)) else {
+          throw BenchError("raw write \(index) changed nothing")
+        }
+      })
+    let ratio = ours.opsPerSecond / baseline.opsPerSecond
+    return Outcome(
+      measurements: Measurement.latency(name, ours: ours, baseline: baseline),
+      verdicts: [
+        Verdict(
+          scenario: name, aim: "ops/s ≥ 0.90× raw", measured: String(format: "%.2f×", ratio),
+          met: ratio >= 0.9)
+      ])
+  }
+}
