@@ -35,7 +35,8 @@ let package = Package(
     .target(name: "TestSupport", path: "Tests/TestSupport"),
     .testTarget(name: "FeedKitTests", dependencies: ["FeedKit", "TestSupport"]),
     .testTarget(
-      name: "SessionStorageTests", dependencies: ["SessionStorage", "CSQLite", "TestSupport", "sessionbench"]
+      name: "SessionStorageTests",
+      dependencies: ["SessionStorage", "CSQLite", "TestSupport", "sessiontorture"]
     ),
     .testTarget(
       name: "SessionViewModelsTests", dependencies: ["SessionViewModels", "SessionStorage", "TestSupport"]),

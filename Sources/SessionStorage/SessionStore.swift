@@ -68,6 +68,9 @@ public final class SessionStore: Sendable {
     self.path = path
     self.options = options
     try FileCheck.inspect(path, mayCreate: !options.readOnly)
+    let created =
+      options.readOnly || FileManager.default.fileExists(atPath: path)
+      ? [] : try Migrator.create(path, synchronous: options.durability.rawValue)
 
     let (writer, pending, readerMode) = try Self.openInspected(path, options)
     if options.readOnly {
@@ -86,7 +89,7 @@ public final class SessionStore: Sendable {
           path: path)
       }
       try writer.configure(synchronous: options.durability.rawValue)
-      appliedMigrations = try Migrator.migrate(writer)
+      appliedMigrations = try created + Migrator.migrate(writer)
     }
     let reader = try Connection(path: path, mode: readerMode, busyTimeout: options.busyTimeout)
     try reader.execute("PRAGMA query_only = ON")
@@ -110,7 +113,7 @@ public final class SessionStore: Sendable {
   ) {
     do {
       let connection = try Connection(
-        path: path, mode: options.readOnly ? .readOnly : .readWriteCreate, busyTimeout: options.busyTimeout)
+        path: path, mode: options.readOnly ? .readOnly : .readWrite, busyTimeout: options.busyTimeout)
       return (connection, try Migrator.pending(on: connection), options.readOnly ? .readOnly : .readWrite)
     } catch let error as SessionStorageError
       where error.isCantOpen && FileManager.default.fileExists(atPath: path)

@@ -8,11 +8,8 @@ enum Command: Equatable {
   case bench(quick: Bool, json: String?, scenarios: [String])
   case childSubscriber(path: String)
   case childRawWatcher(path: String)
-  case writer(path: String, count: Int, origin: String, durability: SessionStore.Durability)
 
   static let usage = "usage: sessionbench [--quick] [--json FILE] [SCENARIO…]"
-  static let writerUsage =
-    "usage: sessionbench writer --db PATH --count N [--origin NAME] [--durability full|normal]"
 
   static let helpText = """
     OVERVIEW: Benchmarks SessionStorage against raw SQLite calls, side by side in one run.
@@ -49,23 +46,6 @@ enum Command: Equatable {
       let path = try parser.required("--db")
       try parser.finish()
       return .childRawWatcher(path: path)
-    case "writer":
-      parser.skip()
-      parser.usage = writerUsage
-      let path = try parser.required("--db")
-      guard let count = Int(try parser.required("--count")), count >= 0 else {
-        throw UsageError("--count needs a whole number ≥ 0", usage: writerUsage)
-      }
-      let origin = try parser.value("--origin") ?? "sessionbench-writer"
-      let durability: SessionStore.Durability
-      switch try parser.value("--durability") ?? "full" {
-      case "full": durability = .full
-      case "normal": durability = .normal
-      case let other:
-        throw UsageError("--durability must be full or normal, not '\(other)'", usage: writerUsage)
-      }
-      try parser.finish()
-      return .writer(path: path, count: count, origin: origin, durability: durability)
     default:
       if parser.flag("-h") || parser.flag("--help") { return .help }
       if parser.flag("--list") { return .list }

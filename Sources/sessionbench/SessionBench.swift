@@ -20,8 +20,6 @@ enum SessionBench {
         try ChildSubscriber.run(path: path)
       case .childRawWatcher(let path):
         try RawWatcher.run(path: path)
-      case .writer(let path, let count, let origin, let durability):
-        try Writer.run(path: path, count: count, origin: origin, durability: durability)
       case .bench(let quick, let json, let scenarios):
         return try bench(quick: quick, json: json, scenarios: scenarios)
       }

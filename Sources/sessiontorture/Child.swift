@@ -45,7 +45,8 @@ final class Child: Sendable {
   func wait() -> Int32 {
     process.waitUntilExit()
     finishedReading.wait()
-    return process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
+    return process.terminationReason == .uncaughtSignal
+      ? 128 + process.terminationStatus : process.terminationStatus
   }
 
   /// Waits at most `timeout` seconds, then kills the process; returns the exit status.
@@ -68,5 +69,7 @@ final class Child: Sendable {
   }
 
   /// This executable's path, to spawn its own children.
-  static var selfPath: String { URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path }
+  static var selfPath: String {
+    URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
+  }
 }

@@ -61,4 +61,3 @@ enum Children {
     return 0
   }
 }
-

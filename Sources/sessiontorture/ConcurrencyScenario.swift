@@ -46,21 +46,24 @@ struct ConcurrencyScenario {
       problems.append("a subscriber did not start")
     }
     let writerChildren = try (0..<writers).map {
-      try Child(Child.selfPath, ["write", "--db", path, "--count", String(writes), "--origin", "writer\($0)"])
+      try Child(
+        Child.selfPath, ["write", "--db", path, "--count", String(writes), "--origin", "writer\($0)"])
     }
     let readerChildren = try (0..<readers).map { _ in
       try Child(Child.selfPath, ["read", "--db", path, "--count", "2000"])
     }
     let python = try Child("/usr/bin/env", ["python3", "-c", pythonWriter, path, String(external)])
 
-    let workers = [("python", python)] + writerChildren.map { ("writer", $0) } + readerChildren.map { ("reader", $0) }
+    let workers =
+      [("python", python)] + writerChildren.map { ("writer", $0) } + readerChildren.map { ("reader", $0) }
     for (name, child) in workers {
       let status = child.wait()
       if status != 0 { problems.append("a \(name) exited with \(status) (see its error above)") }
     }
     // Measured while the subscribers still hold the file open: none keeps a read
     // transaction, so checkpoints keep resetting the WAL.
-    let wal = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? NSNumber)?.intValue ?? 0
+    let wal =
+      (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? NSNumber)?.intValue ?? 0
     if wal > 64 << 20 { problems.append("the WAL grew to \(wal) bytes") }
     let expected = (head + 1...head + Int64(total)).map { $0 }
     var sequences: [[String]] = []
@@ -71,10 +74,14 @@ struct ConcurrencyScenario {
       sequences.append(received)
       let cursors = received.compactMap { $0.split(separator: " ").first.flatMap { Int64($0) } }
       if cursors != expected {
-        problems.append("a subscriber received \(cursors.count) changes, not exactly cursors \(head + 1)…\(head + Int64(total)) in order")
+        problems.append(
+          "a subscriber received \(cursors.count) changes, not exactly cursors \(head + 1)…\(head + Int64(total)) in order"
+        )
       }
       let externalCount = received.filter { $0.hasSuffix(" external") }.count
-      if externalCount != external { problems.append("a subscriber saw \(externalCount) external changes, not \(external)") }
+      if externalCount != external {
+        problems.append("a subscriber saw \(externalCount) external changes, not \(external)")
+      }
     }
     if Set(sequences.map { $0.joined(separator: "\n") }).count > 1 {
       problems.append("subscribers disagree on the order of changes")

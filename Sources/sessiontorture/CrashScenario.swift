@@ -27,13 +27,18 @@ struct CrashScenario {
       usleep(UInt32.random(in: 0..<20_000, using: &generator))
       writer.kill(SIGKILL)
       let status = writer.wait()
-      if status != 128 + SIGKILL { problems.append("trial \(trial): writer ended with \(status), not by SIGKILL") }
+      if status != 128 + SIGKILL {
+        problems.append("trial \(trial): writer ended with \(status), not by SIGKILL")
+      }
       acknowledged.formUnion(writer.output.compactMap(Int64.init))
-      problems += try Verification.problems(path: path, acknowledged: acknowledged).map { "trial \(trial): \($0)" }
+      problems += try Verification.problems(path: path, acknowledged: acknowledged).map {
+        "trial \(trial): \($0)"
+      }
       if !problems.isEmpty { break }
     }
     Torture.emit(
-      #"{"scenario":"crash","trials":\#(trial),"acknowledged":\#(acknowledged.count),"problems":\#(problems.count)}"#)
+      #"{"scenario":"crash","trials":\#(trial),"acknowledged":\#(acknowledged.count),"problems":\#(problems.count)}"#
+    )
     for problem in problems { FileHandle.standardError.write(Data("problem: \(problem)\n".utf8)) }
     return problems.isEmpty ? 0 : 1
   }

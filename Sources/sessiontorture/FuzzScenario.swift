@@ -23,10 +23,13 @@ struct FuzzScenario {
   }
 
   func run() throws -> Int32 {
-    let scratch = URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("fuzz-scratch").path
+    let scratch = URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent(
+      "fuzz-scratch"
+    ).path
     try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
     let environment = [
-      "SESSIONCTL_DB=\(path)", "HOME=\(scratch)", "XDG_DATA_HOME=\(scratch)/data", "PATH=/usr/bin:/bin", "LANG=C.UTF-8",
+      "SESSIONCTL_DB=\(path)", "HOME=\(scratch)", "XDG_DATA_HOME=\(scratch)/data", "PATH=/usr/bin:/bin",
+      "LANG=C.UTF-8",
     ]
     let problems = Mutex<[String]>([])
     let ran = Mutex(0)
@@ -53,7 +56,8 @@ struct FuzzScenario {
     var found = problems.withLock { $0 }
     found += try Verification.problems(path: path, acknowledged: [])
     Torture.emit(
-      #"{"scenario":"fuzz-cli","vectors":\#(ran.withLock { $0 }),"seed":\#(seed),"problems":\#(found.count)}"#)
+      #"{"scenario":"fuzz-cli","vectors":\#(ran.withLock { $0 }),"seed":\#(seed),"problems":\#(found.count)}"#
+    )
     for problem in found.prefix(50) { FileHandle.standardError.write(Data("problem: \(problem)\n".utf8)) }
     return found.isEmpty ? 0 : 1
   }
@@ -65,17 +69,22 @@ struct VectorGenerator {
   let scratch: String
 
   static let words = [
-    "status", "login", "logout", "rename", "watch", "history", "compact", "migrate", "check", "help", "completion",
-    "bash", "--json", "-j", "--since", "--limit", "--keep", "--before", "--", "-h", "--help", "--version", "--db",
+    "status", "login", "logout", "rename", "watch", "history", "compact", "migrate", "check", "help",
+    "completion",
+    "bash", "--json", "-j", "--since", "--limit", "--keep", "--before", "--", "-h", "--help", "--version",
+    "--db",
     "-x", "--unknown", "statsu", "--jsno", "-jh", "--limit=3", "--since=0", "--keep=-1", "help login",
   ]
 
-  static let values: [[UInt8]] = [
-    "", " ", "   ", "alice", " alice", "alice ", "a\nb", "a\0b", "\u{1B}[31mred\u{1B}[0m", "Robert'); DROP TABLE session;--",
-    "مرحبا", "שלום", "🧑‍💻", "Jose\u{301}", "0", "1", "-1", "3", "99999999999999999999", "9223372036854775807",
-    "1.5", "abc", "--", "-", "\u{202E}evil", String(repeating: "x", count: 256), String(repeating: "y", count: 257),
-    String(repeating: "z", count: 100_000),
-  ].map { Array($0.utf8) } + [[0xFF, 0xFE, 0x41], [0x61, 0xC3], [0xED, 0xA0, 0x80]]
+  static let values: [[UInt8]] =
+    [
+      "", " ", "   ", "alice", " alice", "alice ", "a\nb", "a\0b", "\u{1B}[31mred\u{1B}[0m",
+      "Robert'); DROP TABLE session;--",
+      "مرحبا", "שלום", "🧑‍💻", "Jose\u{301}", "0", "1", "-1", "3", "99999999999999999999", "9223372036854775807",
+      "1.5", "abc", "--", "-", "\u{202E}evil", String(repeating: "x", count: 256),
+      String(repeating: "y", count: 257),
+      String(repeating: "z", count: 100_000),
+    ].map { Array($0.utf8) } + [[0xFF, 0xFE, 0x41], [0x61, 0xC3], [0xED, 0xA0, 0x80]]
 
   mutating func next(using random: inout SplitMix64) -> [[UInt8]] {
     let length = Int(random.next() % 5)
@@ -114,7 +123,9 @@ enum Spawn {
   /// Runs `executable` with `arguments`; sends SIGTERM after `stopAfter` seconds (a
   /// `watch` without a limit runs until told), SIGKILL a second later. Returns the exit
   /// status, or 128 + the signal that ended it.
-  static func run(_ executable: String, _ arguments: [[UInt8]], environment: [String], stopAfter: Double) -> Int32 {
+  static func run(_ executable: String, _ arguments: [[UInt8]], environment: [String], stopAfter: Double)
+    -> Int32
+  {
     func cString(_ bytes: [UInt8]) -> UnsafeMutablePointer<CChar>? {
       let pointer = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
       for (index, byte) in bytes.enumerated() { pointer[index] = CChar(bitPattern: byte) }
@@ -127,7 +138,9 @@ enum Spawn {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
-    for fd in [0, 1, 2] { posix_spawn_file_actions_addopen(&actions, Int32(fd), "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0) }
+    for fd in [0, 1, 2] {
+      posix_spawn_file_actions_addopen(&actions, Int32(fd), "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
+    }
     var pid: pid_t = 0
     guard posix_spawn(&pid, executable, &actions, nil, argv, envp) == 0 else { return -1 }
     let start = Date()

@@ -69,7 +69,9 @@ struct Options {
 
   func int(_ name: String, _ fallback: Int) throws -> Int {
     guard let text = values[name] else { return fallback }
-    guard let value = Int(text), value >= 0 else { throw UsageError(message: "--\(name) takes a whole number") }
+    guard let value = Int(text), value >= 0 else {
+      throw UsageError(message: "--\(name) takes a whole number")
+    }
     return value
   }
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// What a finished child process printed and how it ended.
 public struct ProcessResult: Sendable {
@@ -14,13 +13,12 @@ public struct ProcessResult: Sendable {
 /// Runs programs for tests: our executables (built next to the test bundle) and tools
 /// such as `/usr/bin/sqlite3`.
 public enum ProcessRunner {
-  /// The directory holding the built products (`.build/debug`).
+  /// The directory holding the built products (`.build/debug`), next to the test runner.
   public static let productsDirectory: URL = {
-    var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-      .deletingLastPathComponent()
-    // On Linux the test runner sits next to the products; an .xctest bundle may sit one deeper.
-    if url.lastPathComponent.hasSuffix(".xctest") { url.deleteLastPathComponent() }
-    return url
+    let executable =
+      (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+      ?? CommandLine.arguments[0]
+    return URL(fileURLWithPath: executable).deletingLastPathComponent()
   }()
 
   /// The path of one of our executables, e.g. `sessionctl`.
@@ -28,38 +26,22 @@ public enum ProcessRunner {
     productsDirectory.appendingPathComponent(name).path
   }
 
-  /// Runs `executable` to completion with `arguments`, optional standard input and
-  /// environment additions.
+  /// Runs `executable` to completion (at most `timeout`) with `arguments` and this
+  /// process's environment plus `environment`.
   public static func run(
-    _ executable: String, _ arguments: [String], input: String? = nil, environment: [String: String] = [:]
+    _ executable: String, _ arguments: [String], environment: [String: String] = [:],
+    timeout: Duration = .seconds(60)
   ) throws -> ProcessResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    let out = Pipe()
-    let err = Pipe()
-    let inPipe = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = inPipe
-    try process.run()
-    if let input { inPipe.fileHandleForWriting.write(Data(input.utf8)) }
-    try inPipe.fileHandleForWriting.close()
-    // Read both pipes concurrently so a chatty child cannot block on a full pipe.
-    let errData = Mutex<Data>(Data())
-    let reader = Thread { errData.withLock { $0 = err.fileHandleForReading.readDataToEndOfFile() } }
-    reader.start()
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    while reader.isExecuting || !reader.isFinished { usleep(1000) }
-    let status =
-      process.terminationReason == .uncaughtSignal
-      ? 128 + process.terminationStatus : process.terminationStatus
+    let scratch = try TemporaryDirectory()
+    let out = scratch.file("stdout")
+    let err = scratch.file("stderr")
+    let child = try ChildProcess(
+      executable, arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+      stdout: .file(out), stderr: err)
+    let status = try child.wait(timeout: timeout)
     return ProcessResult(
-      stdout: String(decoding: outData, as: UTF8.self),
-      stderr: String(decoding: errData.withLock { $0 }, as: UTF8.self),
-      status: status)
+      stdout: String(decoding: fileBytes(out) ?? Data(), as: UTF8.self),
+      stderr: String(decoding: fileBytes(err) ?? Data(), as: UTF8.self), status: status)
   }
 
   /// Runs the `sqlite3` shell on `database` with `sql`; throws when it fails.

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// What a finished command printed and how it exited.
@@ -33,13 +34,7 @@ final class Sandbox {
   private var counter = 0
 
   /// The `sessionctl` built next to the running test bundle.
-  static let sessionctl: String = {
-    let executable =
-      (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-      ?? CommandLine.arguments[0]
-    return URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("sessionctl")
-      .path
-  }()
+  static let sessionctl = ProcessRunner.product("sessionctl")
 
   /// The independent SQL client used to read and edit the files.
   static let sqlite3 = "/usr/bin/sqlite3"

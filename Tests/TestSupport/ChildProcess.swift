@@ -3,24 +3,29 @@ import Foundation
 /// A process spawned with `posix_spawn`: explicit arguments and environment, stdin from
 /// /dev/null, stdout to a file or a pipe read line by line, stderr to a file. SIGINT,
 /// SIGTERM and SIGPIPE start with their default handling whatever the test runner does.
-final class ChildProcess {
+public final class ChildProcess {
   /// Where the child's standard output goes.
-  enum Output {
+  public enum Output {
     /// A file, read after the child exits.
     case file(String)
     /// A pipe, read with ``readLine(timeout:)``.
     case pipe
   }
 
-  struct SpawnError: Error, CustomStringConvertible {
-    var description: String
+  /// The process could not be started.
+  public struct SpawnError: Error, CustomStringConvertible {
+    /// Why.
+    public var description: String
   }
 
-  struct Timeout: Error, CustomStringConvertible {
-    var description: String
+  /// A line or an exit did not come in time.
+  public struct Timeout: Error, CustomStringConvertible {
+    /// What was awaited.
+    public var description: String
   }
 
-  let pid: pid_t
+  /// The child's process id.
+  public let pid: pid_t
   private(set) var readEnd: Int32 = -1
   private var buffer: [UInt8] = []
   private var reachedEnd = false
@@ -30,7 +35,8 @@ final class ChildProcess {
   /// before it is marked close-on-exec.
   private static let spawnLock = NSLock()
 
-  init(
+  /// Spawns `executable`; stdout goes to `stdout`, stderr to the file `stderr`.
+  public init(
     _ executable: String, _ arguments: [String], environment: [String: String], stdout: Output, stderr: String
   )
     throws
@@ -89,14 +95,14 @@ final class ChildProcess {
   }
 
   /// Closes the test's end of the stdout pipe (the child then gets EPIPE).
-  func closeOutput() {
+  public func closeOutput() {
     if readEnd >= 0 { close(readEnd) }
     readEnd = -1
   }
 
   /// The next line of a piped stdout, without its newline; nil at end of output.
   /// - Throws: ``Timeout`` when no whole line arrives in time.
-  func readLine(timeout: Duration = .seconds(20)) throws -> String? {
+  public func readLine(timeout: Duration = .seconds(20)) throws -> String? {
     let deadline = ContinuousClock.now + timeout
     while true {
       if let newline = buffer.firstIndex(of: 0x0A) {
@@ -129,11 +135,11 @@ final class ChildProcess {
   }
 
   /// Sends `signal` to the child.
-  func send(_ signal: Int32) { kill(pid, signal) }
+  public func send(_ signal: Int32) { kill(pid, signal) }
 
   /// Waits for the child to exit: its exit status, or 128 + the signal that killed it.
   @discardableResult
-  func wait() -> Int32 {
+  public func wait() -> Int32 {
     if let status { return status }
     var raw: Int32 = 0
     while waitpid(pid, &raw, 0) < 0, errno == EINTR {}
@@ -144,7 +150,7 @@ final class ChildProcess {
 
   /// Waits at most `timeout` for the child to exit.
   /// - Throws: ``Timeout`` (the child is then killed).
-  func wait(timeout: Duration) throws -> Int32 {
+  public func wait(timeout: Duration) throws -> Int32 {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
       var raw: Int32 = 0
