@@ -1,0 +1,67 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The torture driver at CI size: crashes, concurrency with an outside client, and a
+/// batch of random argument vectors against sessionctl. Each scenario verifies the file
+/// through a fresh store; the test also reads it with the independent sqlite3 shell.
+@Suite(.timeLimit(.minutes(10))) struct TortureTests {
+  static let torture = ProcessRunner.product("sessiontorture")
+  let dir: TemporaryDirectory
+  let path: String
+
+  init() throws {
+    dir = try TemporaryDirectory()
+    path = dir.file("session.db")
+  }
+
+  /// Runs a scenario; returns its JSON summary.
+  func scenario(_ arguments: [String]) throws -> [String: Any] {
+    let result = try ProcessRunner.run(Self.torture, arguments + ["--db", path], timeout: .seconds(540))
+    #expect(result.status == 0, "\(result.stderr)")
+    let summary = try #require(result.stdout.split(separator: "\n").last)
+    return try #require(try JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any])
+  }
+
+  /// What the sqlite3 shell says about the file: integrity, and cursors without holes.
+  func independentlyConsistent() throws {
+    #expect(try ProcessRunner.sqlite3(path, "PRAGMA integrity_check") == "ok\n")
+    #expect(
+      try ProcessRunner.sqlite3(
+        path, "SELECT count(*) = coalesce(max(seq) - min(seq) + 1, 0) FROM session_changes") == "1\n")
+    // The state equals the newest change's `after` (when compaction left one).
+    let newest = try ProcessRunner.sqlite3(
+      path,
+      "SELECT coalesce((SELECT new_username IS username AND new_is_logged_in = is_logged_in "
+        + "FROM session_changes ORDER BY seq DESC LIMIT 1), 1) FROM session")
+    #expect(newest == "1\n")
+  }
+
+  @Test func aWriterKilledAtRandomMomentsLosesNothingItAcknowledged() throws {
+    let summary = try scenario(["crash", "--trials", "50"])
+    #expect(summary["trials"] as? Int == 50)
+    #expect(summary["problems"] as? Int == 0)
+    #expect((summary["acknowledged"] as? Int ?? 0) > 0)
+    try independentlyConsistent()
+  }
+
+  @Test func writersReadersSubscribersAndAnOutsideClientAtOnce() throws {
+    let summary = try scenario(["concurrency", "--writers", "4", "--writes", "250", "--external", "100"])
+    #expect(summary["changes"] as? Int == 1100)
+    #expect(summary["problems"] as? Int == 0)
+    #expect(
+      try ProcessRunner.sqlite3(path, "SELECT count(*) FROM session_changes WHERE origin = 'external'")
+        == "100\n")
+    try independentlyConsistent()
+  }
+
+  @Test func tenThousandRandomArgumentVectorsNeverCrashSessionctl() throws {
+    let summary = try scenario([
+      "fuzz-cli", "--sessionctl", ProcessRunner.product("sessionctl"), "--count", "10000", "--seed",
+      "20261129",
+    ])
+    #expect(summary["vectors"] as? Int ?? 0 >= 10_000)
+    #expect(summary["problems"] as? Int == 0)
+    try independentlyConsistent()
+  }
+}
