@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Every error class: its message on stderr, nothing on stdout, its exit status, and no
@@ -256,21 +257,30 @@ import Testing
 
   @Test func aLocationThatCannotBeWrittenIsRefused() throws {
     let sandbox = try Sandbox()
-    let db: String
-    if geteuid() == 0 {
-      // Permissions do not stop root; sysfs refuses new files to everyone.
-      db = "/sys/sessionctl-test.db"
-    } else {
-      let directory = sandbox.path("locked")
-      try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
-      chmod(directory, 0o500)
-      db = directory + "/s.db"
+    guard
+      let place = try ReadOnlyPlace(
+        in: sandbox.root, prepare: { _ = try sandbox.run(db: $0 + "/existing.db", ["login", "alice"]) })
+    else {
+      Issue.record("could not make a read-only directory here")
+      return
     }
-    let outcome = try sandbox.run(db: db, ["login", "alice"])
-    #expect(outcome.status == 1)
-    #expect(outcome.stdout == "")
+    let new = place.file("new.db")
+    let create = try sandbox.run(db: new, ["login", "alice"])
+    #expect(create.status == 1)
+    #expect(create.stdout == "")
     #expect(
-      outcome.stderr == "sessionctl: error: \(db): cannot create the database file: Permission denied\n")
-    #expect(!sandbox.exists(db))
+      create.stderr.hasPrefix("sessionctl: error: \(new): cannot create the database file: "), "\(create)")
+    #expect(!sandbox.exists(new))
+
+    let existing = place.file("existing.db")
+    let before = sandbox.contents(existing)
+    let write = try sandbox.run(db: existing, ["logout"])
+    #expect(write.status == 1)
+    #expect(write.stderr.hasPrefix("sessionctl: error: \(existing): "), "\(write)")
+    #expect(write.stderr.contains("read-only"), "\(write)")
+    let read = try sandbox.run(db: existing, ["status", "--json"])
+    #expect(read.status == 0, "\(read)")
+    #expect(read.jsonLines.first?["username"] as? String == "alice")
+    #expect(sandbox.contents(existing) == before)
   }
 }

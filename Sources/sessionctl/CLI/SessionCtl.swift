@@ -21,6 +21,27 @@ struct SessionCtl: Sendable {
     self.environment = environment
   }
 
+  /// Runs a command line given as argv's bytes (without the program name): an argument
+  /// that is not valid UTF-8 is refused (exit 65) instead of being repaired into a name.
+  func run(rawArguments: [[UInt8]]) async -> Int32 {
+    do {
+      return await run(try Self.decode(rawArguments))
+    } catch {
+      signal(SIGPIPE, SIG_IGN)
+      return report(error).rawValue
+    }
+  }
+
+  /// The arguments as strings, or an error naming the first one that is not valid UTF-8.
+  static func decode(_ rawArguments: [[UInt8]]) throws(CLIError) -> [String] {
+    try rawArguments.enumerated().map { (index, bytes) throws(CLIError) -> String in
+      guard let text = String(validating: bytes, as: UTF8.self) else {
+        throw .invalidInput("argument \(index + 1) is not valid UTF-8")
+      }
+      return text
+    }
+  }
+
   /// Runs a command line (without the program name) and returns the exit status.
   func run(_ arguments: [String]) async -> Int32 {
     // A closed pipe must surface as EPIPE on write, not kill the process.
