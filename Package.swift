@@ -36,7 +36,7 @@ let package = Package(
     .testTarget(name: "FeedKitTests", dependencies: ["FeedKit", "TestSupport"]),
     .testTarget(
       name: "SessionStorageTests",
-      dependencies: ["SessionStorage", "CSQLite", "TestSupport", "sessiontorture"]
+      dependencies: ["SessionStorage", "CSQLite", "TestSupport", "sessiontorture", "sessionbench"]
     ),
     .testTarget(
       name: "SessionViewModelsTests", dependencies: ["SessionViewModels", "SessionStorage", "TestSupport"]),

@@ -69,22 +69,11 @@ enum HistoryScenario {
   private static func pages(path: String, db: RawDB, scale: Scale) throws -> (oldest: Pair, newest: Pair) {
     let store = try SessionStore(path: path, options: .init(durability: .normal, origin: "sessionbench"))
     let bounds = try store.bounds()
-    let select = try db.prepare(
-      "SELECT seq, at, origin, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at "
-        + "FROM session_changes WHERE seq > ?1 ORDER BY seq LIMIT 100")
+    let select = try db.prepareChanges(limit: 100)
     let newest = Cursor(bounds.head.rawValue - 100)
     let oldest = Cursor(bounds.firstAvailable.rawValue - 1)
     func rawPage(after cursor: Cursor) throws {
-      sqlite3_bind_int64(select, 1, cursor.rawValue)
-      var rows = 0
-      while sqlite3_step(select) == SQLITE_ROW {
-        _ = sqlite3_column_int64(select, 0)
-        for column in 1...4 { _ = sqlite3_column_text(select, Int32(column)) }
-        _ = sqlite3_column_int64(select, 5) + sqlite3_column_int64(select, 6)
-        _ = sqlite3_column_text(select, 7)
-        rows += 1
-      }
-      sqlite3_reset(select)
+      let rows = RawDB.readChanges(select, after: cursor.rawValue)
       guard rows == 100 else { throw BenchError("raw page after \(cursor) had \(rows) rows") }
     }
     func oursPage(from start: FeedStart) throws {

@@ -40,22 +40,15 @@ final class InProcessSubscribers {
         defer { done.signal() }
         do {
           let db = try RawDB(path: path)
-          let select = try db.prepare(
-            "SELECT seq, at, origin, old_username, new_username, old_is_logged_in, new_is_logged_in, "
-              + "old_updated_at FROM session_changes WHERE seq > ?1 ORDER BY seq LIMIT 256")
+          let select = try db.prepareChanges(limit: 256)
           var last = head
           while true {
             wake.wait()
             if stopping.isSet { return }
-            sqlite3_bind_int64(select, 1, last)
-            while sqlite3_step(select) == SQLITE_ROW {
-              last = sqlite3_column_int64(select, 0)
-              for column in 1...4 { _ = sqlite3_column_text(select, Int32(column)) }
-              _ = sqlite3_column_int64(select, 5) + sqlite3_column_int64(select, 6)
-              _ = sqlite3_column_text(select, 7)
-              arrivals.arrive(last, at: Monotonic.now())
+            RawDB.readChanges(select, after: last) { cursor in
+              last = cursor
+              arrivals.arrive(cursor, at: Monotonic.now())
             }
-            sqlite3_reset(select)
           }
         } catch {
           FileHandle.standardError.write(Data("raw subscriber failed: \(error)\n".utf8))

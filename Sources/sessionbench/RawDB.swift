@@ -66,6 +66,32 @@ final class RawDB {
   }
 
   /// The newest cursor of the feed table.
+  /// The baseline's page query: the change rows after `?1`, oldest first.
+  func prepareChanges(limit: Int? = nil) throws -> OpaquePointer {
+    try prepare(
+      "SELECT seq, at, origin, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at "
+        + "FROM session_changes WHERE seq > ?1 ORDER BY seq" + (limit.map { " LIMIT \($0)" } ?? ""))
+  }
+
+  /// Runs a statement from ``prepareChanges(limit:)`` after `cursor`, reading every column
+  /// as the store does, and calls `each` with every row's cursor. Returns the number of rows.
+  @discardableResult
+  static func readChanges(_ select: OpaquePointer, after cursor: Int64, _ each: (Int64) -> Void = { _ in })
+    -> Int
+  {
+    sqlite3_bind_int64(select, 1, cursor)
+    var rows = 0
+    while sqlite3_step(select) == SQLITE_ROW {
+      for column in 1...4 { _ = sqlite3_column_text(select, Int32(column)) }
+      _ = sqlite3_column_int64(select, 5) + sqlite3_column_int64(select, 6)
+      _ = sqlite3_column_text(select, 7)
+      rows += 1
+      each(sqlite3_column_int64(select, 0))
+    }
+    sqlite3_reset(select)
+    return rows
+  }
+
   func head() throws -> Int64 { try integer("SELECT coalesce(max(seq), 0) FROM session_changes") }
 
   private func failure(_ rc: Int32, _ sql: String) -> BenchError {

@@ -14,9 +14,7 @@ enum RawWatcher {
   static func run(path: String) throws -> Never {
     let db = try RawDB(path: path)
     let dataVersion = try db.prepare("PRAGMA data_version")
-    let select = try db.prepare(
-      "SELECT seq, at, origin, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at "
-        + "FROM session_changes WHERE seq > ?1 ORDER BY seq")
+    let select = try db.prepareChanges()
     var last = try db.head()
     var version = Self.version(dataVersion)
 
@@ -45,15 +43,10 @@ enum RawWatcher {
       let current = Self.version(dataVersion)
       if current != version {
         version = current
-        sqlite3_bind_int64(select, 1, last)
-        while sqlite3_step(select) == SQLITE_ROW {
-          last = sqlite3_column_int64(select, 0)
-          for column in 1...4 { _ = sqlite3_column_text(select, Int32(column)) }
-          _ = sqlite3_column_int64(select, 5) + sqlite3_column_int64(select, 6)
-          _ = sqlite3_column_text(select, 7)
-          ChildControl.say("\(last) \(Monotonic.now())")
+        RawDB.readChanges(select, after: last) { cursor in
+          last = cursor
+          ChildControl.say("\(cursor) \(Monotonic.now())")
         }
-        sqlite3_reset(select)
         miss = nil
       } else if event {
         miss = 0
