@@ -65,7 +65,7 @@ struct ConcurrencyScenario {
     let wal =
       (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? NSNumber)?.intValue ?? 0
     if wal > 64 << 20 { problems.append("the WAL grew to \(wal) bytes") }
-    let expected = (head + 1...head + Int64(total)).map { $0 }
+    let expected = Array(stride(from: head + 1, through: head + Int64(total), by: 1))
     var sequences: [[String]] = []
     for listener in listeners {
       let status = listener.wait(timeout: 60)

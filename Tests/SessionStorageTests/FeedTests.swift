@@ -51,13 +51,15 @@ import Testing
 
   @Test func aSnapshotHasNoGapAndNoDuplicateWhileWritersRace() async throws {
     try write(10)
-    let writer = Task.detached { [self] in try write(300) }
-    try await Task.sleep(for: .milliseconds(2))
+    let writer = Task.detached { [self] in try write(1000) }
+    // Take the snapshot while the writer is busy.
+    #expect(await eventually { (try? store.bounds().head.rawValue) ?? 0 >= 30 })
     let start = try store.snapshotAndChanges()
     let final = try await writer.value.last ?? .zero
-    let remaining = Int(final.rawValue - start.cursor.rawValue)
-    let changes = try await first(remaining, of: start.changes)
-    #expect(changes.map(\.cursor.rawValue) == Array(start.cursor.rawValue + 1...final.rawValue))
+    let changes = try await first(Int(final.rawValue - start.cursor.rawValue), of: start.changes)
+    #expect(
+      changes.map(\.cursor.rawValue)
+        == Array(stride(from: start.cursor.rawValue + 1, through: final.rawValue, by: 1)))
     if let firstChange = changes.first {
       #expect(firstChange.before.username == start.state.username)
       #expect(firstChange.before.isLoggedIn == start.state.isLoggedIn)
