@@ -20,7 +20,7 @@ extension SessionStore {
   }
 
   /// Deletes every entry older than `cursor` (the entry at `cursor` is kept).
-  /// - Throws: ``FeedKit/FeedError/cursorAhead(requested:head:)`` for a cursor beyond the log.
+  /// - Throws: `cursorAhead(requested:head:)` for a cursor beyond the log.
   public func compact(before cursor: Cursor) throws -> Compaction {
     let head = try bounds().head
     guard cursor <= head.next else { throw FeedError.cursorAhead(requested: cursor, head: head) }

@@ -3,7 +3,7 @@ import FeedKit
 extension SessionStore {
   /// Every change after `start`, once, in commit order, as it commits (from this
   /// process, other processes and the sqlite3 shell).
-  /// - Throws: ``FeedKit/FeedError`` for a compacted cursor or one ahead of the log.
+  /// - Throws: `FeedError` for a compacted cursor or one ahead of the log.
   public func changes(from start: FeedStart = .now) throws -> SessionChanges {
     try feed.changes(from: start)
   }
@@ -17,7 +17,7 @@ extension SessionStore {
   public func values() -> SessionValues { feed.values(\.event.after) }
 
   /// Up to `limit` committed changes after `start`, oldest first, without waiting.
-  /// - Throws: ``FeedKit/FeedError`` for a compacted cursor or one ahead of the log.
+  /// - Throws: `FeedError` for a compacted cursor or one ahead of the log.
   public func history(from start: FeedStart = .beginning, limit: Int = 100) throws -> [SessionEntry] {
     try feed.page(from: start, limit: limit)
   }

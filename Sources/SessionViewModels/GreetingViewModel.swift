@@ -1,7 +1,7 @@
 import Observation
 import SessionStorage
 
-/// Greets whoever the injected session names, once: it needs only ``SessionProviding``,
+/// Greets whoever the injected session names, once: it needs only `SessionProviding`,
 /// so any two-line struct can stand in for the store in a test or a preview.
 @Observable
 @MainActor
