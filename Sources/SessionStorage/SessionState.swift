@@ -1,7 +1,7 @@
 import Foundation
 
 /// Who is signed in: the content of the `session` row.
-public struct SessionState: Sendable, Equatable, Hashable, Codable {
+public struct SessionState: Sendable, Equatable, Hashable, Codable, SessionProviding {
   /// The username, or nil when none was ever set. Kept on logout (see ``SessionStore/logout()``).
   public var username: String?
   /// Whether the user is signed in.

@@ -90,12 +90,15 @@ import Testing
     let outcome = try sandbox.run(db: db, ["status"])
     #expect(outcome.status == 0)
     #expect(outcome.stderr == "")
-    #expect(outcome.lines.count == 5)
-    #expect(outcome.lines[0] == "username   alice")
-    #expect(outcome.lines[1] == "logged in  yes")
-    #expect(matches(outcome.lines[2], "updated    \(Self.timestamp)"))
-    #expect(outcome.lines[3] == "cursor     1")
-    #expect(outcome.lines[4] == "database   \(db)")
+    #expect(outcome.lines.count == 6)
+    #expect(outcome.lines[0] == "greeting   Hello, alice")
+    #expect(outcome.lines[1] == "username   alice")
+    #expect(outcome.lines[2] == "logged in  yes")
+    #expect(matches(outcome.lines[3], "updated    \(Self.timestamp)"))
+    #expect(outcome.lines[4] == "cursor     1")
+    #expect(outcome.lines[5] == "database   \(db)")
+    _ = try sandbox.run(db: db, ["logout"])
+    #expect(try sandbox.run(db: db, ["status"]).lines.first == "greeting   Signed out")
   }
 
   @Test func statusJSONHasExactlyTheDesignFields() throws {

@@ -87,13 +87,15 @@ import Testing
         == #"{"type":"snapshot","cursor":7,"state":{"username":"alice","isLoggedIn":true,"#
         + #""updatedAt":"2026-05-28T20:26:40.689Z"}}"#)
     #expect(
-      Presenter(json: true).status(Self.after, cursor: Cursor(7), path: "x")
+      Presenter(json: true).status(Self.after, cursor: Cursor(7), path: "x", greeting: "Hello, alice")
         == [#"{"username":"alice","isLoggedIn":true,"updatedAt":"2026-05-28T20:26:40.689Z","cursor":7}"#])
     #expect(
-      Presenter(json: false).status(Self.after, cursor: Cursor(7), path: "/tmp/s.db") == [
-        "username   alice", "logged in  yes", "updated    2026-05-28T20:26:40.689Z", "cursor     7",
-        "database   /tmp/s.db",
-      ])
+      Presenter(json: false).status(
+        Self.after, cursor: Cursor(7), path: "/tmp/s.db", greeting: "Hello, alice") == [
+          "greeting   Hello, alice", "username   alice", "logged in  yes",
+          "updated    2026-05-28T20:26:40.689Z", "cursor     7",
+          "database   /tmp/s.db",
+        ])
   }
 
   @Test func historyIsAligned() {

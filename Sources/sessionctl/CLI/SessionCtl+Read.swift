@@ -1,15 +1,19 @@
 import FeedKit
 import SessionStorage
+import SessionViewModels
 
 extension SessionCtl {
   /// How many changes `history` reads per query.
   static let historyPageSize = 256
 
-  /// `status`: the state and head cursor, read in one transaction.
-  func status(_ location: DatabaseLocation, _ presenter: Presenter) throws -> ExitCode {
+  /// `status`: the state and head cursor, read in one transaction, and the greeting an
+  /// app would show: the snapshot's state is injected into a `GreetingViewModel`, which
+  /// needs nothing more than `SessionProviding`.
+  func status(_ location: DatabaseLocation, _ presenter: Presenter) async throws -> ExitCode {
     let store = try openForReading(location)
     let (state, cursor) = try store.feed.source.snapshot()
-    try output.write(presenter.status(state, cursor: cursor, path: location.path))
+    let greeting = await MainActor.run { GreetingViewModel(session: state).greeting }
+    try output.write(presenter.status(state, cursor: cursor, path: location.path, greeting: greeting))
     return .success
   }
 

@@ -104,7 +104,7 @@ struct SessionCtl: Sendable {
     }
     let location = try DatabaseLocation.resolve(option: invocation.databaseOption, environment: environment)
     switch invocation.command {
-    case .status: return try status(location, presenter)
+    case .status: return try await status(location, presenter)
     case .login(let username): return try login(username, location, presenter)
     case .logout: return try logout(location, presenter)
     case .rename(let username): return try rename(username, location, presenter)

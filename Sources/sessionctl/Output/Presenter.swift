@@ -7,10 +7,11 @@ struct Presenter: Sendable {
   /// Whether to print JSON Lines.
   let json: Bool
 
-  /// `status`: the state, its cursor and the file.
-  func status(_ state: SessionState, cursor: Cursor, path: String) -> [String] {
+  /// `status`: the state, its cursor and the file; people also get the greeting.
+  func status(_ state: SessionState, cursor: Cursor, path: String, greeting: String) -> [String] {
     if json { return [JSONValue.status(state, cursor: cursor).encoded] }
     return table([
+      ("greeting", Self.display(greeting)),
       ("username", Self.display(state.username)),
       ("logged in", state.isLoggedIn ? "yes" : "no"),
       ("updated", Timestamp.format(state.updatedAt)),
