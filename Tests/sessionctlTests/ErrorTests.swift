@@ -80,6 +80,11 @@ import Testing
     ("a\nb", "invalid username: it contains the control character U+000A at position 2"),
     ("   ", "invalid username: it is only whitespace"),
     (String(repeating: "x", count: 257), "invalid username: it is longer than 256 characters (257)"),
+    (
+      String(repeating: "y", count: 100_000),
+      "invalid username: it is longer than 256 characters (100000 bytes)"
+    ),
+    ("\u{1B}[31mred", "invalid username: it contains the control character U+001B at position 1"),
   ])
   func invalidUsernames(_ username: String, _ message: String) throws {
     let sandbox = try Sandbox()
@@ -91,6 +96,16 @@ import Testing
         outcome.stderr == "sessionctl: error: \(message.replacingOccurrences(of: "\n", with: "\\u{A}"))\n")
     }
     #expect(!sandbox.exists(sandbox.home + "/.local"), "an invalid username must create nothing")
+  }
+
+  @Test(arguments: ["Robert'); DROP TABLE session;--", "مرحبا", "🧑‍💻 dev", "-dash"])
+  func unusualButValidUsernamesAreStoredLiterally(_ username: String) throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    let outcome = try sandbox.run(db: db, ["login", "--", username])
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(try sandbox.sqlite(db, "SELECT username FROM session") == username)
+    #expect(try sandbox.sqlite(db, "SELECT count(*) FROM sqlite_master WHERE name = 'session'") == "1")
   }
 
   @Test(arguments: [
