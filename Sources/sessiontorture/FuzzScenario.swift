@@ -15,8 +15,9 @@ struct FuzzScenario {
   static let documented: Set<Int32> = [0, 1, 64, 65, 66, 130, 143]
 
   init(_ options: Options) throws {
-    sessionctl = try options.string("sessionctl")
-    path = try options.string("db")
+    // Absolute now: the scenario changes into its scratch directory.
+    sessionctl = URL(fileURLWithPath: try options.string("sessionctl")).standardizedFileURL.path
+    path = URL(fileURLWithPath: try options.string("db")).standardizedFileURL.path
     count = try options.int("count", 10_000)
     seed = UInt64(try options.int("seed", Int(Date().timeIntervalSince1970)))
     deadline = options.deadline
@@ -27,6 +28,10 @@ struct FuzzScenario {
       "fuzz-scratch"
     ).path
     try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+    // Vectors name relative paths (`--db -1`): they must land in the scratch directory.
+    guard FileManager.default.changeCurrentDirectoryPath(scratch) else {
+      throw UsageError(message: "cannot enter \(scratch)")
+    }
     let environment = [
       "SESSIONCTL_DB=\(path)", "HOME=\(scratch)", "XDG_DATA_HOME=\(scratch)/data", "PATH=/usr/bin:/bin",
       "LANG=C.UTF-8",
