@@ -166,7 +166,7 @@ import Testing
     #expect(calls.withLock { $0 } == 0, "other files and unchanged state wake nobody")
     changed.withLock { $0 = true }
     try Data("x".utf8).write(to: URL(fileURLWithPath: dir.file("watched")))
-    #expect(await eventually(timeout: .seconds(5)) { calls.withLock { $0 } >= 1 })
+    #expect(await eventually { calls.withLock { $0 } >= 1 })
   }
 
   @Test func aCommitThatBecomesVisibleLateIsStillSeen() async throws {
@@ -183,7 +183,7 @@ import Testing
       }, onChange: { calls.withLock { $0 += 1 } })
     defer { watcher.stop() }
     try Data("frame".utf8).write(to: URL(fileURLWithPath: dir.file("db-wal")))
-    #expect(await eventually(timeout: .seconds(5)) { calls.withLock { $0 } == 1 })
+    #expect(await eventually { calls.withLock { $0 } == 1 })
   }
 
   @Test func theSlowPollIsTheSafetyNet() async throws {

@@ -5,10 +5,10 @@ import Testing
 /// `sessionbench --quick` runs every scenario end to end and writes well-formed JSON. No
 /// figure is judged here: speed is measured by the benchmark, never asserted by a test.
 @Suite(.timeLimit(.minutes(5))) struct BenchmarkSmokeTests {
-  @Test func quickRunCoversEveryScenarioWithWellFormedFigures() throws {
+  @Test func quickRunCoversEveryScenarioWithWellFormedFigures() async throws {
     let dir = try TemporaryDirectory()
     let json = dir.file("figures.json")
-    let result = try ProcessRunner.run(
+    let result = try await ProcessRunner.runDetached(
       ProcessRunner.product("sessionbench"), ["--quick", "--json", json], environment: ["TMPDIR": dir.path],
       timeout: .seconds(240))
     #expect(result.status == 0, "\(result.stderr)")

@@ -16,8 +16,9 @@ import Testing
   }
 
   /// Runs a scenario; returns its JSON summary.
-  func scenario(_ arguments: [String]) throws -> [String: Any] {
-    let result = try ProcessRunner.run(Self.torture, arguments + ["--db", path], timeout: .seconds(540))
+  func scenario(_ arguments: [String]) async throws -> [String: Any] {
+    let result = try await ProcessRunner.runDetached(
+      Self.torture, arguments + ["--db", path], timeout: .seconds(540))
     #expect(result.status == 0, "\(result.stderr)")
     let summary = try #require(result.stdout.split(separator: "\n").last)
     return try #require(try JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any])
@@ -37,16 +38,18 @@ import Testing
     #expect(newest == "1\n")
   }
 
-  @Test func aWriterKilledAtRandomMomentsLosesNothingItAcknowledged() throws {
-    let summary = try scenario(["crash", "--trials", "50"])
+  @Test func aWriterKilledAtRandomMomentsLosesNothingItAcknowledged() async throws {
+    let summary = try await scenario(["crash", "--trials", "50"])
     #expect(summary["trials"] as? Int == 50)
     #expect(summary["problems"] as? Int == 0)
     #expect((summary["acknowledged"] as? Int ?? 0) > 0)
     try independentlyConsistent()
   }
 
-  @Test func writersReadersSubscribersAndAnOutsideClientAtOnce() throws {
-    let summary = try scenario(["concurrency", "--writers", "4", "--writes", "250", "--external", "100"])
+  @Test func writersReadersSubscribersAndAnOutsideClientAtOnce() async throws {
+    let summary = try await scenario([
+      "concurrency", "--writers", "4", "--writes", "250", "--external", "100",
+    ])
     #expect(summary["changes"] as? Int == 1100)
     #expect(summary["problems"] as? Int == 0)
     #expect(
@@ -55,8 +58,8 @@ import Testing
     try independentlyConsistent()
   }
 
-  @Test func tenThousandRandomArgumentVectorsNeverCrashSessionctl() throws {
-    let summary = try scenario([
+  @Test func tenThousandRandomArgumentVectorsNeverCrashSessionctl() async throws {
+    let summary = try await scenario([
       "fuzz-cli", "--sessionctl", ProcessRunner.product("sessionctl"), "--count", "10000", "--seed",
       "20261129",
     ])

@@ -4,7 +4,7 @@ import Foundation
 /// whether it held. For waiting on effects that arrive asynchronously (a view model's
 /// property, a child process's output), never for measuring speed.
 public func eventually(
-  timeout: Duration = .seconds(5), isolation: isolated (any Actor)? = #isolation,
+  timeout: Duration = .seconds(30), isolation: isolated (any Actor)? = #isolation,
   _ condition: () async throws -> Bool
 ) async rethrows -> Bool {
   let deadline = ContinuousClock.now + timeout

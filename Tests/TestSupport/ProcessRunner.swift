@@ -44,6 +44,21 @@ public enum ProcessRunner {
       stderr: String(decoding: fileBytes(err) ?? Data(), as: UTF8.self), status: status)
   }
 
+  /// ``run(_:_:environment:timeout:)`` on a thread of its own, so that a long child (a
+  /// torture scenario, a benchmark) does not hold one of the few threads of Swift's
+  /// cooperative pool that every other test's tasks need.
+  public static func runDetached(
+    _ executable: String, _ arguments: [String], environment: [String: String] = [:],
+    timeout: Duration = .seconds(60)
+  ) async throws -> ProcessResult {
+    try await withCheckedThrowingContinuation { continuation in
+      Thread.detachNewThread {
+        continuation.resume(
+          with: Result { try run(executable, arguments, environment: environment, timeout: timeout) })
+      }
+    }
+  }
+
   /// Runs the `sqlite3` shell on `database` with `sql`; throws when it fails.
   @discardableResult
   public static func sqlite3(_ database: String, _ sql: String) throws -> String {
