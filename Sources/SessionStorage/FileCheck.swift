@@ -19,13 +19,14 @@ enum FileCheck {
   }
 
   /// Throws for a directory, an empty file, a file that is not a SQLite database, or a
-  /// missing file that may not be created.
-  static func inspect(_ path: String, mayCreate: Bool) throws {
+  /// missing file that may not be created. Returns whether the file exists.
+  @discardableResult
+  static func inspect(_ path: String, mayCreate: Bool) throws -> Bool {
     var info = stat()
     guard stat(path, &info) == 0 else {
       let err = errno
       if err == ENOENT {
-        if mayCreate { return }
+        if mayCreate { return false }
         throw SessionStorageError(
           .notFound, "no database here (it is created by the first write)", path: path)
       }
@@ -66,5 +67,6 @@ enum FileCheck {
         "the file is truncated: its header counts \(pageCount) pages of \(pageSize) bytes, the file has \(info.st_size) bytes",
         path: path)
     }
+    return true
   }
 }

@@ -67,10 +67,8 @@ public final class SessionStore: Sendable {
     let path = try FileCheck.resolve(path)
     self.path = path
     self.options = options
-    try FileCheck.inspect(path, mayCreate: !options.readOnly)
-    let created =
-      options.readOnly || FileManager.default.fileExists(atPath: path)
-      ? [] : try Migrator.create(path, synchronous: options.durability.rawValue)
+    let exists = try FileCheck.inspect(path, mayCreate: !options.readOnly)
+    let created = exists ? [] : try Migrator.create(path, synchronous: options.durability.rawValue)
 
     let (writer, pending, readerMode) = try Self.openInspected(path, options)
     if options.readOnly {
