@@ -1,8 +1,20 @@
 import Foundation
 
-/// Looks at a path before SQLite does, so that a file which is not a session store is
-/// refused without a byte written.
+/// Looks at a path before it is used as a store, so that a file which is not a session
+/// store is refused without a byte written.
+///
+/// It never opens the database with a descriptor of its own: on POSIX, closing *any*
+/// descriptor of a file drops every advisory lock the process holds on it, including
+/// SQLite's, and another process would then delete the WAL our connections still write
+/// into. `stat` opens nothing; the header is read through a SQLite connection, whose
+/// close SQLite defers while other connections of the process hold locks.
 enum FileCheck {
+  /// A file's identity: the same file whatever path, link or relative spelling names it.
+  struct Identity: Hashable, Sendable {
+    var device: UInt64
+    var inode: UInt64
+  }
+
   /// Resolves a symbolic link to the file it names, so that SQLite's `-wal` and `-shm` and
   /// the watcher's directory are the target's. A dangling link is refused: creating its
   /// target somewhere unexpected is worse than an error.
@@ -18,15 +30,15 @@ enum FileCheck {
     return String(cString: resolved)
   }
 
-  /// Throws for a directory, an empty file, a file that is not a SQLite database, or a
-  /// missing file that may not be created. Returns whether the file exists.
-  @discardableResult
-  static func inspect(_ path: String, mayCreate: Bool) throws -> Bool {
+  /// The file's identity, from `stat` alone. Nil for a missing file that may be created;
+  /// throws for a missing file that may not, a directory, anything but a regular file, and
+  /// an empty file.
+  static func identify(_ path: String, mayCreate: Bool) throws -> Identity? {
     var info = stat()
     guard stat(path, &info) == 0 else {
       let err = errno
       if err == ENOENT {
-        if mayCreate { return false }
+        if mayCreate { return nil }
         throw SessionStorageError(
           .notFound, "no database here (it is created by the first write)", path: path)
       }
@@ -43,16 +55,19 @@ enum FileCheck {
       throw SessionStorageError(
         .notADatabase, "the file is empty (0 bytes); remove it or choose another path", path: path)
     }
-    guard let handle = FileHandle(forReadingAtPath: path) else {
-      throw SessionStorageError(.readOnly, "cannot read the file (permission denied)", path: path)
-    }
-    defer { try? handle.close() }
-    let header = (try? handle.read(upToCount: 100)) ?? Data()
+    return Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+  }
+
+  /// Throws for a file that is not a SQLite database or was cut off, reading its header
+  /// through `connection` (which has not read the file yet, so SQLite has written nothing).
+  static func inspectHeader(through connection: Connection) throws {
+    let path = connection.path
+    let (header, size) = try connection.rawHeader()
     guard header.starts(with: Array("SQLite format 3\0".utf8)) else {
       throw SessionStorageError(.notADatabase, "not a SQLite database (the header is wrong)", path: path)
     }
-    guard header.count == 100 else {
-      throw SessionStorageError(.corrupt, "the file is truncated (\(info.st_size) bytes)", path: path)
+    guard size >= 100 else {
+      throw SessionStorageError(.corrupt, "the file is truncated (\(size) bytes)", path: path)
     }
     // The header's page count is valid when its version-valid-for number equals the change
     // counter; a file shorter than that count was cut off.
@@ -61,12 +76,11 @@ enum FileCheck {
     }
     let pageSize = integer(16, 2) == 1 ? 65_536 : integer(16, 2)
     let pageCount = integer(28, 4)
-    if integer(92, 4) == integer(24, 4), pageCount > 0, Int(info.st_size) < pageCount * pageSize {
+    if integer(92, 4) == integer(24, 4), pageCount > 0, size < Int64(pageCount) * Int64(pageSize) {
       throw SessionStorageError(
         .corrupt,
-        "the file is truncated: its header counts \(pageCount) pages of \(pageSize) bytes, the file has \(info.st_size) bytes",
+        "the file is truncated: its header counts \(pageCount) pages of \(pageSize) bytes, the file has \(size) bytes",
         path: path)
     }
-    return true
   }
 }

@@ -46,14 +46,20 @@ public final class SessionStore: Sendable {
   public let options: Options
   /// The migrations this open applied (empty when the file was up to date).
   public let appliedMigrations: [Migration]
-  /// The feed of changes, for building subscriptions.
-  public let feed: Feed<SessionChange, SessionState>
+  /// The connections shared with every other instance on the same file in this process.
+  private let database: SharedDatabase
 
-  private let writer: Mutex<Connection>
-  let log: SessionLog
-  private let beacon: Beacon
+  /// The feed of changes, for building subscriptions.
+  public var feed: Feed<SessionChange, SessionState> { database.feed }
+  var log: SessionLog { database.log }
 
   /// Opens the store at `path`, creating it (mode 0600) and applying pending migrations.
+  ///
+  /// Instances opened on one file in one process — by the same path, a symbolic link or a
+  /// relative path — share one writer, one reader and one cross-process watcher; the file
+  /// is closed when the last of them is released. Each instance keeps its own options:
+  /// its origin, durability and busy timeout apply to its own writes, and a read-only
+  /// instance never writes even when a writable one shares its connections.
   /// - Throws: ``SessionStorageError``: a file that is not a database, someone else's
   ///   database, a newer schema, mismatching migrations, a missing file in read-only mode.
   ///   Such a file is left byte-identical.
@@ -67,65 +73,7 @@ public final class SessionStore: Sendable {
     let path = try FileCheck.resolve(path)
     self.path = path
     self.options = options
-    let exists = try FileCheck.inspect(path, mayCreate: !options.readOnly)
-    let created = exists ? [] : try Migrator.create(path, synchronous: options.durability.rawValue)
-
-    let (writer, pending, readerMode) = try Self.openInspected(path, options)
-    if options.readOnly {
-      if let missing = pending.first {
-        throw SessionStorageError(
-          .needsMigration,
-          "the file needs migration \(missing.name) and was opened read-only; run 'sessionctl migrate'",
-          path: path)
-      }
-      appliedMigrations = []
-    } else {
-      guard !writer.isReadOnly else {
-        throw SessionStorageError(
-          .readOnly,
-          "the file cannot be written (read-only file or file system); open it read-only to read it",
-          path: path)
-      }
-      try writer.configure(synchronous: options.durability.rawValue)
-      appliedMigrations = try created + Migrator.migrate(writer)
-    }
-    let reader = try Connection(path: path, mode: readerMode, busyTimeout: options.busyTimeout)
-    try reader.execute("PRAGMA query_only = ON")
-    log = SessionLog(reader: reader)
-    self.writer = Mutex(writer)
-
-    let watch = CrossProcessWatch(path: path, busyTimeout: options.busyTimeout)
-    beacon = Beacon(
-      activate: { beacon in watch.start { [weak beacon] in beacon?.signal() } }, deactivate: { watch.stop() })
-    feed = Feed(source: log, signal: beacon)
-  }
-
-  /// Opens the first connection and inspects the file (writing nothing); returns it, the
-  /// pending migrations, and how further connections must open the file.
-  ///
-  /// SQLite cannot open a WAL database where it cannot create the `-wal` and `-shm` files.
-  /// A writer gets a `readOnly` error then; a reader, when no WAL is left to recover, reads
-  /// the file as immutable (read-only media cannot change under it).
-  private static func openInspected(_ path: String, _ options: Options) throws -> (
-    Connection, [Migration], Connection.Mode
-  ) {
-    do {
-      let connection = try Connection(
-        path: path, mode: options.readOnly ? .readOnly : .readWrite, busyTimeout: options.busyTimeout)
-      return (connection, try Migrator.pending(on: connection), options.readOnly ? .readOnly : .readWrite)
-    } catch let error as SessionStorageError
-      where error.isCantOpen && FileManager.default.fileExists(atPath: path)
-    {
-      guard options.readOnly else {
-        throw SessionStorageError(
-          .readOnly,
-          "cannot create SQLite's -wal and -shm files next to the database (read-only directory or file system)",
-          path: path, resultCode: error.resultCode)
-      }
-      guard !FileManager.default.fileExists(atPath: path + "-wal") else { throw error }
-      let connection = try Connection(path: path, mode: .immutable, busyTimeout: options.busyTimeout)
-      return (connection, try Migrator.pending(on: connection), .immutable)
-    }
+    (database, appliedMigrations) = try SharedDatabase.open(path, options)
   }
 
   /// The current state.
@@ -153,7 +101,7 @@ public final class SessionStore: Sendable {
   /// Runs one statement on the writer connection and returns its first integer, for tests
   /// that bend SQLite's limits (`PRAGMA max_page_count`).
   func writerInteger(_ sql: String) throws -> Int64? {
-    try writer.withLock { try $0.scalarInt(sql) }
+    try database.withWriter(options) { try $0.scalarInt(sql) }
   }
 
   private func requireWritable() throws {
@@ -165,7 +113,7 @@ public final class SessionStore: Sendable {
   /// Runs a maintenance DELETE on the feed in an IMMEDIATE transaction.
   func maintain(_ sql: String, _ bindings: [SQLiteValue]) throws -> Compaction {
     try requireWritable()
-    return try writer.withLock { connection in
+    return try database.withWriter(options) { connection in
       try connection.transaction(.immediate) {
         try connection.run(sql, bindings)
         return Compaction(removed: connection.changes, bounds: try SessionLog.bounds(on: connection))
@@ -178,7 +126,7 @@ public final class SessionStore: Sendable {
   private func write(_ write: SessionWrite) throws -> SessionEntry? {
     let (sql, bindings) = write.statement
     try requireWritable()
-    let entry = try writer.withLock { connection in
+    let entry = try database.withWriter(options) { connection in
       try connection.transaction(.immediate) { () throws -> SessionEntry? in
         try connection.run(sql, bindings + [.text(options.origin)])
         guard connection.changes > 0 else { return nil }
@@ -189,7 +137,7 @@ public final class SessionStore: Sendable {
         return entry
       }
     }
-    if entry != nil { beacon.signal() }
+    if entry != nil { database.beacon.signal() }
     return entry
   }
 }

@@ -44,10 +44,39 @@ final class Connection {
       close()
       throw error
     }
-    let milliseconds =
-      busyTimeout.components.seconds * 1000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000
-    sqlite3_busy_timeout(db, Int32(clamping: milliseconds))
     sqlite3_extended_result_codes(db, 1)
+    setBusyTimeout(busyTimeout)
+  }
+
+  /// How long a statement waits for another connection's lock before `SQLITE_BUSY`.
+  private(set) var busyTimeout: Duration = .zero
+
+  /// Sets ``busyTimeout``.
+  func setBusyTimeout(_ timeout: Duration) {
+    busyTimeout = timeout
+    let milliseconds =
+      timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
+    sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
+  }
+
+  /// The first 100 bytes of the main database file (zeros past its end) and its size, read
+  /// through SQLite's own file object: no descriptor of ours is opened or closed on it.
+  func rawHeader() throws -> (bytes: [UInt8], size: Int64) {
+    var pointer: UnsafeMutableRawPointer?
+    let rc = sqlite3_file_control(handle, "main", SQLITE_FCNTL_FILE_POINTER, &pointer)
+    guard rc == SQLITE_OK, let file = pointer?.assumingMemoryBound(to: sqlite3_file.self),
+      let methods = file.pointee.pMethods, let read = methods.pointee.xRead,
+      let fileSize = methods.pointee.xFileSize
+    else { throw failure(rc == SQLITE_OK ? SQLITE_CANTOPEN : rc, sql: nil) }
+    var size: sqlite3_int64 = 0
+    let sizeRC = fileSize(file, &size)
+    guard sizeRC == SQLITE_OK else { throw failure(sizeRC, sql: nil) }
+    var bytes = [UInt8](repeating: 0, count: 100)
+    // A short read fills the rest with zeros and reports SQLITE_IOERR_SHORT_READ: expected here.
+    let readRC = bytes.withUnsafeMutableBytes { read(file, $0.baseAddress, 100, 0) }
+    let shortRead = SQLITE_IOERR | (2 << 8)  // SQLITE_IOERR_SHORT_READ, a macro Swift cannot import
+    guard readRC == SQLITE_OK || readRC == shortRead else { throw failure(readRC, sql: nil) }
+    return (bytes, size)
   }
 
   deinit { close() }

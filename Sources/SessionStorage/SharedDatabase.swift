@@ -1,0 +1,175 @@
+import FeedKit
+import Foundation
+import Synchronization
+
+/// The connections this process holds on one database file, shared by every
+/// ``SessionStore`` opened on it, whatever path, symbolic link or relative spelling named
+/// the file (it is found by device and inode).
+///
+/// One file, one set of connections per process: a second instance costs no descriptor,
+/// and no instance can disturb another's locks. The file is closed when the last instance
+/// (and the last subscription made from one) is released.
+final class SharedDatabase: Sendable {
+  /// The writer connection and the settings it was last switched to.
+  private struct Writer {
+    var connection: Connection
+    var durability: SessionStore.Durability
+  }
+
+  /// The path of the instance that opened the file first; errors name it.
+  let path: String
+  let log: SessionLog
+  let beacon: Beacon
+  let feed: Feed<SessionChange, SessionState>
+  private let busyTimeout: Duration
+  private let writer: Mutex<Writer?>
+
+  /// Every file this process has open, weakly: an entry lives as long as its stores.
+  private static let open = Mutex<[FileCheck.Identity: WeakReference]>([:])
+
+  private struct WeakReference {
+    weak var database: SharedDatabase?
+  }
+
+  /// The shared connections for `path`, opened (and the file created and migrated) unless
+  /// this process has them already. Returns them and the migrations this call applied.
+  ///
+  /// Runs under the registry's lock, so two instances opening one file at once cannot
+  /// both open connections. Nothing here waits on a store's own lock.
+  static func open(_ path: String, _ options: SessionStore.Options) throws -> (SharedDatabase, [Migration]) {
+    try open.withLock { open in
+      open = open.filter { $0.value.database != nil }
+      var created: [Migration] = []
+      var identity = try FileCheck.identify(path, mayCreate: !options.readOnly)
+      if identity == nil {
+        created = try Migrator.create(path, synchronous: options.durability.rawValue)
+        identity = try FileCheck.identify(path, mayCreate: false)
+      }
+      guard let identity else { throw SessionStorageError(.notFound, "the new file vanished", path: path) }
+      if let shared = open[identity]?.database {
+        return (shared, options.readOnly ? [] : try shared.openWriter(options))
+      }
+      let (shared, applied) = try make(path, options)
+      open[identity] = WeakReference(database: shared)
+      return (shared, created + applied)
+    }
+  }
+
+  /// Opens a file this process does not have open yet: the first connection inspects it
+  /// (writing nothing), then it is migrated unless `readOnly`, then the reader opens.
+  private static func make(_ path: String, _ options: SessionStore.Options) throws -> (
+    SharedDatabase, [Migration]
+  ) {
+    let (first, pending, readerMode) = try openInspected(path, options)
+    if options.readOnly {
+      if let missing = pending.first {
+        throw SessionStorageError(
+          .needsMigration,
+          "the file needs migration \(missing.name) and was opened read-only; run 'sessionctl migrate'",
+          path: path)
+      }
+      return (try SharedDatabase(path, options, reader: first, writer: nil), [])
+    }
+    let applied = try prepareWriter(first, options)
+    let reader = try Connection(path: path, mode: readerMode, busyTimeout: options.busyTimeout)
+    return (try SharedDatabase(path, options, reader: reader, writer: first), applied)
+  }
+
+  private init(
+    _ path: String, _ options: SessionStore.Options, reader: sending Connection, writer: sending Connection?
+  ) throws {
+    try reader.execute("PRAGMA query_only = ON")
+    self.path = path
+    busyTimeout = options.busyTimeout
+    log = SessionLog(reader: reader)
+    self.writer = Mutex(writer.map { Writer(connection: $0, durability: options.durability) })
+    let watch = CrossProcessWatch(path: path, busyTimeout: options.busyTimeout)
+    beacon = Beacon(
+      activate: { beacon in watch.start { [weak beacon] in beacon?.signal() } }, deactivate: { watch.stop() })
+    feed = Feed(source: log, signal: beacon)
+  }
+
+  /// Opens the first connection and inspects the file (writing nothing); returns it, the
+  /// pending migrations, and how further connections must open the file.
+  ///
+  /// SQLite cannot open a WAL database where it cannot create the `-wal` and `-shm` files.
+  /// A writer gets a `readOnly` error then; a reader, when no WAL is left to recover, reads
+  /// the file as immutable (read-only media cannot change under it).
+  private static func openInspected(_ path: String, _ options: SessionStore.Options) throws -> (
+    Connection, [Migration], Connection.Mode
+  ) {
+    func inspected(_ mode: Connection.Mode) throws -> (Connection, [Migration], Connection.Mode) {
+      let connection = try Connection(path: path, mode: mode, busyTimeout: options.busyTimeout)
+      try FileCheck.inspectHeader(through: connection)
+      return (connection, try Migrator.pending(on: connection), mode)
+    }
+    do {
+      return try inspected(options.readOnly ? .readOnly : .readWrite)
+    } catch let error as SessionStorageError
+      where error.isCantOpen && FileManager.default.fileExists(atPath: path)
+    {
+      guard options.readOnly else { throw cannotCreateWAL(path, error) }
+      guard !FileManager.default.fileExists(atPath: path + "-wal") else { throw error }
+      return try inspected(.immutable)
+    }
+  }
+
+  private static func cannotCreateWAL(_ path: String, _ error: SessionStorageError) -> SessionStorageError {
+    SessionStorageError(
+      .readOnly,
+      "cannot create SQLite's -wal and -shm files next to the database (read-only directory or file system)",
+      path: path, resultCode: error.resultCode)
+  }
+
+  /// Turns a new read-write connection into the writer: refuses a file SQLite opened
+  /// read-only, switches to WAL and the durability asked for, applies pending migrations.
+  private static func prepareWriter(_ connection: Connection, _ options: SessionStore.Options) throws
+    -> [Migration]
+  {
+    guard !connection.isReadOnly else {
+      throw SessionStorageError(
+        .readOnly,
+        "the file cannot be written (read-only file or file system); open it read-only to read it",
+        path: connection.path)
+    }
+    try connection.configure(synchronous: options.durability.rawValue)
+    return try Migrator.migrate(connection)
+  }
+
+  /// Gives a file opened by read-only instances its writer, for a writable instance.
+  /// Returns the migrations applied (none: read-only opens refuse pending migrations).
+  private func openWriter(_ options: SessionStore.Options) throws -> [Migration] {
+    try writer.withLock { writer in
+      guard writer == nil else { return [] }
+      let connection: Connection
+      do {
+        connection = try Connection(path: path, mode: .readWrite, busyTimeout: options.busyTimeout)
+        let applied = try Self.prepareWriter(connection, options)
+        writer = Writer(connection: connection, durability: options.durability)
+        return applied
+      } catch let error as SessionStorageError where error.isCantOpen {
+        throw Self.cannotCreateWAL(path, error)
+      }
+    }
+  }
+
+  /// Runs `body` on the writer, switched first to this instance's durability and busy
+  /// timeout (each instance keeps its own).
+  func withWriter<Result: Sendable>(
+    _ options: SessionStore.Options, _ body: (Connection) throws -> Result
+  ) throws -> Result {
+    try writer.withLock { writer in
+      guard let current = writer else {
+        throw SessionStorageError(.readOnly, "the store was opened read-only", path: path)
+      }
+      if current.durability != options.durability {
+        try current.connection.execute("PRAGMA synchronous = \(options.durability.rawValue)")
+        writer?.durability = options.durability
+      }
+      if current.connection.busyTimeout != options.busyTimeout {
+        current.connection.setBusyTimeout(options.busyTimeout)
+      }
+      return try body(current.connection)
+    }
+  }
+}
