@@ -83,4 +83,43 @@ enum FileCheck {
         path: path)
     }
   }
+
+  /// Why this user cannot use an existing file SQLite failed to open or write, from
+  /// `access(2)` (which opens nothing): the file unreadable, the file unwritable (for a
+  /// writer), or a directory where SQLite cannot create the `-wal` and `-shm` files.
+  /// Nil when none of these holds.
+  static func denial(_ path: String, writing: Bool, resultCode: Int32? = nil) -> SessionStorageError? {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return nil }
+    let owner =
+      "owner uid \(info.st_uid), mode 0\(String(info.st_mode & 0o777, radix: 8)); this user is uid \(getuid())"
+    if access(path, R_OK) != 0 {
+      return SessionStorageError(
+        .permissionDenied, "permission denied: this user cannot read the file (\(owner))", path: path,
+        resultCode: resultCode)
+    }
+    if writing, access(path, W_OK) != 0 {
+      return errno == EROFS
+        ? SessionStorageError(
+          .readOnly, "the file system is read-only; open the store read-only to read it", path: path,
+          resultCode: resultCode)
+        : SessionStorageError(
+          .permissionDenied,
+          "permission denied: this user cannot write the file (\(owner)); open the store read-only to read it",
+          path: path, resultCode: resultCode)
+    }
+    let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+    if access(directory, W_OK) != 0 {
+      let reason =
+        errno == EROFS
+        ? "the file system is read-only"
+        : "this user (uid \(getuid())) cannot write the directory \(directory)"
+      return SessionStorageError(
+        .readOnly,
+        "cannot create SQLite's -wal and -shm files beside the database: \(reason)"
+          + (writing ? "; open the store read-only to read it" : ""),
+        path: path, resultCode: resultCode)
+    }
+    return nil
+  }
 }

@@ -24,6 +24,8 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
     case full
     /// The file or its directory cannot be written.
     case readOnly
+    /// This user may not read the file, or (to write) may not write it or its directory.
+    case permissionDenied
     /// Any other SQLite or operating-system failure.
     case sqlite
   }
@@ -50,8 +52,10 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
     self.sql = sql
   }
 
-  /// Whether SQLite said it cannot open a file (`SQLITE_CANTOPEN`).
-  var isCantOpen: Bool { resultCode.map { $0 & 0xff == 14 } ?? false }
+  /// Whether SQLite could not open or create a file beside the database: `SQLITE_CANTOPEN`
+  /// (any extended code), or `SQLITE_READONLY_DIRECTORY` (1544), which a user who owns the
+  /// database but cannot write its directory gets when the `-wal` and `-shm` are missing.
+  var cannotCreateFiles: Bool { resultCode.map { $0 & 0xff == 14 || $0 == 1544 } ?? false }
 
   /// `PATH: MESSAGE (SQLite code N)`, the way the CLI prints it.
   public var description: String {

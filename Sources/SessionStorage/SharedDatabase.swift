@@ -93,8 +93,8 @@ final class SharedDatabase: Sendable {
   /// pending migrations, and how further connections must open the file.
   ///
   /// SQLite cannot open a WAL database where it cannot create the `-wal` and `-shm` files.
-  /// A writer gets a `readOnly` error then; a reader, when no WAL is left to recover, reads
-  /// the file as immutable (read-only media cannot change under it).
+  /// A writer gets an error that says why (``FileCheck/denial(_:writing:resultCode:)``); a
+  /// reader, when no WAL is left to recover, reads the file as immutable.
   private static func openInspected(_ path: String, _ options: SessionStore.Options) throws -> (
     Connection, [Migration], Connection.Mode
   ) {
@@ -105,20 +105,15 @@ final class SharedDatabase: Sendable {
     }
     do {
       return try inspected(options.readOnly ? .readOnly : .readWrite)
-    } catch let error as SessionStorageError
-      where error.isCantOpen && FileManager.default.fileExists(atPath: path)
-    {
-      guard options.readOnly else { throw cannotCreateWAL(path, error) }
-      guard !FileManager.default.fileExists(atPath: path + "-wal") else { throw error }
+    } catch let error as SessionStorageError where error.cannotCreateFiles {
+      let denial = FileCheck.denial(path, writing: !options.readOnly, resultCode: error.resultCode)
+      // A reader that may read the file but not create the -wal and -shm beside it reads
+      // it as immutable, unless a WAL left behind must be recovered first.
+      guard options.readOnly, denial?.code != .permissionDenied,
+        !FileManager.default.fileExists(atPath: path + "-wal")
+      else { throw denial ?? error }
       return try inspected(.immutable)
     }
-  }
-
-  private static func cannotCreateWAL(_ path: String, _ error: SessionStorageError) -> SessionStorageError {
-    SessionStorageError(
-      .readOnly,
-      "cannot create SQLite's -wal and -shm files next to the database (read-only directory or file system)",
-      path: path, resultCode: error.resultCode)
   }
 
   /// Turns a new read-write connection into the writer: refuses a file SQLite opened
@@ -127,10 +122,11 @@ final class SharedDatabase: Sendable {
     -> [Migration]
   {
     guard !connection.isReadOnly else {
-      throw SessionStorageError(
-        .readOnly,
-        "the file cannot be written (read-only file or file system); open it read-only to read it",
-        path: connection.path)
+      throw FileCheck.denial(connection.path, writing: true)
+        ?? SessionStorageError(
+          .readOnly,
+          "the file cannot be written (read-only file or file system); open it read-only to read it",
+          path: connection.path)
     }
     try connection.configure(synchronous: options.durability.rawValue)
     return try Migrator.migrate(connection)
@@ -147,8 +143,8 @@ final class SharedDatabase: Sendable {
         let applied = try Self.prepareWriter(connection, options)
         writer = Writer(connection: connection, durability: options.durability)
         return applied
-      } catch let error as SessionStorageError where error.isCantOpen {
-        throw Self.cannotCreateWAL(path, error)
+      } catch let error as SessionStorageError where error.cannotCreateFiles {
+        throw FileCheck.denial(path, writing: true, resultCode: error.resultCode) ?? error
       }
     }
   }

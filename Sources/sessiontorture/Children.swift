@@ -10,10 +10,15 @@ enum Children {
   /// with other writers racing: a login, a rename, and every fourth step a logout.
   static func write(_ options: Options) throws -> Int32 {
     let origin = try options.string("origin", "torture")
-    let store = try SessionStore(path: try options.string("db"), options: .init(origin: origin))
+    // Several instances on the file, written through in turn: they share one set of
+    // connections, and a kill must lose nothing any of them acknowledged.
+    let stores = try (0..<max(1, try options.int("instances", 1))).map { _ in
+      try SessionStore(path: try options.string("db"), options: .init(origin: origin))
+    }
     let count = try options.int("count", 0)
     var step = 0
     while count == 0 || step < count {
+      let store = stores[step % stores.count]
       let name = "\(origin)-\(step)"
       let entry: SessionEntry?
       switch step % 4 {
@@ -35,7 +40,8 @@ enum Children {
     return 0
   }
 
-  /// Prints "cursor origin" for each of the next N changes; "ready" once subscribed.
+  /// Prints "cursor origin" for each of the next N changes (0: until stopped); "ready" once
+  /// subscribed; "ended DESCRIPTION" (exit 3) when the feed ends with a `FeedError`.
   static func subscribe(_ options: Options) throws -> Int32 {
     let store = try SessionStore(path: try options.string("db"), options: .init(readOnly: true))
     let count = try options.int("count", 1)
@@ -57,7 +63,12 @@ enum Children {
       done.signal()
     }
     done.wait()
-    if let error = failure.withLock({ $0 }) { throw error }
-    return 0
+    switch failure.withLock({ $0 }) {
+    case .none: return 0
+    case .some(let error as FeedError):
+      Torture.emit("ended \(error)")
+      return 3
+    case .some(let error): throw error
+    }
   }
 }

@@ -10,12 +10,17 @@ enum Torture {
       crash --trials N [--long SECONDS]     kill a writer with SIGKILL at random moments, verify after each
       concurrency [--writers 4] [--writes 250] [--readers 2] [--subscribers 2] [--external 100]
                                             writers, readers, subscribers and a Python client at once
+      chaos [--seed S] [--steps 300] [--long SECONDS] [--sessionctl PATH] [--shrink-seconds 60]
+                                            random steps (instances, processes, shell, kills, compaction,
+                                            subscribers) checked against a model after every step
       fuzz-cli --sessionctl PATH [--count 10000] [--seed N] [--long SECONDS]
                                             random argument vectors against sessionctl
     CHILDREN (spawned by the scenarios):
-      write --count N [--origin NAME]       alternate login/logout; print each acknowledged cursor (0 = forever)
+      write --count N [--origin NAME] [--instances K]
+                                            alternate login/logout through K instances; print each
+                                            acknowledged cursor (0 = forever)
       read --count N                        read the state N times
-      subscribe --count N                   print "cursor origin" for each of the next N changes
+      subscribe --count N                   print "cursor origin" for each of the next N changes (0 = forever)
 
     Prints one JSON summary line; exits 0 when every check held, 1 otherwise, 64 on bad usage.
     """
@@ -32,6 +37,7 @@ enum Torture {
       case "subscribe": return try Children.subscribe(options)
       case "crash": return try CrashScenario(options).run()
       case "concurrency": return try ConcurrencyScenario(options).run()
+      case "chaos": return try ChaosScenario(options).run()
       case "fuzz-cli": return try FuzzScenario(options).run()
       default:
         FileHandle.standardError.write(Data("sessiontorture: unknown scenario '\(scenario)'\n\(usage)".utf8))

@@ -10,12 +10,12 @@ enum Verification {
     let store = try SessionStore(path: path, options: .init(origin: "verifier"))
     var problems = try store.check().filter { !$0.passed }.map { "\($0.name): \($0.detail)" }
     var kept = Set<Int64>()
-    var cursor = Cursor.zero
+    var start = FeedStart.beginning
     while true {
-      let page = try store.history(from: .after(cursor), limit: 1000)
+      let page = try store.history(from: start, limit: 1000)
       guard let last = page.last else { break }
       kept.formUnion(page.map(\.cursor.rawValue))
-      cursor = last.cursor
+      start = .after(last.cursor)
     }
     let lost = acknowledged.subtracting(kept)
     if !lost.isEmpty { problems.append("acknowledged but missing: \(lost.sorted().prefix(10))") }

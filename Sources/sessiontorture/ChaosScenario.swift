@@ -1,0 +1,130 @@
+import Foundation
+
+/// `chaos`: random steps drawn from a seed — store instances opened and released (by
+/// path, symbolic link and relative path), writes through any of them, the sqlite3 shell,
+/// Python and sessionctl, compaction, subscribers in this and other processes started,
+/// cancelled and resumed, writer processes killed, checkpoints — with a model of every
+/// acknowledged write checked by a fresh process after every step.
+///
+/// On a failure it prints the seed, the step and the problem, then looks for the shortest
+/// failing run: the prefix up to the failing step, replayed, then with steps left out.
+struct ChaosScenario {
+  let path: String
+  let seed: UInt64
+  let steps: Int
+  let deadline: Date?
+  let sessionctl: String?
+  let shrinkSeconds: Int
+
+  init(_ options: Options) throws {
+    path = try options.string("db")
+    let seedText = try options.string("seed", String(UInt32.random(in: 0...UInt32.max)))
+    guard let seed = UInt64(seedText) else { throw UsageError(message: "--seed takes a whole number") }
+    self.seed = seed
+    steps = try options.int("steps", 300)
+    deadline = options.deadline
+    sessionctl = try? options.string("sessionctl")
+    shrinkSeconds = try options.int("shrink-seconds", 60)
+  }
+
+  /// The steps of `seed`, in order.
+  func draw(_ seed: UInt64, count: Int) -> [ChaosStep] {
+    var random = SeededGenerator(seed: seed)
+    return (0..<count).map { _ in ChaosStep.draw(using: &random, sessionctl: sessionctl != nil) }
+  }
+
+  /// What a run found: the index of the first step after which a check failed, and why.
+  struct Failure {
+    var step: Int
+    var problems: [String]
+  }
+
+  /// Runs `steps` on a fresh file at `file`, checking after each; returns the first failure.
+  func play(_ steps: [ChaosStep], on file: String) throws -> (
+    failure: Failure?, acknowledged: Int, delivered: Int
+  ) {
+    let world = try ChaosWorld(path: file, sessionctl: sessionctl)
+    defer { world.tearDown() }
+    for (index, step) in steps.enumerated() {
+      let problems = world.apply(step) + world.check()
+      if !problems.isEmpty {
+        return (Failure(step: index, problems: problems), world.acknowledged.count, world.delivered)
+      }
+    }
+    var problems = world.settle()
+    problems += world.check()
+    if let store = world.instances.first {
+      problems += try store.check().filter { !$0.passed }.map { "check \($0.name): \($0.detail)" }
+    }
+    let (acknowledged, delivered) = (world.acknowledged.count, world.delivered)
+    world.tearDown()
+    // Every instance released: a new one reads what a fresh process reads.
+    let acknowledgedCursors = Set(world.acknowledged.keys.filter { $0 >= world.compactedBelow })
+    problems += try Verification.problems(path: file, acknowledged: acknowledgedCursors)
+    return (problems.isEmpty ? nil : Failure(step: steps.count, problems: problems), acknowledged, delivered)
+  }
+
+  func run() throws -> Int32 {
+    var seed = self.seed
+    var runs = 0
+    var totalSteps = 0
+    var acknowledged = 0
+    var delivered = 0
+    var found: (seed: UInt64, failure: Failure, steps: [ChaosStep])?
+    repeat {
+      let steps = draw(seed, count: self.steps)
+      let (failure, count, received) = try play(steps, on: path)
+      runs += 1
+      totalSteps += failure.map { $0.step + 1 } ?? steps.count
+      acknowledged += count
+      delivered += received
+      if let failure {
+        found = (seed, failure, Array(steps.prefix(failure.step + 1)))
+        break
+      }
+      seed &+= 1
+    } while deadline.map { Date() < $0 } ?? false
+    Torture.emit(
+      #"{"scenario":"chaos","seed":\#(self.seed),"runs":\#(runs),"steps":\#(totalSteps),"acknowledged":\#(acknowledged),"delivered":\#(delivered),"problems":\#(found?.failure.problems.count ?? 0)}"#
+    )
+    guard let found else { return 0 }
+    report(
+      "seed \(found.seed) failed after step \(found.failure.step + 1) (\(found.steps.last.map(\.description) ?? "the end")):"
+    )
+    for problem in found.failure.problems { report("problem: \(problem)") }
+    report("replay: sessiontorture chaos --seed \(found.seed) --steps \(found.steps.count) --db \(path)")
+    let shortest = try shrink(found.steps)
+    report("shortest failing run found (\(shortest.count) steps):")
+    for (index, step) in shortest.enumerated() { report("  \(index + 1). \(step)") }
+    return 1
+  }
+
+  /// Leaves out ever smaller chunks of `steps` while the run still fails, within
+  /// `--shrink-seconds`. Timing-dependent failures may not replay; then `steps` is kept.
+  func shrink(_ steps: [ChaosStep]) throws -> [ChaosStep] {
+    let deadline = Date().addingTimeInterval(TimeInterval(shrinkSeconds))
+    let scratch = path + ".shrink"
+    func fails(_ candidate: [ChaosStep]) throws -> Bool { try play(candidate, on: scratch).failure != nil }
+    defer { for suffix in ["", "-wal", "-shm", ".link"] { unlink(scratch + suffix) } }
+    var current = steps
+    var chunk = max(1, current.count / 2)
+    while chunk >= 1, Date() < deadline {
+      var start = 0
+      var removedAny = false
+      while start < current.count, Date() < deadline {
+        var candidate = current
+        candidate.removeSubrange(start..<min(start + chunk, current.count))
+        if !candidate.isEmpty, try fails(candidate) {
+          current = candidate
+          removedAny = true
+        } else {
+          start += chunk
+        }
+      }
+      if !removedAny { chunk /= 2 }
+    }
+    return current
+  }
+
+  private func report(_ line: String) { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+}

@@ -1,0 +1,135 @@
+import Foundation
+
+/// One step of the chaos driver, drawn from the seed alone: the same seed gives the same
+/// steps, so a failing run replays, and any prefix of it is a run of its own. Indices pick
+/// among the instances or subscribers alive when the step runs (modulo their number); a
+/// step with nothing to act on is skipped.
+enum ChaosStep: Sendable, CustomStringConvertible {
+  /// A write to the session.
+  enum Action: Sendable, CustomStringConvertible {
+    case login(String), logout, rename(String)
+
+    var description: String {
+      switch self {
+      case .login(let name): "login \(name)"
+      case .logout: "logout"
+      case .rename(let name): "rename \(name)"
+      }
+    }
+  }
+
+  /// How an in-process subscriber starts.
+  enum Subscription: String, Sendable, CaseIterable {
+    case now, beginning, afterRecent, snapshot, values
+  }
+
+  /// How a new instance names the file.
+  enum Spelling: String, Sendable, CaseIterable {
+    case path, symbolicLink, relativePath
+  }
+
+  case open(Spelling, readOnly: Bool, normalDurability: Bool)
+  case release(Int)
+  case write(Int, Action)
+  case shell(Action)
+  case python(Action)
+  case sessionctl(Action)
+  case compact(Int, keep: Int)
+  case subscribe(Int, Subscription)
+  case cancel(Int)
+  case resume(Int)
+  case startChildSubscriber
+  case stopChildSubscriber(Int)
+  case crashWriter(writes: Int, instances: Int, microseconds: Int)
+  case checkpoint(String)
+  case settle
+
+  var description: String {
+    switch self {
+    case .open(let spelling, let readOnly, let normal):
+      "open by \(spelling.rawValue)\(readOnly ? " read-only" : "")\(normal ? " durability normal" : "")"
+    case .release(let index): "release instance #\(index)"
+    case .write(let index, let action): "\(action) through instance #\(index)"
+    case .shell(let action): "sqlite3 shell: \(action)"
+    case .python(let action): "python sqlite3: \(action)"
+    case .sessionctl(let action): "sessionctl \(action)"
+    case .compact(let index, let keep): "compact keeping \(keep) through instance #\(index)"
+    case .subscribe(let index, let kind): "subscribe (\(kind.rawValue)) through instance #\(index)"
+    case .cancel(let index): "cancel subscriber #\(index)"
+    case .resume(let index): "resume subscriber #\(index) after its last cursor"
+    case .startChildSubscriber: "start a subscriber process"
+    case .stopChildSubscriber(let index): "stop subscriber process #\(index)"
+    case .crashWriter(let writes, let instances, let microseconds):
+      "writer process (\(instances) instance(s), up to \(writes) writes) SIGKILLed after \(microseconds) µs"
+    case .checkpoint(let mode): "sqlite3 shell: wal_checkpoint(\(mode))"
+    case .settle: "settle: every subscriber catches up"
+    }
+  }
+
+  /// Draws a step. `sessionctl` says whether the sessionctl step is possible.
+  static func draw(using random: inout SeededGenerator, sessionctl: Bool) -> ChaosStep {
+    let names = ["alice", "bob", "carol", "dave", "eve", "José", "mallory"]
+    func action() -> Action {
+      switch Int.random(in: 0..<5, using: &random) {
+      case 0, 1: .rename(names[Int.random(in: 0..<names.count, using: &random)])
+      case 2, 3: .login(names[Int.random(in: 0..<names.count, using: &random)])
+      default: .logout
+      }
+    }
+    func index() -> Int { Int.random(in: 0..<8, using: &random) }
+    // (weight, kind): how often each kind of step is drawn.
+    let weights = [
+      (10, 0), (7, 1), (24, 2), (8, 3), (4, 4), (sessionctl ? 4 : 0, 5), (4, 6), (6, 7), (4, 8), (3, 9),
+      (2, 10), (3, 11), (4, 12), (4, 13), (3, 14),
+    ]
+    var pick = Int.random(in: 0..<weights.reduce(0) { $0 + $1.0 }, using: &random)
+    var kind = 0
+    for (weight, candidate) in weights {
+      if pick < weight {
+        kind = candidate
+        break
+      }
+      pick -= weight
+    }
+    switch kind {
+    case 0:
+      return .open(
+        Spelling.allCases[Int.random(in: 0..<3, using: &random)],
+        readOnly: Int.random(in: 0..<5, using: &random) == 0,
+        normalDurability: Bool.random(using: &random))
+    case 1: return .release(index())
+    case 2: return .write(index(), action())
+    case 3: return .shell(action())
+    case 4: return .python(action())
+    case 5: return .sessionctl(action())
+    case 6: return .compact(index(), keep: Int.random(in: 0...4, using: &random))
+    case 7: return .subscribe(index(), Subscription.allCases[Int.random(in: 0..<5, using: &random)])
+    case 8: return .cancel(index())
+    case 9: return .resume(index())
+    case 10: return .startChildSubscriber
+    case 11: return .stopChildSubscriber(index())
+    case 12:
+      return .crashWriter(
+        writes: Int.random(in: 1...40, using: &random), instances: Int.random(in: 1...2, using: &random),
+        microseconds: Int.random(in: 0..<15_000, using: &random))
+    case 13:
+      return .checkpoint(["PASSIVE", "FULL", "RESTART", "TRUNCATE"][Int.random(in: 0..<4, using: &random)])
+    default: return .settle
+    }
+  }
+}
+
+/// SplitMix64: a small generator whose sequence depends on the seed alone.
+struct SeededGenerator: RandomNumberGenerator {
+  private var state: UInt64
+
+  init(seed: UInt64) { state = seed }
+
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}
