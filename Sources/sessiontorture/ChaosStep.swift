@@ -67,7 +67,7 @@ enum ChaosStep: Sendable, CustomStringConvertible {
   }
 
   /// Draws a step. `sessionctl` says whether the sessionctl step is possible.
-  static func draw(using random: inout SeededGenerator, sessionctl: Bool) -> ChaosStep {
+  static func draw(using random: inout SplitMix64, sessionctl: Bool) -> ChaosStep {
     let names = ["alice", "bob", "carol", "dave", "eve", "José", "mallory"]
     func action() -> Action {
       switch Int.random(in: 0..<5, using: &random) {
@@ -116,20 +116,5 @@ enum ChaosStep: Sendable, CustomStringConvertible {
       return .checkpoint(["PASSIVE", "FULL", "RESTART", "TRUNCATE"][Int.random(in: 0..<4, using: &random)])
     default: return .settle
     }
-  }
-}
-
-/// SplitMix64: a small generator whose sequence depends on the seed alone.
-struct SeededGenerator: RandomNumberGenerator {
-  private var state: UInt64
-
-  init(seed: UInt64) { state = seed }
-
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
   }
 }

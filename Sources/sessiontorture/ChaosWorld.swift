@@ -301,6 +301,9 @@ final class ChaosWorld {
         problems.append("instance #\(index) cannot read: \(error)")
       }
     }
+    if let store = instances.first {
+      problems += try store.check().filter { !$0.passed }.map { "check \($0.name): \($0.detail)" }
+    }
     problems += subscriberProblems()
     return problems
   }
