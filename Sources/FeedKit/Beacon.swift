@@ -12,6 +12,7 @@ public final class Beacon: WakeSignal {
 
   private let waiters = Mutex(Waiters())
   private let listeners = Mutex(0)
+  private let currentMode = Mutex(WakeMode.inProcess)
   private let activate: @Sendable (Beacon) -> Void
   private let deactivate: @Sendable () -> Void
 
@@ -27,6 +28,13 @@ public final class Beacon: WakeSignal {
 
   /// The number of wake-ups so far.
   public var generation: UInt64 { waiters.withLock { $0.generation } }
+
+  /// How commits of other processes reach this beacon: what its activator reported with
+  /// ``report(_:)``, and ``WakeMode/inProcess`` while nobody listens.
+  public var mode: WakeMode { currentMode.withLock { $0 } }
+
+  /// Records how the helper that `activate` started learns of other processes' commits.
+  public func report(_ mode: WakeMode) { currentMode.withLock { $0 = mode } }
 
   /// How many listeners are registered.
   public var listenerCount: Int { listeners.withLock { $0 } }
@@ -80,7 +88,10 @@ public final class Beacon: WakeSignal {
     return WakeListener { [self] in
       listeners.withLock { count in
         count -= 1
-        if count == 0 { deactivate() }
+        if count == 0 {
+          deactivate()
+          currentMode.withLock { $0 = .inProcess }
+        }
       }
     }
   }

@@ -15,12 +15,18 @@ import Synchronization
 /// SQLite database: the file and its `-wal`; the directory is watched because the WAL is
 /// deleted and recreated as connections come and go). Every event is followed by
 /// `hasChanged` re-checks with a short back-off, since a file can be written before its
-/// commit becomes visible. A slow poll of `hasChanged` is the safety net, and the only
-/// mechanism where inotify is unavailable. `onChange` runs on the watcher's thread.
+/// commit becomes visible. A slow poll of `hasChanged` is the safety net.
+///
+/// It never leaves a caller blind: when `inotify` cannot be set up (a descriptor limit,
+/// the inotify instance or watch limit, a platform without it) the poll is the mechanism,
+/// and ``mode`` says so and why; when not even a descriptor for its stop signal can be
+/// made, the thread polls in short sleeps. `onChange` runs on the watcher's thread.
 public final class ChangeWatcher: Sendable {
-  private let wakePipe: (read: Int32, write: Int32)
+  /// How this watcher is woken: notifications, or a poll and the reason.
+  public let mode: WakeMode
+  private let stopPipe: (read: Int32, write: Int32)?
+  private let stopFlag = StopFlag()
   private let finished = DispatchSemaphore(value: 0)
-  private let stopped = Mutex(false)
 
   /// Starts watching.
   /// - Parameters:
@@ -29,16 +35,42 @@ public final class ChangeWatcher: Sendable {
   ///   - pollInterval: how often `hasChanged` runs when nothing happens.
   ///   - hasChanged: whether something committed since the last call (e.g. `PRAGMA data_version`).
   ///   - onChange: called on the watcher's thread when `hasChanged` said yes.
-  public init(
+  public convenience init(
     directory: String, fileNames: Set<String>, pollInterval: Duration = .seconds(1),
     hasChanged: @escaping @Sendable () -> Bool, onChange: @escaping @Sendable () -> Void
-  ) throws {
+  ) {
+    self.init(
+      directory: directory, fileNames: fileNames, pollInterval: pollInterval, notifications: Self.inotify,
+      hasChanged: hasChanged, onChange: onChange)
+  }
+
+  /// Starts watching with `notifications` as the source of file events: a descriptor to
+  /// poll, or the reason there is none. Tests inject failures here.
+  init(
+    directory: String, fileNames: Set<String>, pollInterval: Duration,
+    notifications: (String) -> Result<Int32, WatchSetupFailure>,
+    hasChanged: @escaping @Sendable () -> Bool, onChange: @escaping @Sendable () -> Void
+  ) {
     var fds: [Int32] = [0, 0]
-    guard pipe(&fds) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-    for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-    wakePipe = (fds[0], fds[1])
+    var reasons: [String] = []
+    if pipe(&fds) == 0 {
+      for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+      stopPipe = (fds[0], fds[1])
+    } else {
+      stopPipe = nil
+      reasons.append(SystemLimits.explain(errno, call: "pipe"))
+    }
+    var events: Int32 = -1
+    switch notifications(directory) {
+    case .success(let fd): events = fd
+    case .failure(let failure): reasons.append(failure.reason)
+    }
+    mode =
+      events >= 0
+      ? .notifications(pollInterval: pollInterval)
+      : .polling(interval: pollInterval, reason: reasons.joined(separator: "; "))
     let loop = WatchLoop(
-      directory: directory, fileNames: fileNames, stopFD: fds[0],
+      fileNames: fileNames, events: events, stopFD: stopPipe?.read ?? -1, stopFlag: stopFlag,
       pollMilliseconds: Int32(
         clamping: pollInterval.components.seconds * 1000 + pollInterval.components.attoseconds
           / 1_000_000_000_000_000),
@@ -54,26 +86,69 @@ public final class ChangeWatcher: Sendable {
 
   /// Stops the thread and waits until it has closed its files. Safe to call twice.
   public func stop() {
-    let first = stopped.withLock { stopped in
-      defer { stopped = true }
-      return !stopped
+    guard stopFlag.set() else { return }
+    if let stopPipe {
+      var byte: UInt8 = 1
+      _ = write(stopPipe.write, &byte, 1)
     }
-    guard first else { return }
-    var byte: UInt8 = 1
-    _ = write(wakePipe.write, &byte, 1)
     finished.wait()
-    close(wakePipe.read)
-    close(wakePipe.write)
+    if let stopPipe {
+      close(stopPipe.read)
+      close(stopPipe.write)
+    }
   }
 
   deinit { stop() }
+
+  #if os(Linux)
+    /// An inotify descriptor watching `directory`, or why there is none.
+    static func inotify(_ directory: String) -> Result<Int32, WatchSetupFailure> {
+      let fd = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+      guard fd >= 0 else { return .failure(WatchSetupFailure(errno: errno, call: "inotify_init1")) }
+      let mask = UInt32(IN_MODIFY | IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_CLOSE_WRITE)
+      guard inotify_add_watch(fd, directory, mask) >= 0 else {
+        let failure = WatchSetupFailure(errno: errno, call: "inotify_add_watch")
+        close(fd)
+        return .failure(failure)
+      }
+      return .success(fd)
+    }
+  #else
+    static func inotify(_ directory: String) -> Result<Int32, WatchSetupFailure> {
+      .failure(WatchSetupFailure(reason: "file notifications are not built for this platform yet"))
+    }
+  #endif
+}
+
+/// Why file notifications could not be set up.
+struct WatchSetupFailure: Error {
+  var reason: String
+
+  init(reason: String) { self.reason = reason }
+  init(errno code: Int32, call: String) { reason = SystemLimits.explain(code, call: call) }
+}
+
+/// Set once, when the watcher stops; read by its thread when it has no stop descriptor.
+private final class StopFlag: Sendable {
+  private let value = Mutex(false)
+
+  /// Sets the flag; true the first time.
+  func set() -> Bool {
+    value.withLock { stopped in
+      defer { stopped = true }
+      return !stopped
+    }
+  }
+
+  var isSet: Bool { value.withLock { $0 } }
 }
 
 /// The watcher thread's loop; owns the inotify descriptor.
 private struct WatchLoop: Sendable {
-  let directory: String
   let fileNames: Set<String>
+  let events: Int32
   let stopFD: Int32
+  let stopFlag: StopFlag
   let pollMilliseconds: Int32
   let hasChanged: @Sendable () -> Bool
   let onChange: @Sendable () -> Void
@@ -82,7 +157,6 @@ private struct WatchLoop: Sendable {
   private static let backoff: [Int32] = [0, 1, 2, 5, 10, 20, 50]
 
   func run() {
-    let events = openEvents()
     defer { if events >= 0 { close(events) } }
     while true {
       switch waitForEvent(events: events, timeout: pollMilliseconds) {
@@ -115,27 +189,26 @@ private struct WatchLoop: Sendable {
 
   private enum Wake { case stop, timeout, event }
 
+  /// Waits for the stop signal, an event or the timeout. Without a stop descriptor, it
+  /// sleeps in slices of at most 50 ms and looks at the stop flag between them.
   private func waitForEvent(events: Int32, timeout: Int32) -> Wake {
-    var fds = [pollfd(fd: stopFD, events: Int16(POLLIN), revents: 0)]
-    if events >= 0 { fds.append(pollfd(fd: events, events: Int16(POLLIN), revents: 0)) }
-    let ready = poll(&fds, nfds_t(fds.count), timeout)
-    if ready < 0 { return errno == EINTR ? .timeout : .stop }
-    if fds[0].revents != 0 { return .stop }
-    return ready > 0 ? .event : .timeout
+    var remaining = timeout
+    while true {
+      if stopFlag.isSet { return .stop }
+      let slice = stopFD >= 0 ? remaining : min(remaining, 50)
+      var fds: [pollfd] = []
+      if stopFD >= 0 { fds.append(pollfd(fd: stopFD, events: Int16(POLLIN), revents: 0)) }
+      if events >= 0 { fds.append(pollfd(fd: events, events: Int16(POLLIN), revents: 0)) }
+      let ready = poll(&fds, nfds_t(fds.count), slice)
+      if ready < 0 { return errno == EINTR ? .timeout : .stop }
+      if stopFD >= 0, fds[0].revents != 0 { return .stop }
+      if ready > 0 { return .event }
+      remaining -= slice
+      if remaining <= 0 { return .timeout }
+    }
   }
 
   #if os(Linux)
-    private func openEvents() -> Int32 {
-      let fd = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
-      guard fd >= 0 else { return -1 }
-      let mask = UInt32(IN_MODIFY | IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_CLOSE_WRITE)
-      guard inotify_add_watch(fd, directory, mask) >= 0 else {
-        close(fd)
-        return -1
-      }
-      return fd
-    }
-
     /// Reads every pending event; true when one concerned our files.
     private func drain(_ fd: Int32) -> Bool {
       var relevant = false
@@ -156,7 +229,6 @@ private struct WatchLoop: Sendable {
       }
     }
   #else
-    private func openEvents() -> Int32 { -1 }
     private func drain(_ fd: Int32) -> Bool { false }
   #endif
 }

@@ -14,6 +14,11 @@ public struct FeedSubscription<Event: Sendable, Snapshot: Sendable>: AsyncSequen
   public let cursor: Cursor
   let listener: WakeListener
 
+  /// How this subscription learns of other processes' commits. A subscription never waits
+  /// without a mechanism that can wake it: when file notifications cannot be set up (a
+  /// descriptor or inotify limit), it polls, and this says so and why.
+  public var wakeMode: WakeMode { feed.signal.mode }
+
   /// Starts reading after ``cursor``.
   public func makeAsyncIterator() -> Iterator {
     Iterator(feed: feed, cursor: cursor, listener: listener)

@@ -9,6 +9,8 @@ public protocol WakeSignal: Sendable {
   /// Registers a listener for as long as the returned token lives; sources start their
   /// cross-process watching with the first listener and stop it with the last.
   func listen() -> WakeListener
+  /// How this signal learns of other processes' commits right now.
+  var mode: WakeMode { get }
 }
 
 /// Keeps a ``WakeSignal`` listening while it lives.
@@ -19,4 +21,32 @@ public final class WakeListener: Sendable {
   public init(release: @escaping @Sendable () -> Void) { self.release = release }
 
   deinit { release() }
+}
+
+/// How a ``WakeSignal`` learns of commits made by other processes.
+public enum WakeMode: Sendable, Equatable, CustomStringConvertible {
+  /// Only this process's wake-ups: nothing watches other processes (no subscriber yet, or
+  /// a log no other process can write, such as an in-memory one).
+  case inProcess
+  /// File notifications, each followed by re-checks, with a poll every `pollInterval` as
+  /// the safety net.
+  case notifications(pollInterval: Duration)
+  /// A poll every `interval` only, because notifications could not be set up; `reason`
+  /// says why (for example a descriptor or inotify limit, and how to raise it).
+  case polling(interval: Duration, reason: String)
+
+  /// A sentence for a person.
+  public var description: String {
+    switch self {
+    case .inProcess: "woken by this process only"
+    case .notifications(let interval): "woken by file notifications (and a poll every \(interval))"
+    case .polling(let interval, let reason): "polling every \(interval): \(reason)"
+    }
+  }
+}
+
+extension WakeSignal {
+  /// How this signal learns of other processes' commits; ``WakeMode/inProcess`` unless the
+  /// signal says otherwise.
+  public var mode: WakeMode { .inProcess }
 }

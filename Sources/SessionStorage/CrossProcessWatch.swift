@@ -3,53 +3,56 @@ import Foundation
 import Synchronization
 
 /// Wakes a store's subscribers when another process (or the sqlite3 shell) commits: a
-/// ``ChangeWatcher`` on the database's directory, re-checking `PRAGMA data_version` on a
-/// connection of its own. Runs only while the store has subscribers.
+/// ``ChangeWatcher`` on the database's directory, re-checking `PRAGMA data_version` on the
+/// store's reader connection (which never writes, so the number moves with every commit of
+/// any other connection). Runs only while the store has subscribers.
 final class CrossProcessWatch: Sendable {
   private let path: String
-  private let busyTimeout: Duration
+  private let dataVersion: @Sendable () throws -> Int64
   private let watcher = Mutex<ChangeWatcher?>(nil)
-  private let probe = Mutex<(connection: Connection, last: Int64)?>(nil)
+  private let last = Mutex<Int64?>(nil)
 
-  init(path: String, busyTimeout: Duration) {
+  init(path: String, dataVersion: @escaping @Sendable () throws -> Int64) {
     self.path = path
-    self.busyTimeout = busyTimeout
+    self.dataVersion = dataVersion
   }
 
   /// Starts watching; `signal` runs on the watcher's thread after each commit noticed.
-  func start(signal: @escaping @Sendable () -> Void) {
+  /// Returns how the watcher is woken (notifications, or a poll and why).
+  func start(signal: @escaping @Sendable () -> Void) -> WakeMode {
+    _ = hasChanged()  // the baseline
     let url = URL(fileURLWithPath: path)
     let name = url.lastPathComponent
-    probe.withLock { [path, busyTimeout] probe in
-      // Without a probe connection every event counts as a change: more re-reads, nothing missed.
-      guard let connection = try? Connection(path: path, mode: .readOnly, busyTimeout: busyTimeout),
-        let version = try? connection.scalarInt("PRAGMA data_version")
-      else { return }
-      probe = (connection, version)
-    }
-    let created = try? ChangeWatcher(
+    let created = ChangeWatcher(
       directory: url.deletingLastPathComponent().path, fileNames: [name, name + "-wal", name + "-journal"],
       hasChanged: { [weak self] in self?.hasChanged() ?? false }, onChange: signal)
     watcher.withLock { $0 = created }
+    return created.mode
   }
 
-  /// Stops the watcher thread, then closes the probe connection.
+  /// Stops the watcher thread.
   func stop() {
     let stopping = watcher.withLock { watcher in
       defer { watcher = nil }
       return watcher
     }
     stopping?.stop()
-    probe.withLock { $0 = nil }
+    last.withLock { $0 = nil }
   }
 
   /// Whether `PRAGMA data_version` moved since the last call: another connection committed.
-  /// When it cannot be read, says yes: a spurious wake-up costs a re-read, a missed one a change.
   private func hasChanged() -> Bool {
-    probe.withLock { probe in
-      guard let current = try? probe?.connection.scalarInt("PRAGMA data_version") else { return true }
-      defer { probe?.last = current }
-      return current != probe?.last
+    let current: Int64
+    do {
+      current = try dataVersion()
+    } catch {
+      // Harmless to swallow: a yes costs subscribers one re-read, and that read reports
+      // the same failure to them as an error; a no could leave them waiting.
+      return true
+    }
+    return last.withLock { last in
+      defer { last = current }
+      return last != current
     }
   }
 }

@@ -42,6 +42,11 @@ final class SessionLog: FeedSource {
     }
   }
 
+  /// `PRAGMA data_version` of the reader: it moves with every commit of another connection.
+  func dataVersion() throws -> Int64 {
+    try reader.withLock { try $0.scalarInt("PRAGMA data_version") ?? 0 }
+  }
+
   /// The current state.
   func state() throws -> SessionState { try reader.withLock { try Self.state(on: $0) } }
 

@@ -22,6 +22,9 @@ public protocol SessionRepository: SessionProviding, Sendable {
   @discardableResult func rename(to username: String) throws -> SessionEntry?
 }
 
+// `SessionProviding` asks for plain properties, so a read error becomes "nobody": a screen
+// shows "signed out" rather than a stale name. A view model that must tell the two apart
+// reads `state` (which throws) or follows `values()` (which ends with the error).
 extension SessionRepository {
   /// The current username; nil when there is none or the state cannot be read.
   public var username: String? { (try? state)?.username }

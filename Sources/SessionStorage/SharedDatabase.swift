@@ -83,9 +83,10 @@ final class SharedDatabase: Sendable {
     busyTimeout = options.busyTimeout
     log = SessionLog(reader: reader)
     self.writer = Mutex(writer.map { Writer(connection: $0, durability: options.durability) })
-    let watch = CrossProcessWatch(path: path, busyTimeout: options.busyTimeout)
+    let watch = CrossProcessWatch(path: path) { [log] in try log.dataVersion() }
     beacon = Beacon(
-      activate: { beacon in watch.start { [weak beacon] in beacon?.signal() } }, deactivate: { watch.stop() })
+      activate: { beacon in beacon.report(watch.start { [weak beacon] in beacon?.signal() }) },
+      deactivate: { watch.stop() })
     feed = Feed(source: log, signal: beacon)
   }
 
@@ -107,9 +108,11 @@ final class SharedDatabase: Sendable {
       return try inspected(options.readOnly ? .readOnly : .readWrite)
     } catch let error as SessionStorageError where error.cannotCreateFiles {
       let denial = FileCheck.denial(path, writing: !options.readOnly, resultCode: error.resultCode)
-      // A reader that may read the file but not create the -wal and -shm beside it reads
-      // it as immutable, unless a WAL left behind must be recovered first.
-      guard options.readOnly, denial?.code != .permissionDenied,
+      // A reader that may read the file but cannot create the -wal and -shm in its
+      // directory (read-only mount, no write permission) reads it as immutable, unless a
+      // WAL left behind must be recovered first. Any other cause (a descriptor limit, say)
+      // is an error: an immutable reader would never see another commit.
+      guard options.readOnly, denial?.code == .readOnly,
         !FileManager.default.fileExists(atPath: path + "-wal")
       else { throw denial ?? error }
       return try inspected(.immutable)

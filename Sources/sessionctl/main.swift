@@ -5,6 +5,13 @@ let rawArguments = (1..<Int(CommandLine.argc)).map { index in
   CommandLine.unsafeArgv[index].map { Array(UnsafeBufferPointer(start: $0, count: strlen($0))) }
     .map { $0.map { UInt8(bitPattern: $0) } } ?? []
 }
+// Below this many open files the runtime itself cannot start its threads (it crashes
+// reading /proc), and SQLite cannot open a store: say so before anything starts.
+if let message = DescriptorLimit.refusal(minimum: 10) {
+  FileHandle.standardError.write(Data("sessionctl: error: \(message)\n".utf8))
+  exit(1)
+}
+StopSignals.shared.install()
 let status = await SessionCtl(environment: ProcessInfo.processInfo.environment).run(
   rawArguments: rawArguments)
 exit(status)

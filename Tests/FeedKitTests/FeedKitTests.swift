@@ -1,8 +1,9 @@
-import FeedKit
 import Foundation
 import Synchronization
 import TestSupport
 import Testing
+
+@testable import FeedKit
 
 @Suite(.timeLimit(.minutes(1))) struct CursorTests {
   @Test(arguments: ["0", "1", "42", "9223372036854775807"])
@@ -157,7 +158,7 @@ import Testing
     let dir = try TemporaryDirectory()
     let changed = Mutex(false)
     let calls = Mutex(0)
-    let watcher = try ChangeWatcher(
+    let watcher = ChangeWatcher(
       directory: dir.path, fileNames: ["watched"], pollInterval: .seconds(30),
       hasChanged: { changed.withLock { $0 } }, onChange: { calls.withLock { $0 += 1 } })
     defer { watcher.stop() }
@@ -174,7 +175,7 @@ import Testing
     let checks = Mutex(0)
     let calls = Mutex(0)
     // The state turns "changed" only on the third re-check after the event.
-    let watcher = try ChangeWatcher(
+    let watcher = ChangeWatcher(
       directory: dir.path, fileNames: ["db-wal"], pollInterval: .seconds(30),
       hasChanged: {
         checks.withLock {
@@ -189,7 +190,7 @@ import Testing
   @Test func theSlowPollIsTheSafetyNet() async throws {
     let dir = try TemporaryDirectory()
     let calls = Mutex(0)
-    let watcher = try ChangeWatcher(
+    let watcher = ChangeWatcher(
       directory: dir.path, fileNames: [], pollInterval: .milliseconds(20),
       hasChanged: { true }, onChange: { calls.withLock { $0 += 1 } })
     #expect(await eventually { calls.withLock { $0 } >= 2 })
@@ -197,5 +198,31 @@ import Testing
     let after = calls.withLock { $0 }
     try await Task.sleep(for: .milliseconds(100))
     #expect(calls.withLock { $0 } == after, "nothing runs after stop")
+  }
+
+  /// When inotify cannot be set up the poll wakes, and the watcher says why.
+  @Test func notificationsThatCannotBeSetUpFallBackToThePollAndSaySo() async throws {
+    let dir = try TemporaryDirectory()
+    let calls = Mutex(0)
+    let watcher = ChangeWatcher(
+      directory: dir.path, fileNames: ["db"], pollInterval: .milliseconds(20),
+      notifications: { _ in .failure(WatchSetupFailure(errno: ENOSPC, call: "inotify_add_watch")) },
+      hasChanged: { true }, onChange: { calls.withLock { $0 += 1 } })
+    defer { watcher.stop() }
+    guard case .polling(let interval, let reason) = watcher.mode else {
+      Issue.record("mode is \(watcher.mode)")
+      return
+    }
+    #expect(interval == .milliseconds(20))
+    #expect(reason.contains("inotify_add_watch failed"))
+    #expect(reason.contains("fs.inotify.max_user_watches"))
+    #expect(await eventually { calls.withLock { $0 } >= 2 })
+  }
+
+  @Test func aWorkingWatcherSaysItUsesNotifications() throws {
+    let dir = try TemporaryDirectory()
+    let watcher = ChangeWatcher(directory: dir.path, fileNames: [], hasChanged: { false }, onChange: {})
+    defer { watcher.stop() }
+    #expect(watcher.mode == .notifications(pollInterval: .seconds(1)))
   }
 }

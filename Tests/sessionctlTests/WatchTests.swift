@@ -116,6 +116,33 @@ import Testing
     #expect(sandbox.contents(stderr) == Data())
   }
 
+  /// A reader that stalls (a paused pager) fills the pipe and blocks `watch` in
+  /// `write(2)`; a service manager's SIGTERM or a SIGINT still ends it within about a
+  /// second, with its status, and the output ends on a whole line.
+  @Test(arguments: [(SIGTERM, Int32(143)), (SIGINT, Int32(130))])
+  func aStalledReaderCannotKeepSignalsFromStoppingIt(_ signal: Int32, _ status: Int32) throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    _ = try sandbox.run(db: db, ["login", "alice"])
+    let (watch, _) = try sandbox.start(["--db", db, "watch", "--json"])
+    _ = try json(watch.readLine())
+    // About 1,000 changes of some 400 bytes: far more than a pipe holds.
+    let updates = (0..<1000).map { "UPDATE session SET username = 'user-\($0)';" }.joined()
+    try sandbox.sqlite(db, updates)
+    Thread.sleep(forTimeInterval: 1)  // the watcher fills the pipe and blocks
+    let sent = ContinuousClock.now
+    watch.send(signal)
+    // Nothing is read until it has exited: the reader stays stalled.
+    #expect(try watch.wait(timeout: .seconds(5)) == status)
+    #expect(ContinuousClock.now - sent < .seconds(5))
+    var lines: [String] = []
+    while let line = try watch.readLine() { lines.append(line) }
+    #expect(lines.count > 10 && lines.count < 1000, "it was blocked, not done: \(lines.count) lines")
+    for line in lines {
+      #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) != nil, "a cut line: \(line)")
+    }
+  }
+
   @Test func aClosedPipeEndsItQuietlyEvenWhenIdle() throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")

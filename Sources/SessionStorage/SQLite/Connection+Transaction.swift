@@ -14,13 +14,16 @@ extension Connection {
     do {
       result = try body()
     } catch {
+      // Harmless to swallow: the caller gets the error that made us roll back, and a
+      // ROLLBACK that fails leaves SQLite to roll back when the connection next writes or
+      // closes; nothing of this transaction was committed either way.
       if isInTransaction { try? run("ROLLBACK") }
       throw error
     }
     do {
       try run("COMMIT")
     } catch {
-      if isInTransaction { try? run("ROLLBACK") }
+      if isInTransaction { try? run("ROLLBACK") }  // harmless, as above
       throw error
     }
     return result

@@ -1,4 +1,5 @@
 import CSQLite
+import FeedKit
 import Foundation
 
 /// One SQLite connection: opened with our pragmas, with a small cache of prepared
@@ -175,8 +176,15 @@ final class Connection {
 /// Maps SQLite result codes to ``SessionStorageError``.
 enum SQLiteFailure {
   static func error(_ rc: Int32, db: OpaquePointer?, path: String?, sql: String?) -> SessionStorageError {
-    let message =
+    var message =
       db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(rc))
+    // "unable to open database file" hides a descriptor limit: name it, and how to raise it.
+    let systemError = db.map { sqlite3_system_errno($0) } ?? 0
+    if rc & 0xff == SQLITE_CANTOPEN || rc & 0xff == SQLITE_IOERR,
+      systemError == EMFILE || systemError == ENFILE
+    {
+      message = SystemLimits.explain(systemError, call: "open") + " (SQLite: \(message))"
+    }
     let code: SessionStorageError.Code
     switch rc & 0xff {
     case SQLITE_NOTADB: code = .notADatabase

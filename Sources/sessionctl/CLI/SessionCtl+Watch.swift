@@ -7,7 +7,7 @@ extension SessionCtl {
   func watch(_ location: DatabaseLocation, _ presenter: Presenter, since: Cursor?, limit: Int?) async throws
     -> ExitCode
   {
-    let stop = StopSignals()
+    let stop = StopSignals.shared
     let listening = stop.listen()
     defer { withExtendedLifetime(listening) {} }
     let store = try openForReading(location)
@@ -20,6 +20,12 @@ extension SessionCtl {
       changes = snapshot.changes
     }
     if limit == 0 { return .success }
+    // Never silently blind: when file notifications cannot be set up, say once that
+    // changes arrive by polling, and why.
+    if case .polling(let interval, let reason) = changes.wakeMode {
+      try errors.write(
+        "sessionctl: warning: cannot watch the file for changes (\(reason)); polling every \(interval)")
+    }
     // Aligned like `history` for the cursors of today; lines cannot be measured ahead.
     let cursorWidth = try store.bounds().head.description.count
     let output = self.output

@@ -84,6 +84,8 @@ struct SessionCtl: Sendable {
 
   /// Writes `sessionctl: error: MESSAGE` on stderr.
   func fail(_ message: String) {
+    // Harmless to swallow: when stderr itself is gone there is nobody left to tell; the
+    // exit status still says it.
     try? errors.write("sessionctl: error: " + Presenter.display(message))
   }
 

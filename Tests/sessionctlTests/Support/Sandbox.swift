@@ -77,12 +77,14 @@ final class Sandbox {
     return outcome.stdout.trimmingCharacters(in: .newlines)
   }
 
-  /// Starts `sessionctl` with its stdout on a pipe, for reading line by line.
-  func start(_ arguments: [String]) throws -> (ChildProcess, stderr: String) {
+  /// Starts `sessionctl` (or `executable`) with its stdout on a pipe, for reading line by line.
+  func start(_ arguments: [String], executable: String = Sandbox.sessionctl) throws -> (
+    ChildProcess, stderr: String
+  ) {
     counter += 1
     let stderr = path("io/stderr-\(counter)")
     let child = try ChildProcess(
-      Self.sessionctl, arguments, environment: environment, stdout: .pipe, stderr: stderr)
+      executable, arguments, environment: environment, stdout: .pipe, stderr: stderr)
     return (child, stderr)
   }
 
