@@ -253,6 +253,21 @@ import Testing
     #expect(outcome.stderr == "sessionctl: error: check found 1 problem in \(db)\n")
   }
 
+  @Test func checkReportsAnInvisibleCharacterStoredByTheShell() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    _ = try sandbox.run(db: db, ["login", "alice"])
+    try sandbox.sqlite(db, "UPDATE session SET username = 'alice' || char(8203)")
+    let outcome = try sandbox.run(db: db, ["check"])
+    #expect(outcome.status == 1)
+    #expect(
+      outcome.lines.contains(
+        "FAIL  username    stored invalid username: it contains the invisible format character U+200B "
+          + "(ZERO WIDTH SPACE) at position 6"), "\(outcome)")
+    #expect(outcome.lines.filter { $0.hasPrefix("ok") }.count == 4)
+    #expect(outcome.stderr == "sessionctl: error: check found 1 problem in \(db)\n")
+  }
+
   @Test func version() throws {
     let sandbox = try Sandbox()
     let outcome = try sandbox.run(["--version"])
