@@ -253,6 +253,49 @@ import Testing
     #expect(outcome.stderr == "sessionctl: error: check found 1 problem in \(db)\n")
   }
 
+  @Test func checkReportsAnInvisibleCharacterStoredByTheShell() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    _ = try sandbox.run(db: db, ["login", "alice"])
+    try sandbox.sqlite(db, "UPDATE session SET username = 'alice' || char(8203)")
+    let outcome = try sandbox.run(db: db, ["check"])
+    #expect(outcome.status == 1)
+    #expect(
+      outcome.lines.contains(
+        "FAIL  username    stored invalid username: it contains the invisible format character U+200B "
+          + "(ZERO WIDTH SPACE) at position 6"), "\(outcome)")
+    #expect(outcome.lines.filter { $0.hasPrefix("ok") }.count == 4)
+    #expect(outcome.stderr == "sessionctl: error: check found 1 problem in \(db)\n")
+  }
+
+  /// C1 controls and bidirectional controls only a shell edit can store: every output shows
+  /// them escaped, so a terminal never receives them raw.
+  @Test func controlAndBidiCharactersStoredByTheShellArePrintedEscaped() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    _ = try sandbox.run(db: db, ["login", "alice"])
+    // U+0085 NEXT LINE and U+202E RIGHT-TO-LEFT OVERRIDE.
+    try sandbox.sqlite(db, "UPDATE session SET username = 'a' || char(133) || 'b' || char(8238) || 'c'")
+    let raw: [Unicode.Scalar] = ["\u{85}", "\u{202E}"]
+    let outputs = try [["status", "--json"], ["history", "--json"], ["history"], ["status"]].map {
+      try sandbox.run(db: db, $0)
+    }
+    for outcome in outputs {
+      #expect(outcome.status == 0, "\(outcome)")
+      #expect(!outcome.stdout.unicodeScalars.contains { raw.contains($0) }, "\(outcome)")
+    }
+    #expect(outputs[0].stdout.contains(#""username":"a\u0085b\u202ec""#), "\(outputs[0])")
+    #expect(outputs[0].jsonLines.first?["username"] as? String == "a\u{85}b\u{202E}c")
+    #expect(outputs[1].stdout.contains(#""to":"a\u0085b\u202ec""#), "\(outputs[1])")
+    #expect(
+      outputs[1].jsonLines.last?["after"].flatMap { $0 as? [String: Any] }?["username"] as? String
+        == "a\u{85}b\u{202E}c")
+    #expect(
+      outputs[2].lines.last?.hasSuffix("external    rename alice → a\\u{85}b\\u{202E}c") == true,
+      "\(outputs[2])")
+    #expect(outputs[3].lines.contains("username   a\\u{85}b\\u{202E}c"), "\(outputs[3])")
+  }
+
   @Test func version() throws {
     let sandbox = try Sandbox()
     let outcome = try sandbox.run(["--version"])

@@ -85,6 +85,18 @@ import Testing
       "invalid username: it is longer than 256 characters (100000 bytes)"
     ),
     ("\u{1B}[31mred", "invalid username: it contains the control character U+001B at position 1"),
+    (
+      "admin\u{202E}txt.exe",
+      "invalid username: it contains the bidirectional control character U+202E (RIGHT-TO-LEFT OVERRIDE) at position 6"
+    ),
+    (
+      "alice\u{200B}",
+      "invalid username: it contains the invisible format character U+200B (ZERO WIDTH SPACE) at position 6"
+    ),
+    (
+      "a" + String(repeating: "\u{301}", count: 5_000),
+      "invalid username: character 1 is made of 5000 code points (at most 32 per character)"
+    ),
   ])
   func invalidUsernames(_ username: String, _ message: String) throws {
     let sandbox = try Sandbox()

@@ -61,10 +61,12 @@ import Testing
       try sandbox.run(["help", "login"]).stdout == """
         OVERVIEW: Sign in as <username>.
 
-        A username is 1 to 256 characters, with no control characters and no leading or
-        trailing whitespace; it is stored in Unicode NFC. Signing in as the user who is
-        already signed in changes nothing and prints "no change". Use '--' before a
-        username that starts with a dash.
+        A username is 1 to 256 characters (at most 1024 bytes in UTF-8), with no control
+        characters, no invisible or bidirectional format characters (U+200B, U+FEFF,
+        U+202E...; emoji keep their joiners), no unassigned or private-use code points,
+        and no leading or trailing whitespace; it is stored in Unicode NFC. Signing in
+        as the user who is already signed in changes nothing and prints "no change". Use
+        '--' before a username that starts with a dash.
 
         USAGE: sessionctl login <username> [--db <path>] [--json]
 

@@ -1,8 +1,8 @@
 import FeedKit
 import Foundation
-import SessionStorage
 import Testing
 
+@testable import SessionStorage
 @testable import sessionctl
 
 @Suite struct JSONValueTests {
@@ -13,6 +13,11 @@ import Testing
     ("\u{08}\u{0C}", #""\b\f""#), ("nul\u{00}", #""nul\u0000""#), ("esc\u{1B}[31m", #""esc\u001b[31m""#),
     ("\u{1F}\u{7F}", #""\u001f\u007f""#), ("sep\u{2028}\u{2029}", #""sep\u2028\u2029""#),
     ("é 日本 👩‍💻", "\"é 日本 👩‍💻\""), ("/slash", #""/slash""#),
+    ("nel\u{85}", #""nel\u0085""#), ("\u{80}\u{9F}", #""\u0080\u009f""#), ("csi\u{9B}2J", #""csi\u009b2J""#),
+    ("admin\u{202E}txt.exe", #""admin\u202etxt.exe""#), ("\u{2066}a\u{2069}", #""\u2066a\u2069""#),
+    ("\u{200E}\u{200F}\u{61C}", #""\u200e\u200f\u061c""#), ("zw\u{200B}\u{FEFF}", #""zw\u200b\ufeff""#),
+    ("soft\u{AD}hyphen", #""soft\u00adhyphen""#), ("tag\u{E0041}", #""tag\udb40\udc41""#),
+    ("\u{1F469}\u{200D}\u{1F4BB}\u{2764}\u{FE0F}", "\"\u{1F469}\u{200D}\u{1F4BB}\u{2764}\u{FE0F}\""),
   ])
   func stringEscaping(_ text: String, _ expected: String) throws {
     let encoded = JSONValue.string(text).encoded
@@ -27,6 +32,24 @@ import Testing
       let text = String(UnicodeScalar(UInt8(value)))
       let encoded = JSONValue.string(text).encoded
       #expect(encoded.unicodeScalars.allSatisfy { $0.value >= 0x20 }, "U+\(value) came out raw")
+    }
+  }
+
+  @Test func everyC1AndFormatCharacterIsEscapedButTheZeroWidthJoiner() {
+    for value in UInt32(0x7F)...0x10FFFF {
+      guard let scalar = Unicode.Scalar(value) else { continue }
+      let category = scalar.properties.generalCategory
+      guard
+        category == .control || category == .format || category == .lineSeparator
+          || category == .paragraphSeparator
+      else { continue }
+      let encoded = JSONValue.string(String(scalar)).encoded
+      if scalar == "\u{200D}" {
+        #expect(encoded == "\"\u{200D}\"")
+      } else {
+        #expect(
+          encoded.unicodeScalars.allSatisfy { $0.isASCII }, "U+\(String(value, radix: 16)) came out raw")
+      }
     }
   }
 
@@ -113,5 +136,23 @@ import Testing
   @Test func terminalEscapesAreShownNotSent() {
     #expect(Presenter.display("evil\u{1B}[2J\nname") == "evil\\u{1B}[2J\\u{A}name")
     #expect(Presenter.display(nil) == "(none)")
+  }
+
+  @Test(arguments: [
+    ("nel\u{85}", "nel\\u{85}"), ("csi\u{9B}2J", "csi\\u{9B}2J"),
+    ("admin\u{202E}txt.exe", "admin\\u{202E}txt.exe"),
+    ("\u{2066}a", "\\u{2066}a"), ("x\u{200F}\u{61C}", "x\\u{200F}\\u{61C}"),
+    ("alice\u{200B}", "alice\\u{200B}"),
+    ("\u{FEFF}bob", "\\u{FEFF}bob"), ("so\u{AD}phie", "so\\u{AD}phie"), ("tag\u{E0041}", "tag\\u{E0041}"),
+    ("line\u{2028}", "line\\u{2028}"), ("\u{1F469}\u{200D}\u{1F4BB}", "\u{1F469}\u{200D}\u{1F4BB}"),
+    ("José 日本 مرحبا", "José 日本 مرحبا"),
+  ])
+  func c1BidiAndFormatCharactersAreShownEscaped(_ text: String, _ shown: String) {
+    #expect(Presenter.display(text) == shown)
+  }
+
+  @Test func checkDetailsAreShownEscaped() {
+    let item = SessionStore.CheckItem(name: "state", passed: false, detail: "session (a\u{202E}b) differs")
+    #expect(Presenter(json: false).check([item]) == ["FAIL  state  session (a\\u{202E}b) differs"])
   }
 }

@@ -16,10 +16,12 @@ extension SessionCtl {
       CommandSpec(
         "login", abstract: "Sign in as <username>.",
         discussion: """
-          A username is 1 to 256 characters, with no control characters and no leading or
-          trailing whitespace; it is stored in Unicode NFC. Signing in as the user who is
-          already signed in changes nothing and prints "no change". Use '--' before a
-          username that starts with a dash.
+          A username is 1 to 256 characters (at most 1024 bytes in UTF-8), with no control
+          characters, no invisible or bidirectional format characters (U+200B, U+FEFF,
+          U+202E...; emoji keep their joiners), no unassigned or private-use code points,
+          and no leading or trailing whitespace; it is stored in Unicode NFC. Signing in
+          as the user who is already signed in changes nothing and prints "no change". Use
+          '--' before a username that starts with a dash.
           """,
         arguments: [ArgumentSpec("username", help: "The user to sign in as.")]),
       CommandSpec(

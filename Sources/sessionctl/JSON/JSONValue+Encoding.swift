@@ -31,9 +31,11 @@ extension JSONValue {
     }
   }
 
-  /// A quoted string: `"` and `\` escaped, control characters (U+0000–U+001F and DEL) as
-  /// `\n`-style or `\u00XX` escapes, and U+2028/U+2029 escaped so the line is also valid
-  /// JavaScript. Everything else is written as UTF-8.
+  /// A quoted string: `"` and `\` escaped, control characters (C0, DEL and C1) as `\n`-style
+  /// or `\u00XX` escapes, U+2028/U+2029 escaped so the line is also valid JavaScript, and
+  /// format characters but U+200D (bidirectional controls such as U+202E, zero-width spaces,
+  /// tags) as `\uXXXX` (a surrogate pair above U+FFFF), so a terminal showing the line
+  /// cannot be made to reorder or hide part of it. Everything else is written as UTF-8.
   static func encode(string: String, into output: inout String) {
     output += "\""
     for scalar in string.unicodeScalars {
@@ -45,9 +47,11 @@ extension JSONValue {
       case "\t": output += "\\t"
       case "\u{08}": output += "\\b"
       case "\u{0C}": output += "\\f"
-      case "\u{00}"..."\u{1F}", "\u{7F}", "\u{2028}", "\u{2029}":
-        let hex = String(scalar.value, radix: 16, uppercase: false)
-        output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+      case _ where scalar.isEscapedInOutput:
+        UTF16.encode(scalar) { unit in
+          let hex = String(unit, radix: 16, uppercase: false)
+          output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+        }
       default: output.unicodeScalars.append(scalar)
       }
     }

@@ -97,7 +97,9 @@ struct Presenter: Sendable {
       }
     }
     let width = items.map(\.name.count).max() ?? 0
-    return items.map { "\($0.passed ? "ok  " : "FAIL")  \(Self.padded($0.name, width))  \($0.detail)" }
+    return items.map {
+      "\($0.passed ? "ok  " : "FAIL")  \(Self.padded($0.name, width))  \(Self.display($0.detail))"
+    }
   }
 
   /// `--version`.
@@ -114,16 +116,18 @@ struct Presenter: Sendable {
     }
   }
 
-  /// Text safe for a terminal: `(none)` for nil, control characters (which only an edit in
-  /// the sqlite3 shell can store) shown as `\u{1B}`-style escapes.
+  /// Text safe for a terminal: `(none)` for nil; control characters (C0, DEL, C1), U+2028,
+  /// U+2029 and format characters but U+200D (bidirectional controls, zero-width spaces…),
+  /// which only an edit in the sqlite3 shell can store in a username, shown as
+  /// `\u{1B}`-style escapes.
   static func display(_ text: String?) -> String {
     guard let text else { return "(none)" }
     var output = ""
     for scalar in text.unicodeScalars {
-      switch scalar.properties.generalCategory {
-      case .control, .lineSeparator, .paragraphSeparator:
+      if scalar.isEscapedInOutput {
         output += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
-      default: output.unicodeScalars.append(scalar)
+      } else {
+        output.unicodeScalars.append(scalar)
       }
     }
     return output

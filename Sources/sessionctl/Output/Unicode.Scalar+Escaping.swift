@@ -1,0 +1,17 @@
+extension Unicode.Scalar {
+  /// Whether `sessionctl` writes this code point as an escape (`\u0085` in JSON, `\u{85}` for
+  /// people) rather than raw: control characters (C0, DEL, C1), U+2028 and U+2029, and every
+  /// format character (Unicode category Cf: bidirectional controls that would reorder the
+  /// line on a terminal, zero-width spaces, the byte-order mark, the soft hyphen, tags) but
+  /// U+200D ZERO WIDTH JOINER, which emoji such as 👩‍💻 need and which moves nothing.
+  /// Valid usernames contain none of them (a ZWJ only between emoji, tags only in a
+  /// subdivision flag, which is shown escaped); a `sqlite3` edit can store any.
+  var isEscapedInOutput: Bool {
+    if (0x20..<0x7F).contains(value) { return false }
+    switch properties.generalCategory {
+    case .control, .lineSeparator, .paragraphSeparator: return true
+    case .format: return value != 0x200D
+    default: return false
+    }
+  }
+}
