@@ -30,6 +30,10 @@ final class Child: Sendable {
         }
       }
       // A line without its newline was cut by a kill: it was never fully reported.
+      // Closed here, not left to deallocation: a driver that spawns thousands of children
+      // leaked one pipe each otherwise. (Failing to close a drained pipe is harmless.)
+      try? handle.close()
+      try? output.fileHandleForWriting.close()
       self.finishedReading.signal()
     }
   }
