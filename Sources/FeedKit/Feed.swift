@@ -44,11 +44,37 @@ public struct Feed<Event: Sendable, Snapshot: Sendable>: Sendable {
     try read(after: resolve(start, bounds: source.bounds()), limit: limit)
   }
 
-  /// The entries after `cursor`, checking that none right after it was compacted away.
-  func read(after cursor: Cursor, limit: Int) throws -> [FeedEntry<Event>] {
-    let entries = try source.entries(after: cursor, limit: limit)
-    if entries.first?.cursor == cursor.next { return entries }
+  /// The entries after `cursor`, checking that none right after it was compacted away,
+  /// and, when `last` (the entry delivered at `cursor`) is given, that the log still holds
+  /// it and has not moved back below it.
+  func read(after cursor: Cursor, last: FeedEntry<Event>? = nil, limit: Int) throws -> [FeedEntry<Event>] {
+    var entries: [FeedEntry<Event>]
+    var lastIsGone = false
+    if let last {
+      // One query that starts at `last` itself (cursor ≥ 1: it was delivered).
+      entries = try source.entries(after: Cursor(cursor.rawValue - 1), limit: limit + 1)
+      if let first = entries.first, first.cursor == cursor {
+        guard first.time == last.time, first.origin == last.origin else {
+          throw FeedError.historyRewritten(
+            cursor: cursor, reason: "the entry at \(cursor) is not the one delivered any more")
+        }
+        entries.removeFirst()
+      } else {
+        lastIsGone = true
+      }
+    } else {
+      entries = try source.entries(after: cursor, limit: limit)
+    }
+    if entries.first?.cursor == cursor.next, !lastIsGone { return entries }
     let bounds = try source.bounds()
+    if bounds.head < cursor {
+      throw FeedError.historyRewritten(
+        cursor: cursor, reason: "the newest cursor moved back to \(bounds.head)")
+    }
+    if lastIsGone, cursor >= bounds.firstAvailable {
+      throw FeedError.historyRewritten(
+        cursor: cursor, reason: "the entry at \(cursor) vanished without compaction")
+    }
     if cursor < bounds.head, bounds.firstAvailable > cursor.next {
       throw FeedError.cursorCompacted(requested: cursor, oldestAvailable: bounds.firstAvailable)
     }

@@ -5,6 +5,11 @@ public enum FeedError: Error, Sendable, Equatable, CustomStringConvertible {
   case cursorCompacted(requested: Cursor, oldestAvailable: Cursor)
   /// `requested` is beyond the newest cursor `head`: it was never handed out by this feed.
   case cursorAhead(requested: Cursor, head: Cursor)
+  /// The history a subscriber followed is not the log any more: the newest cursor moved
+  /// back below it, the entry at its cursor changed or vanished (a restore of an older
+  /// backup, a reset sequence), or the file was replaced. Cursors after `cursor` may name
+  /// other changes now, so none is delivered: take a new snapshot.
+  case historyRewritten(cursor: Cursor, reason: String)
 
   /// A sentence for a person.
   public var description: String {
@@ -13,6 +18,10 @@ public enum FeedError: Error, Sendable, Equatable, CustomStringConvertible {
       "cursor \(requested) was compacted away; the oldest available entry is \(oldest) (resume with --since \(oldest.rawValue - 1) or take a new snapshot)"
     case .cursorAhead(let requested, let head):
       "cursor \(requested) is ahead of the newest entry \(head)"
+        + (requested.rawValue > 0 ? " (was the file restored from an older backup?)" : "")
+    case .historyRewritten(let cursor, let reason):
+      "the history changed under cursor \(cursor): \(reason); later cursors may name other changes now, "
+        + "so take a new snapshot (sessionctl: watch without --since)"
     }
   }
 }

@@ -31,6 +31,8 @@ public struct FeedSubscription<Event: Sendable, Snapshot: Sendable>: AsyncSequen
     public private(set) var cursor: Cursor
     let listener: WakeListener
     private var buffer: ArraySlice<Element> = []
+    /// The entry delivered last: each read checks that the log still holds it.
+    private var last: Element?
 
     init(feed: Feed<Event, Snapshot>, cursor: Cursor, listener: WakeListener) {
       self.feed = feed
@@ -43,10 +45,11 @@ public struct FeedSubscription<Event: Sendable, Snapshot: Sendable>: AsyncSequen
       while !Task.isCancelled {
         if let entry = buffer.popFirst() {
           cursor = entry.cursor
+          last = entry
           return entry
         }
         let generation = feed.signal.generation
-        buffer = try feed.read(after: cursor, limit: feed.pageSize)[...]
+        buffer = try feed.read(after: cursor, last: last, limit: feed.pageSize)[...]
         if buffer.isEmpty { await feed.signal.wait(past: generation) }
       }
       return nil

@@ -9,12 +9,20 @@ import Synchronization
 final class CrossProcessWatch: Sendable {
   private let path: String
   private let dataVersion: @Sendable () throws -> Int64
+  private let replaced: @Sendable () -> Bool
   private let watcher = Mutex<ChangeWatcher?>(nil)
   private let last = Mutex<Int64?>(nil)
 
-  init(path: String, dataVersion: @escaping @Sendable () throws -> Int64) {
+  /// - Parameters:
+  ///   - dataVersion: `PRAGMA data_version` of a connection that never writes.
+  ///   - replaced: whether the path was just found to name another file (or none).
+  init(
+    path: String, dataVersion: @escaping @Sendable () throws -> Int64,
+    replaced: @escaping @Sendable () -> Bool
+  ) {
     self.path = path
     self.dataVersion = dataVersion
+    self.replaced = replaced
   }
 
   /// Starts watching; `signal` runs on the watcher's thread after each commit noticed.
@@ -40,8 +48,10 @@ final class CrossProcessWatch: Sendable {
     last.withLock { $0 = nil }
   }
 
-  /// Whether `PRAGMA data_version` moved since the last call: another connection committed.
+  /// Whether `PRAGMA data_version` moved since the last call (another connection
+  /// committed), or the file was replaced: either way subscribers must read again.
   private func hasChanged() -> Bool {
+    if replaced() { return true }
     let current: Int64
     do {
       current = try dataVersion()

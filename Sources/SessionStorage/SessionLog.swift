@@ -5,8 +5,45 @@ import Synchronization
 /// The `session_changes` table as a ``FeedSource``, read through one connection.
 final class SessionLog: FeedSource {
   let reader: Mutex<Connection>
+  /// The path and the file it named when the store opened.
+  private let path: String
+  private let identity: FileCheck.Identity
+  /// Why the path no longer names that file, once noticed.
+  private let replaced = Mutex<String?>(nil)
 
-  init(reader: sending Connection) { self.reader = Mutex(reader) }
+  init(reader: sending Connection, path: String, identity: FileCheck.Identity) {
+    self.reader = Mutex(reader)
+    self.path = path
+    self.identity = identity
+  }
+
+  /// Looks at the path again (`stat`, which opens nothing): true when it just found that
+  /// the file was replaced or deleted. From then on every read fails, since this
+  /// process's connections still read the old file, which no other process sees.
+  func noticeReplacement() -> Bool {
+    guard let reason = replacementReason() else { return false }
+    return replaced.withLock { replaced in
+      defer { replaced = replaced ?? reason }
+      return replaced == nil
+    }
+  }
+
+  /// Throws when the path no longer names the file the store opened.
+  func requireSameFile() throws {
+    if let reason = replaced.withLock({ $0 }) ?? replacementReason() {
+      throw SessionStorageError(.fileReplaced, reason + "; open the store again", path: path)
+    }
+  }
+
+  private func replacementReason() -> String? {
+    // An error here (the path is now a directory, an empty file…) means the same as
+    // nothing there: not the file the store opened.
+    switch try? FileCheck.identify(path, mayCreate: true) {
+    case identity?: nil
+    case .some: "the file was replaced: another file has its name now"
+    case nil: "the file was deleted or cannot be found any more"
+    }
+  }
 
   static let stateSQL = "SELECT username, is_logged_in, updated_at FROM session WHERE id = 1"
   static let changeColumns =
@@ -20,7 +57,10 @@ final class SessionLog: FeedSource {
     """
 
   func entries(after cursor: Cursor, limit: Int) throws -> [SessionEntry] {
-    try reader.withLock { connection in
+    if let reason = replaced.withLock({ $0 }) {
+      throw FeedError.historyRewritten(cursor: cursor, reason: reason)
+    }
+    return try reader.withLock { connection in
       try connection.query(
         Self.pageSQL,
         [.integer(cursor.rawValue), .integer(Int64(limit))]
@@ -35,7 +75,8 @@ final class SessionLog: FeedSource {
   func bounds() throws -> FeedBounds { try reader.withLock { try Self.bounds(on: $0) } }
 
   func snapshot() throws -> (state: SessionState, cursor: Cursor) {
-    try reader.withLock { connection in
+    try requireSameFile()
+    return try reader.withLock { connection in
       try connection.transaction(.deferred) {
         (try Self.state(on: connection), try Self.bounds(on: connection).head)
       }

@@ -24,6 +24,8 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
     case full
     /// The file or its directory cannot be written.
     case readOnly
+    /// The file was replaced or deleted while the store had it open; open it again.
+    case fileReplaced
     /// This user may not read the file, or (to write) may not write it or its directory.
     case permissionDenied
     /// Any other SQLite or operating-system failure.

@@ -49,7 +49,7 @@ final class SharedDatabase: Sendable {
       if let shared = open[identity]?.database {
         return (shared, options.readOnly ? [] : try shared.openWriter(options))
       }
-      let (shared, applied) = try make(path, options)
+      let (shared, applied) = try make(path, identity, options)
       open[identity] = WeakReference(database: shared)
       return (shared, created + applied)
     }
@@ -57,7 +57,9 @@ final class SharedDatabase: Sendable {
 
   /// Opens a file this process does not have open yet: the first connection inspects it
   /// (writing nothing), then it is migrated unless `readOnly`, then the reader opens.
-  private static func make(_ path: String, _ options: SessionStore.Options) throws -> (
+  private static func make(
+    _ path: String, _ identity: FileCheck.Identity, _ options: SessionStore.Options
+  ) throws -> (
     SharedDatabase, [Migration]
   ) {
     let (first, pending, readerMode) = try openInspected(path, options)
@@ -68,22 +70,26 @@ final class SharedDatabase: Sendable {
           "the file needs migration \(missing.name) and was opened read-only; run 'sessionctl migrate'",
           path: path)
       }
-      return (try SharedDatabase(path, options, reader: first, writer: nil), [])
+      return (try SharedDatabase(path, identity, options, reader: first, writer: nil), [])
     }
     let applied = try prepareWriter(first, options)
     let reader = try Connection(path: path, mode: readerMode, busyTimeout: options.busyTimeout)
-    return (try SharedDatabase(path, options, reader: reader, writer: first), applied)
+    return (try SharedDatabase(path, identity, options, reader: reader, writer: first), applied)
   }
 
   private init(
-    _ path: String, _ options: SessionStore.Options, reader: sending Connection, writer: sending Connection?
+    _ path: String, _ identity: FileCheck.Identity, _ options: SessionStore.Options,
+    reader: sending Connection,
+    writer: sending Connection?
   ) throws {
     try reader.execute("PRAGMA query_only = ON")
     self.path = path
     busyTimeout = options.busyTimeout
-    log = SessionLog(reader: reader)
+    log = SessionLog(reader: reader, path: path, identity: identity)
     self.writer = Mutex(writer.map { Writer(connection: $0, durability: options.durability) })
-    let watch = CrossProcessWatch(path: path) { [log] in try log.dataVersion() }
+    let watch = CrossProcessWatch(
+      path: path, dataVersion: { [log] in try log.dataVersion() },
+      replaced: { [log] in log.noticeReplacement() })
     beacon = Beacon(
       activate: { beacon in beacon.report(watch.start { [weak beacon] in beacon?.signal() }) },
       deactivate: { watch.stop() })
@@ -161,6 +167,8 @@ final class SharedDatabase: Sendable {
       guard let current = writer else {
         throw SessionStorageError(.readOnly, "the store was opened read-only", path: path)
       }
+      // A write into a file that was replaced or deleted would be lost to everyone else.
+      try log.requireSameFile()
       if current.durability != options.durability {
         try current.connection.execute("PRAGMA synchronous = \(options.durability.rawValue)")
         writer?.durability = options.durability

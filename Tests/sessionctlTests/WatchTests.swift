@@ -143,6 +143,27 @@ import Testing
     }
   }
 
+  /// A restore of an older backup under a running `watch`: it stops with exit 67 and says
+  /// to take a new snapshot, instead of printing cursors handed out a second time.
+  @Test func aRestoreUnderARunningWatchEndsItWithItsOwnStatus() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    _ = try sandbox.run(db: db, ["login", "alice"])
+    try sandbox.sqlite(db, ".backup '\(sandbox.path("backup.db"))'")
+    _ = try sandbox.run(db: db, ["rename", "bob"])
+    _ = try sandbox.run(db: db, ["rename", "carol"])
+    let (watch, stderr) = try sandbox.start(["--db", db, "watch", "--since", "1"])
+    #expect(try watch.readLine()?.hasSuffix("rename alice → bob") == true)
+    #expect(try watch.readLine()?.hasSuffix("rename bob → carol") == true)
+    try sandbox.sqlite(db, ".restore '\(sandbox.path("backup.db"))'")
+    _ = try sandbox.run(db: db, ["rename", "dave"])  // cursor 2 again, another change
+    #expect(try watch.readLine() == nil, "no cursor of the rewritten history is printed")
+    #expect(try watch.wait(timeout: .seconds(20)) == 67)
+    let message = String(decoding: sandbox.contents(stderr) ?? Data(), as: UTF8.self)
+    #expect(message.contains("sessionctl: error: the history changed under cursor 3"), "\(message)")
+    #expect(message.contains("take a new snapshot"))
+  }
+
   @Test func aClosedPipeEndsItQuietlyEvenWhenIdle() throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")

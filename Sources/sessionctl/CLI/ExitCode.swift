@@ -10,6 +10,9 @@ enum ExitCode: Int32, Sendable {
   case invalidInput = 65
   /// The cursor asked for was compacted away; the message names the oldest one kept.
   case cursorCompacted = 66
+  /// The history `watch` followed changed under it (a restore, a replaced file): take a
+  /// new snapshot.
+  case historyRewritten = 67
   /// `watch` stopped by SIGINT (128 + 2).
   case interrupted = 130
   /// `watch` stopped by SIGTERM (128 + 15).

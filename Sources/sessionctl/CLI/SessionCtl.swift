@@ -74,8 +74,11 @@ struct SessionCtl: Sendable {
       return error.code == .invalidUsername ? .invalidInput : .failure
     case let error as FeedError:
       fail(error.description)
-      if case .cursorCompacted = error { return .cursorCompacted }
-      return .invalidInput
+      switch error {
+      case .cursorCompacted: return .cursorCompacted
+      case .historyRewritten: return .historyRewritten
+      case .cursorAhead: return .invalidInput
+      }
     default:
       fail(String(describing: error))
       return .failure

@@ -1,0 +1,130 @@
+import FeedKit
+import Foundation
+import TestSupport
+import Testing
+
+@testable import SessionStorage
+
+/// History that changes under a subscriber — a restore of an older backup, a sequence
+/// reset by hand, a file replaced — ends it with a typed error instead of skipping or
+/// repeating cursors; `values()` takes a new snapshot.
+@Suite(.timeLimit(.minutes(1))) struct RewrittenHistoryTests {
+  let dir: TemporaryDirectory
+  let path: String
+  let store: SessionStore
+
+  init() throws {
+    dir = try TemporaryDirectory()
+    path = dir.file("session.db")
+    store = try SessionStore(path: path, options: .init(origin: "test"))
+  }
+
+  func rename(_ names: [String]) throws {
+    for name in names { try store.rename(to: name) }
+  }
+
+  /// Consumes `count` entries, then returns how the iterator ends: its error, or nil
+  /// when it delivered another entry (returned as the second value).
+  func next(after count: Int, of changes: SessionChanges) async -> (any Error)? {
+    var iterator = changes.makeAsyncIterator()
+    do {
+      for _ in 0..<count { _ = try await iterator.next() }
+      let extra = try await iterator.next()
+      Issue.record("delivered \(extra.map { "cursor \($0.cursor)" } ?? "nothing") instead of failing")
+      return nil
+    } catch {
+      return error
+    }
+  }
+
+  @Test func aRestoreOfAnOlderBackupEndsASubscriberThatHadSeenMore() async throws {
+    try rename(["a", "b", "c"])
+    try ProcessRunner.sqlite3(path, ".backup '\(dir.file("backup.db"))'")
+    try rename(["d", "e", "f", "g", "h"])
+    let changes = try store.changes(from: .beginning)
+    let ending = Task { await next(after: 8, of: changes) }
+    try await Task.sleep(for: .milliseconds(200))
+    try ProcessRunner.sqlite3(path, ".restore '\(dir.file("backup.db"))'")
+    let error = try #require(await ending.value as? FeedError)
+    guard case .historyRewritten(let cursor, let reason) = error else {
+      Issue.record("\(error)")
+      return
+    }
+    #expect(cursor == Cursor(8))
+    #expect(reason.contains("moved back to 3"))
+    #expect(error.description.contains("take a new snapshot"))
+  }
+
+  /// After the restore, writers hand out cursors 4, 5, … again, past the subscriber's:
+  /// the entry at its cursor is not the one it saw.
+  @Test func cursorsHandedOutAgainAfterARestoreAreNotDelivered() async throws {
+    try rename(["a", "b", "c"])
+    try ProcessRunner.sqlite3(path, ".backup '\(dir.file("backup.db"))'")
+    try rename(["d", "e"])
+    let changes = try store.changes(from: .beginning)
+    var iterator = changes.makeAsyncIterator()
+    for _ in 0..<5 { _ = try await iterator.next() }
+    try ProcessRunner.sqlite3(path, ".restore '\(dir.file("backup.db"))'")
+    try rename(["x", "y", "z"])  // cursors 4, 5 and 6 again, other changes
+    do {
+      let entry = try await iterator.next()
+      Issue.record("delivered cursor \(entry.map { "\($0.cursor)" } ?? "none") of a rewritten history")
+    } catch let error as FeedError {
+      guard case .historyRewritten(let cursor, let reason) = error else {
+        Issue.record("\(error)")
+        return
+      }
+      #expect(cursor == Cursor(5))
+      #expect(reason.contains("not the one delivered"))
+    }
+  }
+
+  /// `compact --keep 0` then a hand-made `sqlite_sequence` reset: cursors restart at 1.
+  @Test func aSequenceResetAfterCompactionEndsASubscriber() async throws {
+    try rename(["a", "b", "c", "d", "e"])
+    let changes = try store.changes(from: .beginning)
+    let ending = Task { await next(after: 5, of: changes) }
+    try await Task.sleep(for: .milliseconds(200))
+    _ = try store.compact(keepingLast: 0)
+    try ProcessRunner.sqlite3(path, "UPDATE sqlite_sequence SET seq = 0 WHERE name = 'session_changes'")
+    try rename(["f"])
+    let error = try #require(await ending.value as? FeedError)
+    guard case .historyRewritten(_, let reason) = error else {
+      Issue.record("\(error)")
+      return
+    }
+    #expect(reason.contains("moved back to"))
+  }
+
+  @Test func valuesTakeANewSnapshotAfterARestore() async throws {
+    try store.login(username: "old")
+    try ProcessRunner.sqlite3(path, ".backup '\(dir.file("backup.db"))'")
+    try rename(["new1", "new2"])
+    let values = store.values()
+    let seen = Task { try await first(2, of: values).map(\.username) }
+    try await Task.sleep(for: .milliseconds(200))
+    try ProcessRunner.sqlite3(path, ".restore '\(dir.file("backup.db"))'")
+    #expect(try await seen.value == ["new2", "old"])
+  }
+
+  /// Another file renamed over the store's: subscribers end, and writes are refused
+  /// rather than going into a file nobody else sees.
+  @Test func aFileReplacedUnderASubscriberEndsItAndRefusesWrites() async throws {
+    try rename(["a", "b"])
+    let other = dir.file("other.db")
+    try SessionStore(path: other).login(username: "elsewhere")
+    let changes = try store.changes(from: .beginning)
+    let ending = Task { await next(after: 2, of: changes) }
+    try await Task.sleep(for: .milliseconds(200))
+    #expect(Glibc.rename(other, path) == 0)
+    let error = try #require(await ending.value as? FeedError)
+    guard case .historyRewritten(_, let reason) = error else {
+      Issue.record("\(error)")
+      return
+    }
+    #expect(reason.contains("replaced"))
+    let write = try #require(throws: SessionStorageError.self) { try store.rename(to: "lost") }
+    #expect(write.code == .fileReplaced)
+    #expect(write.message.contains("open the store again"))
+  }
+}
