@@ -47,9 +47,9 @@ public struct Feed<Event: Sendable, Snapshot: Sendable>: Sendable {
   /// The entries after `cursor`, checking that none right after it was compacted away.
   func read(after cursor: Cursor, limit: Int) throws -> [FeedEntry<Event>] {
     let entries = try source.entries(after: cursor, limit: limit)
-    if entries.first?.cursor == cursor.next { return entries }
+    if let first = entries.first, first.cursor == cursor.next { return entries }
     let bounds = try source.bounds()
-    if cursor < bounds.head, bounds.firstAvailable > cursor.next {
+    if bounds.isCompacted(after: cursor) {
       throw FeedError.cursorCompacted(requested: cursor, oldestAvailable: bounds.firstAvailable)
     }
     return entries
@@ -58,10 +58,14 @@ public struct Feed<Event: Sendable, Snapshot: Sendable>: Sendable {
   private func resolve(_ start: FeedStart, bounds: FeedBounds) throws -> Cursor {
     switch start {
     case .now: return bounds.head
-    case .beginning: return Cursor(bounds.firstAvailable.rawValue - 1)
+    case .beginning:
+      guard let oldest = bounds.oldest else { return bounds.head }
+      // Reading starts after a cursor; the smallest one has none before it.
+      guard let before = oldest.previous else { throw FeedError.noCursorBefore(oldest) }
+      return before
     case .after(let cursor):
       if cursor > bounds.head { throw FeedError.cursorAhead(requested: cursor, head: bounds.head) }
-      if cursor.next < bounds.firstAvailable {
+      if bounds.isCompacted(after: cursor) {
         throw FeedError.cursorCompacted(requested: cursor, oldestAvailable: bounds.firstAvailable)
       }
       return cursor

@@ -13,6 +13,10 @@ final class SessionLog: FeedSource {
     "seq, at, origin, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at"
   static let pageSQL = "SELECT \(changeColumns) FROM session_changes WHERE seq > ? ORDER BY seq LIMIT ?"
   static let newestSQL = "SELECT \(changeColumns) FROM session_changes ORDER BY seq DESC LIMIT 1"
+  static let headSQL = """
+    SELECT max(coalesce((SELECT max(seq) FROM session_changes), 0),
+               coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'session_changes'), 0))
+    """
   static let boundsSQL = """
     SELECT (SELECT min(seq) FROM session_changes),
       max(coalesce((SELECT max(seq) FROM session_changes), 0),
@@ -52,6 +56,41 @@ final class SessionLog: FeedSource {
         oldest: statement.isNull(at: 0) ? nil : Cursor(statement.int64(at: 0)),
         head: Cursor(statement.int64(at: 1)))
     }
+  }
+
+  /// The newest cursor ever handed out (from the rows and SQLite's `sqlite_sequence`).
+  static func head(on connection: Connection) throws -> Cursor {
+    Cursor(try connection.scalarInt(headSQL) ?? 0)
+  }
+
+  /// What is wrong when the feed's cursors are at the ends of Int64, which only a hand
+  /// edit can reach (the library counts from 1): nil when nothing is.
+  ///
+  /// At `Int64.max` SQLite cannot number another change and reports `SQLITE_FULL` ("database
+  /// or disk is full"); a cursor below 1 cannot be resumed from with a cursor a user can type.
+  static func cursorProblem(on connection: Connection) throws -> String? {
+    let bounds = try bounds(on: connection)
+    if bounds.head.next == nil {
+      let row = try connection.scalarInt(
+        "SELECT count(*) FROM session_changes WHERE seq = ?",
+        [
+          .integer(.max)
+        ])
+      let cause =
+        row == 1
+        ? "a row with seq \(Int64.max) was inserted by hand"
+        : "a row with seq \(Int64.max) was inserted by hand (and deleted since), or sqlite_sequence was set to it"
+      return "the feed's cursor reached the largest integer (\(Int64.max)), so SQLite cannot number another "
+        + "change (it reports \"database or disk is full\"); the library counts cursors up from 1, so \(cause). "
+        + "Delete the rows inserted by hand and set the sequence back to the last cursor the library wrote: "
+        + "DELETE FROM session_changes WHERE seq = \(Int64.max); UPDATE sqlite_sequence SET seq = "
+        + "(SELECT max(seq) FROM session_changes) WHERE name = 'session_changes'"
+    }
+    if let oldest = bounds.oldest, oldest.rawValue < 1 {
+      return "cursor \(oldest) is below 1, where the library's cursors start: a row was inserted by hand. "
+        + "Delete it: DELETE FROM session_changes WHERE seq < 1"
+    }
+    return nil
   }
 
   static func state(on connection: Connection) throws -> SessionState {

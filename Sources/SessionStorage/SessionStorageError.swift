@@ -22,6 +22,10 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
     case corrupt
     /// The disk or the database's page limit is full.
     case full
+    /// The feed's cursor reached the largest integer (`Int64.max`), so no further change
+    /// can be numbered. The library counts from 1 and cannot get there: a row was inserted
+    /// (or the sequence set) by hand. The message says how to repair the file.
+    case cursorsExhausted
     /// The file or its directory cannot be written.
     case readOnly
     /// This user may not read the file, or (to write) may not write it or its directory.

@@ -128,7 +128,15 @@ public final class SessionStore: Sendable {
     try requireWritable()
     let entry = try database.withWriter(options) { connection in
       try connection.transaction(.immediate) { () throws -> SessionEntry? in
-        try connection.run(sql, bindings + [.text(options.origin)])
+        let head = try SessionLog.head(on: connection)
+        do {
+          try connection.run(sql, bindings + [.text(options.origin)])
+        } catch var error as SessionStorageError where error.code == .full && head.next == nil {
+          // AUTOINCREMENT has no number left: say why instead of "database or disk is full".
+          error.code = .cursorsExhausted
+          error.message = try SessionLog.cursorProblem(on: connection) ?? error.message
+          throw error
+        }
         guard connection.changes > 0 else { return nil }
         guard let entry = try SessionLog.newest(on: connection) else {
           throw SessionStorageError(

@@ -63,8 +63,9 @@ extension SessionCtl {
         discussion: """
           Runs PRAGMA integrity_check, compares the migration records with this build's,
           checks that the session row agrees with the newest change, that the cursors above
-          the compaction point have no hole, and that the stored username meets the rules.
-          Reads without writing; exits 1 when anything fails.
+          the compaction point have no hole and lie between 1 and the largest integer, and
+          that the stored username meets the rules. Reads without writing; exits 1 when
+          anything fails.
           """),
     ]
     let help = CommandSpec(

@@ -74,8 +74,11 @@ struct SessionCtl: Sendable {
       return error.code == .invalidUsername ? .invalidInput : .failure
     case let error as FeedError:
       fail(error.description)
-      if case .cursorCompacted = error { return .cursorCompacted }
-      return .invalidInput
+      switch error {
+      case .cursorCompacted: return .cursorCompacted
+      case .cursorAhead: return .invalidInput
+      case .noCursorBefore: return .failure  // a row inserted by hand, not the user's input
+      }
     default:
       fail(String(describing: error))
       return .failure
