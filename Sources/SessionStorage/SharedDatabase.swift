@@ -68,9 +68,11 @@ final class SharedDatabase: Sendable {
           "the file needs migration \(missing.name) and was opened read-only; run 'sessionctl migrate'",
           path: path)
       }
+      try first.setCheckpointsOnClose(true)
       return (try SharedDatabase(path, options, reader: first, writer: nil), [])
     }
     let applied = try prepareWriter(first, options)
+    try first.setCheckpointsOnClose(true)
     let reader = try Connection(path: path, mode: readerMode, busyTimeout: options.busyTimeout)
     return (try SharedDatabase(path, options, reader: reader, writer: first), applied)
   }
@@ -92,6 +94,11 @@ final class SharedDatabase: Sendable {
   /// Opens the first connection and inspects the file (writing nothing); returns it, the
   /// pending migrations, and how further connections must open the file.
   ///
+  /// When a `-wal` is already there (a crash left it, or another process has the file open),
+  /// the connection does not checkpoint when it closes until the caller accepts the file: a
+  /// refused file and its `-wal` stay byte-identical. Without one, closing removes the empty
+  /// `-wal` the open created, as before.
+  ///
   /// SQLite cannot open a WAL database where it cannot create the `-wal` and `-shm` files.
   /// A writer gets an error that says why (``FileCheck/denial(_:writing:resultCode:)``); a
   /// reader, when no WAL is left to recover, reads the file as immutable.
@@ -99,7 +106,9 @@ final class SharedDatabase: Sendable {
     Connection, [Migration], Connection.Mode
   ) {
     func inspected(_ mode: Connection.Mode) throws -> (Connection, [Migration], Connection.Mode) {
+      let walExisted = FileManager.default.fileExists(atPath: path + "-wal")
       let connection = try Connection(path: path, mode: mode, busyTimeout: options.busyTimeout)
+      try connection.setCheckpointsOnClose(!walExisted)
       try FileCheck.inspectHeader(through: connection)
       return (connection, try Migrator.pending(on: connection), mode)
     }
@@ -140,7 +149,9 @@ final class SharedDatabase: Sendable {
       let connection: Connection
       do {
         connection = try Connection(path: path, mode: .readWrite, busyTimeout: options.busyTimeout)
+        try connection.setCheckpointsOnClose(false)  // until the file is accepted (the reader holds a -wal)
         let applied = try Self.prepareWriter(connection, options)
+        try connection.setCheckpointsOnClose(true)
         writer = Writer(connection: connection, durability: options.durability)
         return applied
       } catch let error as SessionStorageError where error.cannotCreateFiles {

@@ -81,6 +81,14 @@ final class Connection {
 
   deinit { close() }
 
+  /// Whether closing the last connection to the file checkpoints the WAL into it and deletes
+  /// the WAL (SQLite's default). A connection that inspects a file turns this off until the
+  /// file is accepted, so that refusing a file a crash left with a `-wal` changes neither.
+  func setCheckpointsOnClose(_ enabled: Bool) throws {
+    let rc = csqlite_set_no_checkpoint_on_close(handle, enabled ? 0 : 1)
+    guard rc == SQLITE_OK else { throw failure(rc, sql: nil) }
+  }
+
   /// Turns on WAL, foreign keys and the synchronous level. Writes the WAL flag into the
   /// file header, so it runs only after the file was found to be ours.
   func configure(synchronous: String) throws {
