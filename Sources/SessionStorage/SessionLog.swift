@@ -5,8 +5,18 @@ import Synchronization
 /// The `session_changes` table as a ``FeedSource``, read through one connection.
 final class SessionLog: FeedSource {
   let reader: Mutex<Connection>
+  /// Why reads are refused, for a file opened read-only although its schema was changed
+  /// by hand: ``SessionStore/check()`` can still report it, nothing else reads it.
+  let refusal: SessionStorageError?
 
-  init(reader: sending Connection) { self.reader = Mutex(reader) }
+  init(reader: sending Connection, refusal: SessionStorageError? = nil) {
+    self.reader = Mutex(reader)
+    self.refusal = refusal
+  }
+
+  private func readable() throws {
+    if let refusal { throw refusal }
+  }
 
   static let stateSQL = "SELECT username, is_logged_in, updated_at FROM session WHERE id = 1"
   static let changeColumns =
@@ -24,7 +34,8 @@ final class SessionLog: FeedSource {
     """
 
   func entries(after cursor: Cursor, limit: Int) throws -> [SessionEntry] {
-    try reader.withLock { connection in
+    try readable()
+    return try reader.withLock { connection in
       try connection.query(
         Self.pageSQL,
         [.integer(cursor.rawValue), .integer(Int64(limit))]
@@ -36,10 +47,14 @@ final class SessionLog: FeedSource {
     }
   }
 
-  func bounds() throws -> FeedBounds { try reader.withLock { try Self.bounds(on: $0) } }
+  func bounds() throws -> FeedBounds {
+    try readable()
+    return try reader.withLock { try Self.bounds(on: $0) }
+  }
 
   func snapshot() throws -> (state: SessionState, cursor: Cursor) {
-    try reader.withLock { connection in
+    try readable()
+    return try reader.withLock { connection in
       try connection.transaction(.deferred) {
         (try Self.state(on: connection), try Self.bounds(on: connection).head)
       }
@@ -47,7 +62,10 @@ final class SessionLog: FeedSource {
   }
 
   /// The current state.
-  func state() throws -> SessionState { try reader.withLock { try Self.state(on: $0) } }
+  func state() throws -> SessionState {
+    try readable()
+    return try reader.withLock { try Self.state(on: $0) }
+  }
 
   static func bounds(on connection: Connection) throws -> FeedBounds {
     try connection.query(boundsSQL) { statement in

@@ -14,6 +14,11 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
     case newerSchema
     /// The file's recorded migrations differ from the ones in this build.
     case checksumMismatch
+    /// The file's tables, indexes, triggers or views differ from the ones its applied
+    /// migrations create (a trigger dropped or added by hand, a table altered). Writes are
+    /// refused, and so are reads through a read-only instance; ``SessionStore/check()``
+    /// reports it. The message names each object and how to repair it.
+    case tamperedSchema
     /// A read-only open found a file that needs migrating (or does not exist).
     case needsMigration
     /// The file does not exist and this open may not create it.

@@ -3,7 +3,8 @@ import FeedKit
 extension SessionStore {
   /// One verification `check` ran, and what it found.
   public struct CheckItem: Sendable, Equatable {
-    /// A short name: `integrity`, `migrations`, `state`, `continuity`, `cursors`, `username`.
+    /// A short name: `integrity`, `migrations`, `schema`, `state`, `continuity`, `cursors`,
+    /// `username`.
     public var name: String
     /// Whether it passed.
     public var passed: Bool
@@ -12,7 +13,7 @@ extension SessionStore {
   }
 
   /// Verifies the file without writing: SQLite's integrity check, the migration records,
-  /// that `session` agrees with the newest change's `after`, that cursors have no hole
+  /// that the schema is exactly the one the applied migrations create, that `session` agrees with the newest change's `after`, that cursors have no hole
   /// above the compaction point and lie between 1 and the largest integer, and that the
   /// stored username meets the rules.
   ///
@@ -37,6 +38,14 @@ extension SessionStore {
             return (integrity == "ok", "PRAGMA integrity_check: \(integrity)")
           },
           item("migrations") { try Self.checkMigrations(on: connection) },
+          item("schema") {
+            let applied = try Migrator.records(on: connection).count
+            let differences = try Schema.differences(on: connection, applied: applied)
+            guard differences.isEmpty else { return (false, Schema.message(differences)) }
+            return (
+              true, "tables, indexes and triggers are the ones the \(applied) applied migration(s) create"
+            )
+          },
           item("state") { try Self.checkState(on: connection) },
           item("continuity") { try Self.checkContinuity(on: connection) },
           item("cursors") {
@@ -54,7 +63,7 @@ extension SessionStore {
   private static func checkMigrations(on connection: Connection) throws -> (passed: Bool, detail: String) {
     let records = try Migrator.records(on: connection)
     let userVersion = try connection.scalarInt("PRAGMA user_version") ?? 0
-    let pending = try Migrator.pending(on: connection)
+    let pending = try Migrator.pending(on: connection, verifyingSchema: false)
     return (
       pending.isEmpty && userVersion == records.count,
       "\(records.count) applied, checksums match, user_version \(userVersion)"

@@ -60,7 +60,7 @@ final class SharedDatabase: Sendable {
   private static func make(_ path: String, _ options: SessionStore.Options) throws -> (
     SharedDatabase, [Migration]
   ) {
-    let (first, pending, readerMode) = try openInspected(path, options)
+    let (first, pending, readerMode, refusal) = try openInspected(path, options)
     if options.readOnly {
       if let missing = pending.first {
         throw SessionStorageError(
@@ -69,7 +69,7 @@ final class SharedDatabase: Sendable {
           path: path)
       }
       try first.setCheckpointsOnClose(true)
-      return (try SharedDatabase(path, options, reader: first, writer: nil), [])
+      return (try SharedDatabase(path, options, reader: first, writer: nil, refusal: refusal), [])
     }
     let applied = try prepareWriter(first, options)
     try first.setCheckpointsOnClose(true)
@@ -78,12 +78,13 @@ final class SharedDatabase: Sendable {
   }
 
   private init(
-    _ path: String, _ options: SessionStore.Options, reader: sending Connection, writer: sending Connection?
+    _ path: String, _ options: SessionStore.Options, reader: sending Connection, writer: sending Connection?,
+    refusal: SessionStorageError? = nil
   ) throws {
     try reader.execute("PRAGMA query_only = ON")
     self.path = path
     busyTimeout = options.busyTimeout
-    log = SessionLog(reader: reader)
+    log = SessionLog(reader: reader, refusal: refusal)
     self.writer = Mutex(writer.map { Writer(connection: $0, durability: options.durability) })
     let watch = CrossProcessWatch(path: path, busyTimeout: options.busyTimeout)
     beacon = Beacon(
@@ -102,15 +103,25 @@ final class SharedDatabase: Sendable {
   /// SQLite cannot open a WAL database where it cannot create the `-wal` and `-shm` files.
   /// A writer gets an error that says why (``FileCheck/denial(_:writing:resultCode:)``); a
   /// reader, when no WAL is left to recover, reads the file as immutable.
+  ///
+  /// A file whose schema was changed by hand is refused for writing; a read-only open
+  /// returns the refusal instead, so that ``SessionStore/check()`` can report it (every
+  /// other read throws it).
   private static func openInspected(_ path: String, _ options: SessionStore.Options) throws -> (
-    Connection, [Migration], Connection.Mode
+    Connection, [Migration], Connection.Mode, SessionStorageError?
   ) {
-    func inspected(_ mode: Connection.Mode) throws -> (Connection, [Migration], Connection.Mode) {
+    func inspected(_ mode: Connection.Mode) throws -> (
+      Connection, [Migration], Connection.Mode, SessionStorageError?
+    ) {
       let walExisted = FileManager.default.fileExists(atPath: path + "-wal")
       let connection = try Connection(path: path, mode: mode, busyTimeout: options.busyTimeout)
       try connection.setCheckpointsOnClose(!walExisted)
       try FileCheck.inspectHeader(through: connection)
-      return (connection, try Migrator.pending(on: connection), mode)
+      do {
+        return (connection, try Migrator.pending(on: connection), mode, nil)
+      } catch let error as SessionStorageError where error.code == .tamperedSchema && options.readOnly {
+        return (connection, [], mode, error)
+      }
     }
     do {
       return try inspected(options.readOnly ? .readOnly : .readWrite)
@@ -138,7 +149,10 @@ final class SharedDatabase: Sendable {
           path: connection.path)
     }
     try connection.configure(synchronous: options.durability.rawValue)
-    return try Migrator.migrate(connection)
+    let applied = try Migrator.migrate(connection)
+    // Remember the schema version found intact, so writes re-verify only when it moves.
+    try connection.transaction(.deferred) { try Migrator.reverify(connection) }
+    return applied
   }
 
   /// Gives a file opened by read-only instances its writer, for a writable instance.

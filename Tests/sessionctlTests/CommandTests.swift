@@ -220,11 +220,11 @@ import Testing
     #expect(outcome.stderr == "")
     #expect(
       outcome.lines.map { String($0.prefix(16)) } == [
-        "ok    integrity ", "ok    migrations", "ok    state     ", "ok    continuity", "ok    cursors   ",
-        "ok    username  ",
+        "ok    integrity ", "ok    migrations", "ok    schema    ", "ok    state     ", "ok    continuity",
+        "ok    cursors   ", "ok    username  ",
       ])
     let json = try sandbox.run(db: db, ["check", "--json"])
-    #expect(json.jsonLines.count == 6)
+    #expect(json.jsonLines.count == 7)
     #expect(json.jsonLines.allSatisfy { $0["type"] as? String == "check" && $0["passed"] as? Bool == true })
   }
 
@@ -236,7 +236,7 @@ import Testing
     let outcome = try sandbox.run(db: db, ["check"])
     #expect(outcome.status == 1)
     #expect(outcome.lines.contains("FAIL  continuity  1 cursor(s) missing between 1 and 3"))
-    #expect(outcome.lines.filter { $0.hasPrefix("ok") }.count == 5)
+    #expect(outcome.lines.filter { $0.hasPrefix("ok") }.count == 6)
     #expect(outcome.stderr == "sessionctl: error: check found 1 problem in \(db)\n")
   }
 
@@ -250,8 +250,8 @@ import Testing
     let failed = outcome.jsonLines.filter { $0["passed"] as? Bool == false }.compactMap {
       $0["name"] as? String
     }
-    #expect(failed == ["state"])
-    #expect(outcome.stderr == "sessionctl: error: check found 1 problem in \(db)\n")
+    #expect(failed == ["schema", "state"])
+    #expect(outcome.stderr == "sessionctl: error: check found 2 problems in \(db)\n")
   }
 
   @Test func version() throws {

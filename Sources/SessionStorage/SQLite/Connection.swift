@@ -15,10 +15,15 @@ final class Connection {
     /// Read only, as a file that cannot change (`immutable=1`): for read-only media, where
     /// SQLite cannot create the `-shm` file a WAL reader needs.
     case immutable
+    /// A private database in memory (the path is ignored): the reference schema.
+    case memory
   }
 
   let path: String
   private(set) var handle: OpaquePointer?
+  /// The `PRAGMA schema_version` at which the schema was last found to be exactly the
+  /// migrations' (see ``Migrator/reverify(_:)``).
+  var verifiedSchemaVersion: Int64?
   private var cache: [String: Statement] = [:]
 
   /// Opens `path`. Pragmas that write (WAL) are left to ``configure(durability:)``, so a
@@ -31,6 +36,9 @@ final class Connection {
     switch mode {
     case .readWriteCreate, .readWrite: flags |= SQLITE_OPEN_READWRITE
     case .readOnly: flags |= SQLITE_OPEN_READONLY
+    case .memory:
+      flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_MEMORY
+      name = ":memory:"
     case .immutable:
       flags |= SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
       let escaped = path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? path
