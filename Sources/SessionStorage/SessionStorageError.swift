@@ -19,6 +19,10 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
     /// refused, and so are reads through a read-only instance; ``SessionStore/check()``
     /// reports it. The message names each object and how to repair it.
     case tamperedSchema
+    /// `schema_migrations`, `PRAGMA user_version` and the tables present disagree (a row
+    /// deleted or renumbered, `user_version` or the ledger table changed by hand). The
+    /// message names all three and ends with the SQL that repairs the file.
+    case inconsistentMigrations
     /// A read-only open found a file that needs migrating (or does not exist).
     case needsMigration
     /// The file does not exist and this open may not create it.

@@ -5,8 +5,10 @@ enum Migrator {
 
   /// Inspects the file behind `connection` and returns the migrations it lacks. Writes nothing.
   /// Throws for a file that is not ours, comes from a newer schema, was migrated by other
-  /// SQL than this build's, or (unless `verifyingSchema` is false) whose tables, indexes,
-  /// triggers and views differ from the ones its applied migrations create.
+  /// SQL than this build's, whose migration records (`schema_migrations`, `PRAGMA
+  /// user_version` and the tables present) disagree, or (unless `verifyingSchema` is false)
+  /// whose tables, indexes, triggers and views differ from the ones its applied migrations
+  /// create.
   static func pending(on connection: Connection, verifyingSchema: Bool = true) throws -> [Migration] {
     let path = connection.path
     let userVersion = try connection.scalarInt("PRAGMA user_version") ?? 0
@@ -28,6 +30,13 @@ enum Migrator {
       return known
     }
     guard hasLedger else {
+      if try connection.scalarInt(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('session', 'session_changes')")
+        == 2
+      {
+        throw SessionStorageError(
+          .inconsistentMigrations, missingLedgerMessage(userVersion: userVersion, on: connection), path: path)
+      }
       throw SessionStorageError(
         .foreignDatabase,
         "this SQLite database has \(tables) table(s) but no schema_migrations table: it is not a session store",
@@ -35,24 +44,36 @@ enum Migrator {
     }
     let applied = try records(on: connection)
     try validate(applied, on: connection)
+    try verifyAgreement(ledger: applied.count, userVersion: userVersion, on: connection)
     if verifyingSchema { try Schema.verify(on: connection, applied: applied.count) }
     return Array(known.dropFirst(applied.count))
   }
 
-  /// Throws when the migration records differ from this build's migrations.
+  /// Throws when the migration records differ from this build's migrations: one newer than
+  /// this build, a checksum or name that differs, or versions that are not 1, 2, 3 … in
+  /// order (a row deleted or renumbered by hand).
   private static func validate(
     _ applied: [(version: Int, name: String, checksum: String, appliedAt: String)], on connection: Connection
   ) throws {
     let path = connection.path
-    for record in applied {
+    for (index, record) in applied.enumerated() {
       guard record.version <= known.count else {
         throw SessionStorageError(
           .newerSchema,
           "migration \(record.version) (\(record.name)) is newer than this build knows (\(known.count)); upgrade sessionctl",
           path: path)
       }
-      let migration = known[record.version - 1]
-      guard record.version >= 1, migration.checksum == record.checksum, migration.name == record.name else {
+      guard record.version == index + 1 else {
+        throw SessionStorageError(
+          .inconsistentMigrations,
+          "schema_migrations lists migration \(record.version) (\(record.name)) where migration \(index + 1) "
+            + "belongs: its versions must be 1, 2, 3 … without a gap, and were edited by hand. Restore the file "
+            + "from a backup, or repair the rows with the sqlite3 shell: UPDATE schema_migrations SET version = "
+            + "\(index + 1) WHERE name = '\(record.name.replacingOccurrences(of: "'", with: "''"))'",
+          path: path)
+      }
+      let migration = known[index]
+      guard migration.checksum == record.checksum, migration.name == record.name else {
         throw SessionStorageError(
           .checksumMismatch,
           "applied migration \(record.version) (\(record.name)) does not match this build's \(migration.name): "

@@ -95,11 +95,14 @@ enum Schema {
   }
 
   /// How the file's schema differs from the one `applied` migrations create; empty when
-  /// it is exactly that.
-  static func differences(on connection: Connection, applied: Int) throws -> [Difference] {
+  /// it is exactly that. `ignoringLedger` leaves the migrator's `schema_migrations` table
+  /// out of the reference.
+  static func differences(on connection: Connection, applied: Int, ignoringLedger: Bool = false) throws
+    -> [Difference]
+  {
     let schemas = try expected.get()
     guard schemas.indices.contains(applied) else { return [] }
-    let reference = schemas[applied]
+    let reference = schemas[applied].filter { !ignoringLedger || $0.name != "schema_migrations" }
     let actual = try objects(on: connection)
     func key(_ object: Object) -> String { object.type + " " + object.name }
     let actualByKey = Dictionary(actual.map { (key($0), $0) }, uniquingKeysWith: { first, _ in first })
