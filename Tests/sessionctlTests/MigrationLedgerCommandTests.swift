@@ -8,9 +8,9 @@ import Testing
     ("DELETE FROM schema_migrations", "schema_migrations records 0 migrations"),
     ("PRAGMA user_version = 0", "PRAGMA user_version is 0"),
     ("PRAGMA user_version = -1", "PRAGMA user_version is -1"),
-    ("UPDATE schema_migrations SET version = 0", "schema_migrations lists migration 0"),
+    ("UPDATE schema_migrations SET version = 0 WHERE version = 1", "schema_migrations lists migration 0"),
     (
-      "UPDATE schema_migrations SET version = -9223372036854775808",
+      "UPDATE schema_migrations SET version = -9223372036854775808 WHERE version = 1",
       "schema_migrations lists migration -9223372036854775808"
     ),
   ])
