@@ -22,8 +22,19 @@ public struct Cursor: RawRepresentable, Hashable, Comparable, Sendable, Codable,
     self.rawValue = value
   }
 
-  /// The cursor right after this one.
-  public var next: Cursor { Cursor(rawValue + 1) }
+  /// The cursor right after this one, or nil after the largest one (`Int64.max`), which no
+  /// entry can follow. Cursors come from storage that other tools can edit, so this never
+  /// traps.
+  public var next: Cursor? {
+    let (sum, overflow) = rawValue.addingReportingOverflow(1)
+    return overflow ? nil : Cursor(sum)
+  }
+
+  /// The cursor right before this one, or nil before the smallest one (`Int64.min`).
+  public var previous: Cursor? {
+    let (difference, overflow) = rawValue.subtractingReportingOverflow(1)
+    return overflow ? nil : Cursor(difference)
+  }
 
   /// Orders cursors by number.
   public static func < (lhs: Cursor, rhs: Cursor) -> Bool { lhs.rawValue < rhs.rawValue }

@@ -50,11 +50,11 @@ public struct Feed<Event: Sendable, Snapshot: Sendable>: Sendable {
   func read(after cursor: Cursor, last: FeedEntry<Event>? = nil, limit: Int) throws -> [FeedEntry<Event>] {
     var entries: [FeedEntry<Event>]
     var lastIsGone = false
-    if let last {
-      // One query that starts at `last` itself (cursor ≥ 1: it was delivered).
-      entries = try source.entries(after: Cursor(cursor.rawValue - 1), limit: limit + 1)
+    if last != nil, let before = cursor.previous {
+      // One query that starts at `last` itself.
+      entries = try source.entries(after: before, limit: limit + 1)
       if let first = entries.first, first.cursor == cursor {
-        guard first.time == last.time, first.origin == last.origin else {
+        guard first.time == last?.time, first.origin == last?.origin else {
           throw FeedError.historyRewritten(
             cursor: cursor, reason: "the entry at \(cursor) is not the one delivered any more")
         }
@@ -65,7 +65,7 @@ public struct Feed<Event: Sendable, Snapshot: Sendable>: Sendable {
     } else {
       entries = try source.entries(after: cursor, limit: limit)
     }
-    if entries.first?.cursor == cursor.next, !lastIsGone { return entries }
+    if let first = entries.first, first.cursor == cursor.next, !lastIsGone { return entries }
     let bounds = try source.bounds()
     if bounds.head < cursor {
       throw FeedError.historyRewritten(
@@ -75,7 +75,7 @@ public struct Feed<Event: Sendable, Snapshot: Sendable>: Sendable {
       throw FeedError.historyRewritten(
         cursor: cursor, reason: "the entry at \(cursor) vanished without compaction")
     }
-    if cursor < bounds.head, bounds.firstAvailable > cursor.next {
+    if bounds.isCompacted(after: cursor) {
       throw FeedError.cursorCompacted(requested: cursor, oldestAvailable: bounds.firstAvailable)
     }
     return entries
@@ -84,10 +84,14 @@ public struct Feed<Event: Sendable, Snapshot: Sendable>: Sendable {
   private func resolve(_ start: FeedStart, bounds: FeedBounds) throws -> Cursor {
     switch start {
     case .now: return bounds.head
-    case .beginning: return Cursor(bounds.firstAvailable.rawValue - 1)
+    case .beginning:
+      guard let oldest = bounds.oldest else { return bounds.head }
+      // Reading starts after a cursor; the smallest one has none before it.
+      guard let before = oldest.previous else { throw FeedError.noCursorBefore(oldest) }
+      return before
     case .after(let cursor):
       if cursor > bounds.head { throw FeedError.cursorAhead(requested: cursor, head: bounds.head) }
-      if cursor.next < bounds.firstAvailable {
+      if bounds.isCompacted(after: cursor) {
         throw FeedError.cursorCompacted(requested: cursor, oldestAvailable: bounds.firstAvailable)
       }
       return cursor

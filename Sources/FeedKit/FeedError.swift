@@ -10,18 +10,26 @@ public enum FeedError: Error, Sendable, Equatable, CustomStringConvertible {
   /// backup, a reset sequence), or the file was replaced. Cursors after `cursor` may name
   /// other changes now, so none is delivered: take a new snapshot.
   case historyRewritten(cursor: Cursor, reason: String)
+  /// The oldest kept entry has the smallest cursor there is (`Int64.min`), so no cursor comes
+  /// before it and the log cannot be read from its beginning. Only a log edited by hand holds
+  /// such an entry: read after a cursor instead, or remove the entry.
+  case noCursorBefore(Cursor)
 
   /// A sentence for a person.
   public var description: String {
     switch self {
     case .cursorCompacted(let requested, let oldest):
-      "cursor \(requested) was compacted away; the oldest available entry is \(oldest) (resume with --since \(oldest.rawValue - 1) or take a new snapshot)"
+      "cursor \(requested) was compacted away; the oldest available entry is \(oldest) ("
+        + (oldest.previous.map { "resume with --since \($0) or " } ?? "") + "take a new snapshot)"
     case .cursorAhead(let requested, let head):
       "cursor \(requested) is ahead of the newest entry \(head)"
         + (requested.rawValue > 0 ? " (was the file restored from an older backup?)" : "")
     case .historyRewritten(let cursor, let reason):
       "the history changed under cursor \(cursor): \(reason); later cursors may name other changes now, "
         + "so take a new snapshot (sessionctl: watch without --since)"
+    case .noCursorBefore(let oldest):
+      "the oldest entry has cursor \(oldest), the smallest there is, so the feed cannot be read from its "
+        + "beginning; read after a cursor (--since 0), or remove the entry"
     }
   }
 }

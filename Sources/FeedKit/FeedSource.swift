@@ -11,8 +11,17 @@ public struct FeedBounds: Sendable, Equatable {
     self.head = head
   }
 
-  /// The first cursor a reader could still receive.
-  public var firstAvailable: Cursor { oldest ?? head.next }
+  /// The first cursor a reader could still receive: the oldest kept, else the one after the
+  /// head. When nothing is kept and the head is the largest cursor (`Int64.max`), no entry
+  /// can come any more, and this is the head itself.
+  public var firstAvailable: Cursor { oldest ?? head.next ?? head }
+
+  /// Whether entries committed right after `cursor` are gone: `cursor` is behind the head
+  /// and the entry after it is not kept.
+  func isCompacted(after cursor: Cursor) -> Bool {
+    guard cursor < head, let next = cursor.next else { return false }
+    return oldest.map { $0 > next } ?? true
+  }
 }
 
 /// A log that a feed reads: entries in cursor order, read in pages.

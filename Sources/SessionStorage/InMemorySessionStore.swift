@@ -44,27 +44,32 @@ public final class InMemorySessionStore: SessionRepository {
 
   /// Signs in as `username` (validated like ``SessionStore/login(username:)``).
   @discardableResult
-  public func login(username: String) throws -> SessionEntry? { write(try .login(username: username)) }
+  public func login(username: String) throws -> SessionEntry? { try write(try .login(username: username)) }
 
   /// Signs out, keeping the username.
   @discardableResult
-  public func logout() throws -> SessionEntry? { write(.logout) }
+  public func logout() throws -> SessionEntry? { try write(.logout) }
 
   /// Changes the username, keeping the login state.
   @discardableResult
-  public func rename(to username: String) throws -> SessionEntry? { write(try .rename(to: username)) }
+  public func rename(to username: String) throws -> SessionEntry? { try write(try .rename(to: username)) }
 
   /// Deletes all but the newest `count` entries; cursors are never reused.
   public func compact(keepingLast count: Int) {
     log.current.withLock { $0.entries = Array($0.entries.suffix(max(0, count))) }
   }
 
-  private func write(_ write: SessionWrite) -> SessionEntry? {
-    let entry = log.current.withLock { log -> SessionEntry? in
+  private func write(_ write: SessionWrite) throws -> SessionEntry? {
+    let entry = try log.current.withLock { log throws -> SessionEntry? in
       guard let after = write.applied(to: log.state) else { return nil }
+      guard let next = log.head.next else {
+        throw SessionStorageError(
+          .cursorsExhausted,
+          "the feed's cursor reached the largest integer (\(log.head)); no change can follow")
+      }
       let now = Date()
       let state = SessionState(username: after.username, isLoggedIn: after.isLoggedIn, updatedAt: now)
-      log.head = log.head.next
+      log.head = next
       let entry = SessionEntry(
         cursor: log.head, time: now, origin: origin, event: SessionChange(before: log.state, after: state))
       log.state = state

@@ -10,11 +10,21 @@ final class SessionLog: FeedSource {
   private let identity: FileCheck.Identity
   /// Why the path no longer names that file, once noticed.
   private let replaced = Mutex<String?>(nil)
+  /// Why reads are refused, for a file opened read-only although its schema was changed
+  /// by hand: ``SessionStore/check()`` can still report it, nothing else reads it.
+  let refusal: SessionStorageError?
 
-  init(reader: sending Connection, path: String, identity: FileCheck.Identity) {
+  init(
+    reader: sending Connection, path: String, identity: FileCheck.Identity, refusal: SessionStorageError? = nil
+  ) {
     self.reader = Mutex(reader)
     self.path = path
     self.identity = identity
+    self.refusal = refusal
+  }
+
+  private func readable() throws {
+    if let refusal { throw refusal }
   }
 
   /// Looks at the path again (`stat`, which opens nothing): true when it just found that
@@ -50,6 +60,10 @@ final class SessionLog: FeedSource {
     "seq, at, origin, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at"
   static let pageSQL = "SELECT \(changeColumns) FROM session_changes WHERE seq > ? ORDER BY seq LIMIT ?"
   static let newestSQL = "SELECT \(changeColumns) FROM session_changes ORDER BY seq DESC LIMIT 1"
+  static let headSQL = """
+    SELECT max(coalesce((SELECT max(seq) FROM session_changes), 0),
+               coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'session_changes'), 0))
+    """
   static let boundsSQL = """
     SELECT (SELECT min(seq) FROM session_changes),
       max(coalesce((SELECT max(seq) FROM session_changes), 0),
@@ -57,6 +71,7 @@ final class SessionLog: FeedSource {
     """
 
   func entries(after cursor: Cursor, limit: Int) throws -> [SessionEntry] {
+    try readable()
     if let reason = replaced.withLock({ $0 }) {
       throw FeedError.historyRewritten(cursor: cursor, reason: reason)
     }
@@ -72,9 +87,13 @@ final class SessionLog: FeedSource {
     }
   }
 
-  func bounds() throws -> FeedBounds { try reader.withLock { try Self.bounds(on: $0) } }
+  func bounds() throws -> FeedBounds {
+    try readable()
+    return try reader.withLock { try Self.bounds(on: $0) }
+  }
 
   func snapshot() throws -> (state: SessionState, cursor: Cursor) {
+    try readable()
     try requireSameFile()
     return try reader.withLock { connection in
       try connection.transaction(.deferred) {
@@ -89,7 +108,10 @@ final class SessionLog: FeedSource {
   }
 
   /// The current state.
-  func state() throws -> SessionState { try reader.withLock { try Self.state(on: $0) } }
+  func state() throws -> SessionState {
+    try readable()
+    return try reader.withLock { try Self.state(on: $0) }
+  }
 
   static func bounds(on connection: Connection) throws -> FeedBounds {
     try connection.query(boundsSQL) { statement in
@@ -98,6 +120,41 @@ final class SessionLog: FeedSource {
         oldest: statement.isNull(at: 0) ? nil : Cursor(statement.int64(at: 0)),
         head: Cursor(statement.int64(at: 1)))
     }
+  }
+
+  /// The newest cursor ever handed out (from the rows and SQLite's `sqlite_sequence`).
+  static func head(on connection: Connection) throws -> Cursor {
+    Cursor(try connection.scalarInt(headSQL) ?? 0)
+  }
+
+  /// What is wrong when the feed's cursors are at the ends of Int64, which only a hand
+  /// edit can reach (the library counts from 1): nil when nothing is.
+  ///
+  /// At `Int64.max` SQLite cannot number another change and reports `SQLITE_FULL` ("database
+  /// or disk is full"); a cursor below 1 cannot be resumed from with a cursor a user can type.
+  static func cursorProblem(on connection: Connection) throws -> String? {
+    let bounds = try bounds(on: connection)
+    if bounds.head.next == nil {
+      let row = try connection.scalarInt(
+        "SELECT count(*) FROM session_changes WHERE seq = ?",
+        [
+          .integer(.max)
+        ])
+      let cause =
+        row == 1
+        ? "a row with seq \(Int64.max) was inserted by hand"
+        : "a row with seq \(Int64.max) was inserted by hand (and deleted since), or sqlite_sequence was set to it"
+      return "the feed's cursor reached the largest integer (\(Int64.max)), so SQLite cannot number another "
+        + "change (it reports \"database or disk is full\"); the library counts cursors up from 1, so \(cause). "
+        + "Delete the rows inserted by hand and set the sequence back to the last cursor the library wrote: "
+        + "DELETE FROM session_changes WHERE seq = \(Int64.max); UPDATE sqlite_sequence SET seq = "
+        + "(SELECT max(seq) FROM session_changes) WHERE name = 'session_changes'"
+    }
+    if let oldest = bounds.oldest, oldest.rawValue < 1 {
+      return "cursor \(oldest) is below 1, where the library's cursors start: a row was inserted by hand. "
+        + "Delete it: DELETE FROM session_changes WHERE seq < 1"
+    }
+    return nil
   }
 
   static func state(on connection: Connection) throws -> SessionState {

@@ -14,6 +14,15 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
     case newerSchema
     /// The file's recorded migrations differ from the ones in this build.
     case checksumMismatch
+    /// The file's tables, indexes, triggers or views differ from the ones its applied
+    /// migrations create (a trigger dropped or added by hand, a table altered). Writes are
+    /// refused, and so are reads through a read-only instance; ``SessionStore/check()``
+    /// reports it. The message names each object and how to repair it.
+    case tamperedSchema
+    /// `schema_migrations`, `PRAGMA user_version` and the tables present disagree (a row
+    /// deleted or renumbered, `user_version` or the ledger table changed by hand). The
+    /// message names all three and ends with the SQL that repairs the file.
+    case inconsistentMigrations
     /// A read-only open found a file that needs migrating (or does not exist).
     case needsMigration
     /// The file does not exist and this open may not create it.
@@ -22,6 +31,10 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
     case corrupt
     /// The disk or the database's page limit is full.
     case full
+    /// The feed's cursor reached the largest integer (`Int64.max`), so no further change
+    /// can be numbered. The library counts from 1 and cannot get there: a row was inserted
+    /// (or the sequence set) by hand. The message says how to repair the file.
+    case cursorsExhausted
     /// The file or its directory cannot be written.
     case readOnly
     /// The file was replaced or deleted while the store had it open; open it again.

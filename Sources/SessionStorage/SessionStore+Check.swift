@@ -3,7 +3,8 @@ import FeedKit
 extension SessionStore {
   /// One verification `check` ran, and what it found.
   public struct CheckItem: Sendable, Equatable {
-    /// A short name: `integrity`, `migrations`, `state`, `continuity`, `username`.
+    /// A short name: `integrity`, `migrations`, `schema`, `state`, `times`, `continuity`,
+    /// `cursors`, `username`.
     public var name: String
     /// Whether it passed.
     public var passed: Bool
@@ -12,65 +13,203 @@ extension SessionStore {
   }
 
   /// Verifies the file without writing: SQLite's integrity check, the migration records,
-  /// that `session` agrees with the newest change's `after`, that cursors have no hole
-  /// above the compaction point, and that the stored username meets the rules.
+  /// that the schema is exactly the one the applied migrations create, that `session` is
+  /// the state the newest change left (also after compaction deleted that change: the
+  /// `session_feed_tip` row keeps it), that every stored time is the feed's format, that
+  /// cursors have no hole above the compaction point and lie between 1 and the largest
+  /// integer, and that the stored username meets the rules.
+  ///
+  /// Each verification runs on its own: one that cannot run (a table edited away by hand)
+  /// fails with SQLite's reason, and the others still run.
   public func check() throws -> [CheckItem] {
     try log.reader.withLock { connection in
       try connection.transaction(.deferred) { () throws -> [CheckItem] in
-        var items: [CheckItem] = []
-        let integrity = try connection.scalarText("PRAGMA integrity_check") ?? "no answer"
-        items.append(
-          CheckItem(
-            name: "integrity", passed: integrity == "ok", detail: "PRAGMA integrity_check: \(integrity)"))
-
-        let records = try Migrator.records(on: connection)
-        let userVersion = try connection.scalarInt("PRAGMA user_version") ?? 0
-        let pending = try Migrator.pending(on: connection)
-        items.append(
-          CheckItem(
-            name: "migrations", passed: pending.isEmpty && userVersion == records.count,
-            detail: "\(records.count) applied, checksums match, user_version \(userVersion)"
-              + (pending.isEmpty ? "" : ", \(pending.count) pending")))
-
-        let state = try SessionLog.state(on: connection)
-        if let after = try SessionLog.newest(on: connection)?.after {
-          let agrees = after.username == state.username && after.isLoggedIn == state.isLoggedIn
-          items.append(
-            CheckItem(
-              name: "state", passed: agrees,
-              detail: agrees
-                ? "session agrees with the newest change"
-                : "session (\(state.username ?? "no username"), \(state.isLoggedIn ? "signed in" : "signed out")) "
-                  + "differs from the newest change (\(after.username ?? "no username"), \(after.isLoggedIn ? "signed in" : "signed out"))"
-            ))
-        } else {
-          items.append(CheckItem(name: "state", passed: true, detail: "no change kept to compare with"))
-        }
-
-        let bounds = try SessionLog.bounds(on: connection)
-        let count = try connection.scalarInt("SELECT count(*) FROM session_changes") ?? 0
-        let expected = bounds.oldest.map { bounds.head.rawValue - $0.rawValue + 1 } ?? 0
-        items.append(
-          CheckItem(
-            name: "continuity", passed: count == expected,
-            detail: count == expected
-              ? "cursors \(bounds.firstAvailable)…\(bounds.head) have no hole (\(count) kept)"
-              : "\(expected - count) cursor(s) missing between \(bounds.firstAvailable) and \(bounds.head)"))
-
-        var usernameDetail = "username is valid"
-        do {
-          if let name = try connection.scalarText("SELECT username FROM session WHERE id = 1"),
-            try Username.validated(name) != name
-          {
-            usernameDetail = "username is not in Unicode NFC"
+        func item(_ name: String, _ body: () throws -> (passed: Bool, detail: String)) -> CheckItem {
+          do {
+            let (passed, detail) = try body()
+            return CheckItem(name: name, passed: passed, detail: detail)
+          } catch let error as SessionStorageError {
+            return CheckItem(name: name, passed: false, detail: "could not check: \(error.message)")
+          } catch {
+            return CheckItem(name: name, passed: false, detail: "could not check: \(error)")
           }
-        } catch let error as SessionStorageError {
-          usernameDetail = "stored " + error.message
         }
-        items.append(
-          CheckItem(name: "username", passed: usernameDetail == "username is valid", detail: usernameDetail))
-        return items
+        return [
+          item("integrity") {
+            let integrity = try connection.scalarText("PRAGMA integrity_check") ?? "no answer"
+            return (integrity == "ok", "PRAGMA integrity_check: \(integrity)")
+          },
+          item("migrations") { try Self.checkMigrations(on: connection) },
+          item("schema") {
+            let applied = try Migrator.records(on: connection).count
+            let differences = try Schema.differences(on: connection, applied: applied)
+            guard differences.isEmpty else { return (false, Schema.message(differences)) }
+            return (
+              true, "tables, indexes and triggers are the ones the \(applied) applied migration(s) create"
+            )
+          },
+          item("state") { try Self.checkState(on: connection) },
+          item("times") { try Self.checkTimes(on: connection) },
+          item("continuity") { try Self.checkContinuity(on: connection) },
+          item("cursors") {
+            guard let problem = try SessionLog.cursorProblem(on: connection) else {
+              return (true, "every cursor is at least 1 and below the largest integer")
+            }
+            return (false, problem)
+          },
+          item("username") { try Self.checkUsername(on: connection) },
+        ]
       }
     }
+  }
+
+  private static func checkMigrations(on connection: Connection) throws -> (passed: Bool, detail: String) {
+    let records = try Migrator.records(on: connection)
+    let userVersion = try connection.scalarInt("PRAGMA user_version") ?? 0
+    let pending = try Migrator.pending(on: connection, verifyingSchema: false)
+    return (
+      pending.isEmpty && userVersion == records.count,
+      "\(records.count) applied, checksums match, user_version \(userVersion)"
+        + (pending.isEmpty ? "" : ", \(pending.count) pending")
+    )
+  }
+
+  /// The session row must be the state the newest change left: its `after` values and time,
+  /// as recorded in `session_feed_tip` (which compaction never deletes). A row that differs
+  /// was changed without a feed entry.
+  private static func checkState(on connection: Connection) throws -> (passed: Bool, detail: String) {
+    typealias Row = (username: String?, isLoggedIn: Int64, time: String?)
+    func describe(_ row: Row) -> String {
+      "\(row.username ?? "no username"), \(row.isLoggedIn == 0 ? "signed out" : row.isLoggedIn == 1 ? "signed in" : "is_logged_in \(row.isLoggedIn)")"
+    }
+    /// The first row of `sql`: an integer, then a row's three columns.
+    func read(_ sql: String) throws -> (seq: Int64, row: Row)? {
+      try connection.query(sql) { statement -> (seq: Int64, row: Row)? in
+        guard try statement.step() else { return nil }
+        return (
+          statement.int64(at: 0),
+          (statement.lossyText(at: 1), statement.int64(at: 2), statement.lossyText(at: 3))
+        )
+      }
+    }
+    guard
+      let session = try read("SELECT 0, username, is_logged_in, updated_at FROM session WHERE id = 1")?.row
+    else { return (false, "the session row is missing") }
+    let newest = try read(
+      "SELECT seq, new_username, new_is_logged_in, at FROM session_changes ORDER BY seq DESC LIMIT 1")
+    let hasTip =
+      try connection.scalarInt(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'session_feed_tip'") == 1
+    guard hasTip else {
+      // A file from before migration 0002 (check() on it needs no tip): the newest change.
+      guard let newest else { return (true, "no change kept to compare with") }
+      let agrees = newest.row.username == session.username && newest.row.isLoggedIn == session.isLoggedIn
+      return (
+        agrees,
+        agrees
+          ? "session agrees with the newest change"
+          : "session (\(describe(session))) differs from the newest change (\(describe(newest.row)))"
+      )
+    }
+    guard let tip = try read("SELECT seq, username, is_logged_in, at FROM session_feed_tip WHERE id = 1")
+    else {
+      return (false, "the session_feed_tip row is missing (deleted by hand): restore the file from a backup")
+    }
+    func same(_ left: Row, _ right: Row) -> Bool {
+      left.username == right.username && left.isLoggedIn == right.isLoggedIn && left.time == right.time
+    }
+    if let newest, newest.seq == tip.seq, !same(newest.row, tip.row) {
+      return (
+        false,
+        "the newest change (cursor \(tip.seq): \(describe(newest.row)), at \(newest.row.time ?? "no time")) differs from "
+          + "what it recorded when it was written (\(describe(tip.row)), at \(tip.row.time ?? "no time")): it was edited by hand"
+      )
+    }
+    guard same(session, tip.row) else {
+      return (
+        false,
+        "session (\(describe(session)), updated \(session.time ?? "never")) is not the state the newest change left "
+          + "(\(describe(tip.row)), at \(tip.row.time ?? "no time"), cursor \(tip.seq)): it was changed without a feed "
+          + "entry, by a write that bypassed the session_feed trigger (incremental blob I/O, or an UPDATE while "
+          + "the trigger was dropped)"
+      )
+    }
+    return (
+      true,
+      tip.seq == 0
+        ? "session is as created; no change was ever recorded"
+        : "session agrees with the newest change (cursor \(tip.seq))"
+    )
+  }
+
+  /// Every stored time must be the feed's format, ISO-8601 UTC with milliseconds
+  /// (`2026-11-29T20:33:33.897Z`); the library reads any other text as the epoch.
+  private static func checkTimes(on connection: Connection) throws -> (passed: Bool, detail: String) {
+    var bad: [String] = []
+    func inspect(_ label: String, _ text: String?) {
+      guard let text else {
+        bad.append("\(label) NULL")
+        return
+      }
+      if text.utf8.count != 24 || Timestamp.parse(text) == nil { bad.append("\(label) '\(text)'") }
+    }
+    let updatedAt = try connection.query("SELECT updated_at FROM session WHERE id = 1") {
+      try $0.step() ? $0.lossyText(at: 0) : nil
+    }
+    inspect("session.updated_at", updatedAt)
+    if try connection.scalarInt(
+      "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'session_feed_tip'") == 1
+    {
+      try connection.query("SELECT at FROM session_feed_tip") { statement in
+        while try statement.step() { inspect("session_feed_tip.at", statement.lossyText(at: 0)) }
+      }
+    }
+    try connection.query("SELECT seq, at, old_updated_at FROM session_changes ORDER BY seq") { statement in
+      while try statement.step() {
+        let seq = statement.int64(at: 0)
+        inspect("at of change \(seq)", statement.lossyText(at: 1))
+        inspect("old_updated_at of change \(seq)", statement.lossyText(at: 2))
+      }
+    }
+    guard !bad.isEmpty else { return (true, "every time is ISO-8601 UTC with milliseconds") }
+    let shown = bad.prefix(5).joined(separator: ", ") + (bad.count > 5 ? ", …" : "")
+    return (
+      false,
+      "\(bad.count) \(bad.count == 1 ? "time is" : "times are") not ISO-8601 UTC with milliseconds "
+        + "(written by hand; read as 1970-01-01T00:00:00.000Z): \(shown)"
+    )
+  }
+
+  /// Counts the cursors missing between the oldest kept and the head. Both come from the
+  /// file, where the shell can store any Int64: the span is computed without overflow.
+  private static func checkContinuity(on connection: Connection) throws -> (passed: Bool, detail: String) {
+    let bounds = try SessionLog.bounds(on: connection)
+    let count = try connection.scalarInt("SELECT count(*) FROM session_changes") ?? 0
+    var missing: UInt64 = 0
+    if let oldest = bounds.oldest, count > 0 {
+      // head ≥ oldest, so the wrapping difference is the distance, read as unsigned.
+      let span = UInt64(bitPattern: bounds.head.rawValue &- oldest.rawValue)
+      let (difference, overflow) = span.subtractingReportingOverflow(UInt64(count - 1))
+      missing = overflow ? 0 : difference
+    }
+    return (
+      missing == 0,
+      missing == 0
+        ? "cursors \(bounds.firstAvailable)…\(bounds.head) have no hole (\(count) kept)"
+        : "\(missing) cursor(s) missing between \(bounds.firstAvailable) and \(bounds.head)"
+    )
+  }
+
+  private static func checkUsername(on connection: Connection) throws -> (passed: Bool, detail: String) {
+    do {
+      if let name = try connection.scalarText("SELECT username FROM session WHERE id = 1"),
+        try Username.validated(name) != name
+      {
+        return (false, "username is not in Unicode NFC")
+      }
+    } catch let error as SessionStorageError where error.code == .invalidUsername || error.code == .corrupt {
+      return (false, "stored " + error.message)
+    }
+    return (true, "username is valid")
   }
 }

@@ -23,7 +23,7 @@ extension SessionStore {
   /// - Throws: `cursorAhead(requested:head:)` for a cursor beyond the log.
   public func compact(before cursor: Cursor) throws -> Compaction {
     let head = try bounds().head
-    guard cursor <= head.next else { throw FeedError.cursorAhead(requested: cursor, head: head) }
+    if let next = head.next, cursor > next { throw FeedError.cursorAhead(requested: cursor, head: head) }
     return try maintain("DELETE FROM session_changes WHERE seq < ?", [.integer(cursor.rawValue)])
   }
 }

@@ -115,6 +115,7 @@ public final class SessionStore: Sendable {
     try requireWritable()
     return try database.withWriter(options) { connection in
       try connection.transaction(.immediate) {
+        try Migrator.reverify(connection)
         try connection.run(sql, bindings)
         return Compaction(removed: connection.changes, bounds: try SessionLog.bounds(on: connection))
       }
@@ -128,11 +129,25 @@ public final class SessionStore: Sendable {
     try requireWritable()
     let entry = try database.withWriter(options) { connection in
       try connection.transaction(.immediate) { () throws -> SessionEntry? in
-        try connection.run(sql, bindings + [.text(options.origin)])
+        try Migrator.reverify(connection)  // the schema may have been changed since the open
+        let head = try SessionLog.head(on: connection)
+        do {
+          try connection.run(sql, bindings + [.text(options.origin)])
+        } catch var error as SessionStorageError where error.code == .full && head.next == nil {
+          // AUTOINCREMENT has no number left: say why instead of "database or disk is full".
+          error.code = .cursorsExhausted
+          error.message = try SessionLog.cursorProblem(on: connection) ?? error.message
+          throw error
+        }
         guard connection.changes > 0 else { return nil }
-        guard let entry = try SessionLog.newest(on: connection) else {
+        // Only the entry this transaction wrote is this write's: never an older one.
+        guard let entry = try SessionLog.newest(on: connection), entry.cursor > head else {
           throw SessionStorageError(
-            .corrupt, "the session_feed trigger wrote no change (was the schema edited by hand?)", path: path)
+            .tamperedSchema,
+            "the write changed the session but the feed recorded no entry for it: the session_feed trigger "
+              + "is missing or was changed. Nothing was written; restore the file from a backup, or re-create "
+              + "the trigger session_feed with its SQL in migrations/0001_session_and_feed.sql",
+            path: path)
         }
         return entry
       }

@@ -62,7 +62,7 @@ final class SharedDatabase: Sendable {
   ) throws -> (
     SharedDatabase, [Migration]
   ) {
-    let (first, pending, readerMode) = try openInspected(path, options)
+    let (first, pending, readerMode, refusal) = try openInspected(path, options)
     if options.readOnly {
       if let missing = pending.first {
         throw SessionStorageError(
@@ -70,22 +70,23 @@ final class SharedDatabase: Sendable {
           "the file needs migration \(missing.name) and was opened read-only; run 'sessionctl migrate'",
           path: path)
       }
-      return (try SharedDatabase(path, identity, options, reader: first, writer: nil), [])
+      try first.setCheckpointsOnClose(true)
+      return (try SharedDatabase(path, identity, options, reader: first, writer: nil, refusal: refusal), [])
     }
     let applied = try prepareWriter(first, options)
+    try first.setCheckpointsOnClose(true)
     let reader = try Connection(path: path, mode: readerMode, busyTimeout: options.busyTimeout)
     return (try SharedDatabase(path, identity, options, reader: reader, writer: first), applied)
   }
 
   private init(
     _ path: String, _ identity: FileCheck.Identity, _ options: SessionStore.Options,
-    reader: sending Connection,
-    writer: sending Connection?
+    reader: sending Connection, writer: sending Connection?, refusal: SessionStorageError? = nil
   ) throws {
     try reader.execute("PRAGMA query_only = ON")
     self.path = path
     busyTimeout = options.busyTimeout
-    log = SessionLog(reader: reader, path: path, identity: identity)
+    log = SessionLog(reader: reader, path: path, identity: identity, refusal: refusal)
     self.writer = Mutex(writer.map { Writer(connection: $0, durability: options.durability) })
     let watch = CrossProcessWatch(
       path: path, dataVersion: { [log] in try log.dataVersion() },
@@ -99,16 +100,33 @@ final class SharedDatabase: Sendable {
   /// Opens the first connection and inspects the file (writing nothing); returns it, the
   /// pending migrations, and how further connections must open the file.
   ///
+  /// When a `-wal` is already there (a crash left it, or another process has the file open),
+  /// the connection does not checkpoint when it closes until the caller accepts the file: a
+  /// refused file and its `-wal` stay byte-identical. Without one, closing removes the empty
+  /// `-wal` the open created, as before.
+  ///
   /// SQLite cannot open a WAL database where it cannot create the `-wal` and `-shm` files.
   /// A writer gets an error that says why (``FileCheck/denial(_:writing:resultCode:)``); a
   /// reader, when no WAL is left to recover, reads the file as immutable.
+  ///
+  /// A file whose schema was changed by hand is refused for writing; a read-only open
+  /// returns the refusal instead, so that ``SessionStore/check()`` can report it (every
+  /// other read throws it).
   private static func openInspected(_ path: String, _ options: SessionStore.Options) throws -> (
-    Connection, [Migration], Connection.Mode
+    Connection, [Migration], Connection.Mode, SessionStorageError?
   ) {
-    func inspected(_ mode: Connection.Mode) throws -> (Connection, [Migration], Connection.Mode) {
+    func inspected(_ mode: Connection.Mode) throws -> (
+      Connection, [Migration], Connection.Mode, SessionStorageError?
+    ) {
+      let walExisted = FileManager.default.fileExists(atPath: path + "-wal")
       let connection = try Connection(path: path, mode: mode, busyTimeout: options.busyTimeout)
+      try connection.setCheckpointsOnClose(!walExisted)
       try FileCheck.inspectHeader(through: connection)
-      return (connection, try Migrator.pending(on: connection), mode)
+      do {
+        return (connection, try Migrator.pending(on: connection), mode, nil)
+      } catch let error as SessionStorageError where error.code == .tamperedSchema && options.readOnly {
+        return (connection, [], mode, error)
+      }
     }
     do {
       return try inspected(options.readOnly ? .readOnly : .readWrite)
@@ -138,7 +156,10 @@ final class SharedDatabase: Sendable {
           path: connection.path)
     }
     try connection.configure(synchronous: options.durability.rawValue)
-    return try Migrator.migrate(connection)
+    let applied = try Migrator.migrate(connection)
+    // Remember the schema version found intact, so writes re-verify only when it moves.
+    try connection.transaction(.deferred) { try Migrator.reverify(connection) }
+    return applied
   }
 
   /// Gives a file opened by read-only instances its writer, for a writable instance.
@@ -149,7 +170,9 @@ final class SharedDatabase: Sendable {
       let connection: Connection
       do {
         connection = try Connection(path: path, mode: .readWrite, busyTimeout: options.busyTimeout)
+        try connection.setCheckpointsOnClose(false)  // until the file is accepted (the reader holds a -wal)
         let applied = try Self.prepareWriter(connection, options)
+        try connection.setCheckpointsOnClose(true)
         writer = Writer(connection: connection, durability: options.durability)
         return applied
       } catch let error as SessionStorageError where error.cannotCreateFiles {

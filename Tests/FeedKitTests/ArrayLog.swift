@@ -18,12 +18,22 @@ final class ArrayLog: FeedSource {
   @discardableResult
   func append(_ value: Int) -> Cursor {
     let cursor = contents.withLock { log in
-      log.head = log.head.next
+      log.head = log.head.next ?? log.head
       log.entries.append(FeedEntry(cursor: log.head, time: Date(), origin: "test", event: value))
       return log.head
     }
     beacon.signal()
     return cursor
+  }
+
+  /// Appends `value` at `cursor`, as a hand edit of a stored log could (any Int64 at all).
+  func append(_ value: Int, at cursor: Cursor) {
+    contents.withLock { log in
+      log.entries.append(FeedEntry(cursor: cursor, time: Date(), origin: "hand", event: value))
+      log.entries.sort { $0.cursor < $1.cursor }
+      log.head = max(log.head, cursor)
+    }
+    beacon.signal()
   }
 
   /// Drops entries before `cursor`.

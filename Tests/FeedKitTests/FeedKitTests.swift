@@ -21,6 +21,41 @@ import Testing
     #expect(Cursor(1).next == Cursor(2))
     #expect(FeedBounds(oldest: nil, head: Cursor(5)).firstAvailable == Cursor(6))
   }
+
+  @Test func theEndsOfTheRangeHaveNoNeighbourInsteadOfATrap() {
+    #expect(Cursor(.max).next == nil)
+    #expect(Cursor(.max - 1).next == Cursor(.max))
+    #expect(Cursor(.min).previous == nil)
+    #expect(Cursor(.min + 1).previous == Cursor(.min))
+    #expect(FeedBounds(oldest: nil, head: Cursor(.max)).firstAvailable == Cursor(.max))
+    #expect(
+      FeedError.cursorCompacted(requested: Cursor(.min), oldestAvailable: Cursor(.min)).description
+        == "cursor \(Int64.min) was compacted away; the oldest available entry is \(Int64.min) (take a new snapshot)"
+    )
+  }
+
+  @Test func aLogWithEntriesAtTheEndsOfTheRangeIsServedOrRefusedWithATypedError() async throws {
+    let log = ArrayLog()
+    for value in 1...2 { log.append(value) }
+    log.append(3, at: Cursor(.max))
+    #expect(
+      try log.feed.page(from: .beginning, limit: 10).map(\.cursor) == [Cursor(1), Cursor(2), Cursor(.max)])
+    #expect(try log.feed.page(from: .after(Cursor(.max)), limit: 10).isEmpty)
+    #expect(try log.feed.page(from: .after(Cursor(2)), limit: 10).map(\.event) == [3])
+    #expect(try await first(3, of: log.feed.changes(from: .beginning)).map(\.event) == [1, 2, 3])
+    log.compact(before: Cursor(.max))
+    #expect(throws: FeedError.cursorCompacted(requested: Cursor(1), oldestAvailable: Cursor(.max))) {
+      try log.feed.page(from: .after(Cursor(1)), limit: 10)
+    }
+
+    let low = ArrayLog()
+    low.append(1, at: Cursor(.min))
+    low.append(2, at: Cursor(5))
+    #expect(throws: FeedError.noCursorBefore(Cursor(.min))) { try low.feed.page(from: .beginning, limit: 10) }
+    #expect(throws: FeedError.noCursorBefore(Cursor(.min))) { try low.feed.changes(from: .beginning) }
+    #expect(try low.feed.page(from: .after(.zero), limit: 10).map(\.event) == [2])
+    #expect(try low.feed.page(from: .after(Cursor(.min)), limit: 10).map(\.event) == [2])
+  }
 }
 
 @Suite(.timeLimit(.minutes(1))) struct FeedTests {

@@ -46,6 +46,55 @@ import Testing
     #expect(try recovered.check().allSatisfy(\.passed))
   }
 
+  /// How a crashed copy is spoiled so that opening it must be refused.
+  struct CrashedRefusal: Sendable, CustomTestStringConvertible {
+    let name: String
+    let sql: String
+    let code: SessionStorageError.Code
+    var testDescription: String { name }
+  }
+
+  static let crashedRefusals: [CrashedRefusal] = [
+    CrashedRefusal(name: "newer schema", sql: "PRAGMA user_version = 99", code: .newerSchema),
+    CrashedRefusal(
+      name: "newer migration record",
+      sql: "INSERT INTO schema_migrations VALUES (3, '0003_future', 'abc', '2030-01-01T00:00:00.000Z')",
+      code: .newerSchema),
+    CrashedRefusal(
+      name: "checksum mismatch", sql: "UPDATE schema_migrations SET checksum = 'deadbeef'",
+      code: .checksumMismatch),
+    CrashedRefusal(
+      name: "foreign table", sql: "CREATE TABLE invoices (id INTEGER PRIMARY KEY)", code: .tamperedSchema),
+    CrashedRefusal(name: "trigger dropped", sql: "DROP TRIGGER session_feed", code: .tamperedSchema),
+  ]
+
+  /// A crash leaves commits in the `-wal`; a refused open must not checkpoint them into the
+  /// file (or delete the WAL) when its connection closes: both stay byte-identical.
+  @Test(arguments: crashedRefusals)
+  func aRefusedFileAndTheWALACrashLeftStayByteIdentical(_ refusal: CrashedRefusal) throws {
+    let store = try SessionStore(path: path, options: .init(durability: .normal))
+    for step in 0..<50 { try store.rename(to: "user\(step)") }
+    // A read-only open of a tampered schema succeeds (for check()) and is covered elsewhere.
+    for readOnly in refusal.code == .tamperedSchema ? [false] : [false, true] {
+      let crashed = dir.file("crashed-\(readOnly).db")
+      try FileManager.default.copyItem(atPath: path, toPath: crashed)
+      try FileManager.default.copyItem(atPath: path + "-wal", toPath: crashed + "-wal")
+      // Spoil the copy through its WAL too: the shell must not checkpoint when it closes.
+      let spoiled = try ProcessRunner.run(
+        "/usr/bin/sqlite3", ["-cmd", ".dbconfig no_ckpt_on_close on", crashed, refusal.sql])
+      #expect(spoiled.status == 0, "\(spoiled.stderr)")
+      let database = try #require(fileBytes(crashed))
+      let wal = try #require(fileBytes(crashed + "-wal"))
+      #expect(wal.count > 0)
+      let error = try #require(throws: SessionStorageError.self) {
+        try SessionStore(path: crashed, options: .init(readOnly: readOnly))
+      }
+      #expect(error.code == refusal.code)
+      #expect(fileBytes(crashed) == database, "readOnly: \(readOnly)")
+      #expect(fileBytes(crashed + "-wal") == wal, "readOnly: \(readOnly)")
+    }
+  }
+
   @Test func aPathThatIsADirectoryIsRefused() throws {
     let error = try #require(throws: SessionStorageError.self) { try SessionStore(path: dir.path) }
     #expect(error.code == .notADatabase)

@@ -183,14 +183,17 @@ import Testing
     let first = try sandbox.run(db: db, ["migrate"])
     #expect(first.status == 0)
     #expect(first.stderr == "")
-    #expect(first.lines.count == 2)
+    #expect(first.lines.count == 3)
     #expect(first.lines[0] == "created \(db)")
     #expect(matches(first.lines[1], "applied 0001_session_and_feed \\(sha256 [0-9a-f]{12}\\)"))
+    #expect(matches(first.lines[2], "applied 0002_feed_tip \\(sha256 [0-9a-f]{12}\\)"))
     let second = try sandbox.run(db: db, ["migrate"])
     #expect(second.stdout == "\(db) is up to date\n")
     let json = try sandbox.run(db: db, ["migrate", "--json"])
     #expect(json.stdout == #"{"type":"migrate","path":"\#(db)","created":false,"applied":[]}"# + "\n")
-    #expect(try sandbox.sqlite(db, "SELECT name FROM schema_migrations") == "0001_session_and_feed")
+    #expect(
+      try sandbox.sqlite(db, "SELECT name FROM schema_migrations ORDER BY version")
+        == "0001_session_and_feed\n0002_feed_tip")
   }
 
   @Test func migrateAppliesToAnEmptyDatabaseThatReadersRefuse() throws {
@@ -220,10 +223,11 @@ import Testing
     #expect(outcome.stderr == "")
     #expect(
       outcome.lines.map { String($0.prefix(16)) } == [
-        "ok    integrity ", "ok    migrations", "ok    state     ", "ok    continuity", "ok    username  ",
+        "ok    integrity ", "ok    migrations", "ok    schema    ", "ok    state     ", "ok    times     ",
+        "ok    continuity", "ok    cursors   ", "ok    username  ",
       ])
     let json = try sandbox.run(db: db, ["check", "--json"])
-    #expect(json.jsonLines.count == 5)
+    #expect(json.jsonLines.count == 8)
     #expect(json.jsonLines.allSatisfy { $0["type"] as? String == "check" && $0["passed"] as? Bool == true })
   }
 
@@ -235,7 +239,7 @@ import Testing
     let outcome = try sandbox.run(db: db, ["check"])
     #expect(outcome.status == 1)
     #expect(outcome.lines.contains("FAIL  continuity  1 cursor(s) missing between 1 and 3"))
-    #expect(outcome.lines.filter { $0.hasPrefix("ok") }.count == 4)
+    #expect(outcome.lines.filter { $0.hasPrefix("ok") }.count == 7)
     #expect(outcome.stderr == "sessionctl: error: check found 1 problem in \(db)\n")
   }
 
@@ -249,8 +253,8 @@ import Testing
     let failed = outcome.jsonLines.filter { $0["passed"] as? Bool == false }.compactMap {
       $0["name"] as? String
     }
-    #expect(failed == ["state"])
-    #expect(outcome.stderr == "sessionctl: error: check found 1 problem in \(db)\n")
+    #expect(failed == ["schema", "state"])
+    #expect(outcome.stderr == "sessionctl: error: check found 2 problems in \(db)\n")
   }
 
   @Test func checkReportsAnInvisibleCharacterStoredByTheShell() throws {

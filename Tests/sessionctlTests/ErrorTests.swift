@@ -215,7 +215,7 @@ import Testing
   static let refusals: [Refusal] = [
     Refusal(
       name: "newer schema",
-      reason: "the schema is at version 99, newer than this build knows (1); upgrade sessionctl"
+      reason: "the schema is at version 99, newer than this build knows (2); upgrade sessionctl"
     ) {
       sandbox, db in
       _ = try sandbox.run(db: db, ["login", "alice"])

@@ -16,10 +16,15 @@ final class Connection {
     /// Read only, as a file that cannot change (`immutable=1`): for read-only media, where
     /// SQLite cannot create the `-shm` file a WAL reader needs.
     case immutable
+    /// A private database in memory (the path is ignored): the reference schema.
+    case memory
   }
 
   let path: String
   private(set) var handle: OpaquePointer?
+  /// The `PRAGMA schema_version` at which the schema was last found to be exactly the
+  /// migrations' (see ``Migrator/reverify(_:)``).
+  var verifiedSchemaVersion: Int64?
   private var cache: [String: Statement] = [:]
 
   /// Opens `path`. Pragmas that write (WAL) are left to ``configure(durability:)``, so a
@@ -32,6 +37,9 @@ final class Connection {
     switch mode {
     case .readWriteCreate, .readWrite: flags |= SQLITE_OPEN_READWRITE
     case .readOnly: flags |= SQLITE_OPEN_READONLY
+    case .memory:
+      flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_MEMORY
+      name = ":memory:"
     case .immutable:
       flags |= SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
       let escaped = path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? path
@@ -81,6 +89,14 @@ final class Connection {
   }
 
   deinit { close() }
+
+  /// Whether closing the last connection to the file checkpoints the WAL into it and deletes
+  /// the WAL (SQLite's default). A connection that inspects a file turns this off until the
+  /// file is accepted, so that refusing a file a crash left with a `-wal` changes neither.
+  func setCheckpointsOnClose(_ enabled: Bool) throws {
+    let rc = csqlite_set_no_checkpoint_on_close(handle, enabled ? 0 : 1)
+    guard rc == SQLITE_OK else { throw failure(rc, sql: nil) }
+  }
 
   /// Turns on WAL, foreign keys and the synchronous level. Writes the WAL flag into the
   /// file header, so it runs only after the file was found to be ours.

@@ -64,9 +64,12 @@ extension SessionCtl {
         "check", abstract: "Verify the file and report every finding.",
         discussion: """
           Runs PRAGMA integrity_check, compares the migration records with this build's,
-          checks that the session row agrees with the newest change, that the cursors above
-          the compaction point have no hole, and that the stored username meets the rules.
-          Reads without writing; exits 1 when anything fails.
+          checks that the tables, indexes and triggers are exactly the ones the migrations
+          create, that the session row is the state the newest change left (also after
+          compaction), that every stored time is ISO-8601 UTC with milliseconds, that the
+          cursors above the compaction point have no hole and lie between 1 and the largest
+          integer, and that the stored username meets the rules. Reads without writing;
+          exits 1 when anything fails.
           """),
     ]
     let help = CommandSpec(

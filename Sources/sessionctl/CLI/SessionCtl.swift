@@ -78,6 +78,7 @@ struct SessionCtl: Sendable {
       case .cursorCompacted: return .cursorCompacted
       case .historyRewritten: return .historyRewritten
       case .cursorAhead: return .invalidInput
+      case .noCursorBefore: return .failure  // a row inserted by hand, not the user's input
       }
     default:
       fail(String(describing: error))
