@@ -154,7 +154,13 @@ private struct WatchLoop: Sendable {
   let onChange: @Sendable () -> Void
 
   /// Re-check delays after an event whose commit was not yet visible, in milliseconds.
-  private static let backoff: [Int32] = [0, 1, 2, 5, 10, 20, 50]
+  /// The last one repeats until ``lingerMilliseconds`` have passed since the event.
+  static let backoff: [Int32] = [0, 1, 2, 5, 10, 20, 50]
+  /// How long re-checks go on after an event. A writer whose `fsync` is slow publishes
+  /// its commit (in SQLite's shared memory, which raises no file event) long after its
+  /// last write to the WAL: it is seen within 50 ms of becoming visible, not at the next
+  /// poll, as long as its `fsync` takes less than this.
+  static let lingerMilliseconds: Int32 = 5_000
 
   func run() {
     defer { if events >= 0 { close(events) } }
@@ -168,14 +174,17 @@ private struct WatchLoop: Sendable {
         // or after the delay, whichever comes first; each event of ours starts the
         // back-off over, so a commit that follows soon after is not left to a long delay.
         var attempt = 0
-        while attempt < Self.backoff.count {
-          let delay = Self.backoff[attempt]
+        var waited: Int32 = 0
+        while attempt < Self.backoff.count || waited < Self.lingerMilliseconds {
+          let delay = Self.backoff[min(attempt, Self.backoff.count - 1)]
           attempt += 1
           if delay > 0 {
             switch waitForEvent(events: events, timeout: delay) {
             case .stop: return
-            case .event: if drain(events) { attempt = 1 }
-            case .timeout: break
+            case .event where drain(events):
+              attempt = 1
+              waited = 0
+            case .event, .timeout: waited += delay
             }
           }
           if hasChanged() {

@@ -8,19 +8,22 @@ import Synchronization
 /// any other connection). Runs only while the store has subscribers.
 final class CrossProcessWatch: Sendable {
   private let path: String
+  private let pollInterval: Duration
   private let dataVersion: @Sendable () throws -> Int64
   private let replaced: @Sendable () -> Bool
   private let watcher = Mutex<ChangeWatcher?>(nil)
   private let last = Mutex<Int64?>(nil)
 
   /// - Parameters:
+  ///   - pollInterval: how often to re-check when no file event comes.
   ///   - dataVersion: `PRAGMA data_version` of a connection that never writes.
   ///   - replaced: whether the path was just found to name another file (or none).
   init(
-    path: String, dataVersion: @escaping @Sendable () throws -> Int64,
+    path: String, pollInterval: Duration, dataVersion: @escaping @Sendable () throws -> Int64,
     replaced: @escaping @Sendable () -> Bool
   ) {
     self.path = path
+    self.pollInterval = pollInterval
     self.dataVersion = dataVersion
     self.replaced = replaced
   }
@@ -33,7 +36,8 @@ final class CrossProcessWatch: Sendable {
     let name = url.lastPathComponent
     let created = ChangeWatcher(
       directory: url.deletingLastPathComponent().path, fileNames: [name, name + "-wal", name + "-journal"],
-      hasChanged: { [weak self] in self?.hasChanged() ?? false }, onChange: signal)
+      pollInterval: pollInterval, hasChanged: { [weak self] in self?.hasChanged() ?? false }, onChange: signal
+    )
     watcher.withLock { $0 = created }
     return created.mode
   }

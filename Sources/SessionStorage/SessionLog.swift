@@ -15,7 +15,8 @@ final class SessionLog: FeedSource {
   let refusal: SessionStorageError?
 
   init(
-    reader: sending Connection, path: String, identity: FileCheck.Identity, refusal: SessionStorageError? = nil
+    reader: sending Connection, path: String, identity: FileCheck.Identity,
+    refusal: SessionStorageError? = nil
   ) {
     self.reader = Mutex(reader)
     self.path = path

@@ -27,16 +27,22 @@ public final class SessionStore: Sendable {
     public var origin: String
     /// Open without writing: no creation, no migration, no writes.
     public var readOnly: Bool
+    /// How often the cross-process watcher re-checks the file when no file event came: the
+    /// safety net behind inotify, and the only mechanism where inotify cannot be set up.
+    /// Instances on one file share one watcher: the first instance's interval applies.
+    public var safetyPollInterval: Duration
 
     /// Creates options; the origin defaults to the process's name.
     public init(
       durability: Durability = .full, busyTimeout: Duration = .seconds(5),
-      origin: String = ProcessInfo.processInfo.processName, readOnly: Bool = false
+      origin: String = ProcessInfo.processInfo.processName, readOnly: Bool = false,
+      safetyPollInterval: Duration = .seconds(1)
     ) {
       self.durability = durability
       self.busyTimeout = busyTimeout
       self.origin = origin
       self.readOnly = readOnly
+      self.safetyPollInterval = safetyPollInterval
     }
   }
 

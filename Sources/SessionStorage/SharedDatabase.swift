@@ -89,7 +89,7 @@ final class SharedDatabase: Sendable {
     log = SessionLog(reader: reader, path: path, identity: identity, refusal: refusal)
     self.writer = Mutex(writer.map { Writer(connection: $0, durability: options.durability) })
     let watch = CrossProcessWatch(
-      path: path, dataVersion: { [log] in try log.dataVersion() },
+      path: path, pollInterval: options.safetyPollInterval, dataVersion: { [log] in try log.dataVersion() },
       replaced: { [log] in log.noticeReplacement() })
     beacon = Beacon(
       activate: { beacon in beacon.report(watch.start { [weak beacon] in beacon?.signal() }) },

@@ -235,6 +235,23 @@ import Testing
     #expect(calls.withLock { $0 } == after, "nothing runs after stop")
   }
 
+  /// A writer whose fsync is slow publishes its commit long after its last file event:
+  /// re-checks go on (every 50 ms) instead of leaving it to the poll.
+  @Test func aCommitVisibleLongAfterItsLastEventIsSeenWithoutThePoll() async throws {
+    let dir = try TemporaryDirectory()
+    let visibleAt = Mutex<ContinuousClock.Instant?>(nil)
+    let calls = Mutex(0)
+    let watcher = ChangeWatcher(
+      directory: dir.path, fileNames: ["db-wal"], pollInterval: .seconds(600),
+      hasChanged: { visibleAt.withLock { $0.map { ContinuousClock.now >= $0 } ?? false } },
+      onChange: { calls.withLock { $0 += 1 } })
+    defer { watcher.stop() }
+    // The last event of the commit, then 300 ms of fsync before it becomes visible.
+    visibleAt.withLock { $0 = ContinuousClock.now + .milliseconds(300) }
+    try Data("frame".utf8).write(to: URL(fileURLWithPath: dir.file("db-wal")))
+    #expect(await eventually(timeout: .seconds(60)) { calls.withLock { $0 } == 1 })
+  }
+
   /// When inotify cannot be set up the poll wakes, and the watcher says why.
   @Test func notificationsThatCannotBeSetUpFallBackToThePollAndSaySo() async throws {
     let dir = try TemporaryDirectory()

@@ -1,5 +1,6 @@
 import FeedKit
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -101,10 +102,17 @@ import Testing
     try ProcessRunner.sqlite3(path, ".backup '\(dir.file("backup.db"))'")
     try rename(["new1", "new2"])
     let values = store.values()
-    let seen = Task { try await first(2, of: values).map(\.username) }
-    try await Task.sleep(for: .milliseconds(200))
+    let seen = Mutex<[String?]>([])
+    let following = Task {
+      for try await value in values {
+        seen.withLock { $0.append(value.username) }
+        if value.username == "old" { return }
+      }
+    }
+    #expect(await eventually { seen.withLock { $0 } == ["new2"] })  // the first snapshot
     try ProcessRunner.sqlite3(path, ".restore '\(dir.file("backup.db"))'")
-    #expect(try await seen.value == ["new2", "old"])
+    try await following.value
+    #expect(seen.withLock { $0 } == ["new2", "old"])
   }
 
   /// Another file renamed over the store's: subscribers end, and writes are refused

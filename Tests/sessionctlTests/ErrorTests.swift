@@ -153,7 +153,10 @@ import Testing
       #expect(outcome.status == 65, "\(arguments)")
       #expect(outcome.stdout == "")
       let requested = arguments[2]
-      #expect(outcome.stderr == "sessionctl: error: cursor \(requested) is ahead of the newest entry 1\n")
+      #expect(
+        outcome.stderr
+          == "sessionctl: error: cursor \(requested) is ahead of the newest entry 1 "
+          + "(was the file restored from an older backup?)\n")
     }
   }
 
