@@ -2,6 +2,7 @@
 enum Scenarios {
   static let names = [
     "write-normal", "write-full", "read", "deliver-local", "deliver-remote", "deliver-external", "fanout",
+    "deliver-slow-fsync",
     "idle",
     "history",
   ]
@@ -15,6 +16,7 @@ enum Scenarios {
     case "deliver-remote": try DeliverScenario.remote(external: false, scale: scale)
     case "deliver-external": try DeliverScenario.remote(external: true, scale: scale)
     case "fanout": try DeliverScenario.fanout(scale: scale)
+    case "deliver-slow-fsync": try SlowFsyncScenario.run(scale: scale)
     case "idle": try IdleScenario.run(scale: scale)
     case "history": try HistoryScenario.run(scale: scale)
     default: throw BenchError("unknown scenario \(name)")

@@ -17,7 +17,7 @@ import Testing
     let scenarios = Set(rows.compactMap { $0["scenario"] as? String })
     for name in [
       "write-normal", "write-full", "read", "deliver-local", "deliver-remote", "deliver-external", "fanout",
-      "idle",
+      "deliver-slow-fsync", "idle",
       "history",
     ] {
       #expect(scenarios.contains(name), "\(name) is missing")
