@@ -6,6 +6,7 @@ final class Child: Sendable {
   let process: Process
   private let lines = Mutex<[String]>([])
   private let finishedReading = DispatchSemaphore(value: 0)
+  private let reaped = Mutex<Int32?>(nil)
 
   /// Starts `executable` with `arguments`; standard error is passed through.
   init(_ executable: String, _ arguments: [String]) throws {
@@ -47,21 +48,52 @@ final class Child: Sendable {
   /// Waits for the process and its output; returns the exit status (128 + signal when killed).
   @discardableResult
   func wait() -> Int32 {
-    // Not `waitUntilExit()`: it spins a run loop in 50 ms slices, which a driver of many
-    // short processes pays at every step.
-    while process.isRunning { usleep(200) }
+    var status: Int32?
+    while status == nil {
+      status = exitStatus()
+      if status == nil { usleep(200) }
+    }
     finishedReading.wait()
-    return process.terminationReason == .uncaughtSignal
-      ? 128 + process.terminationStatus : process.terminationStatus
+    return status ?? 1
   }
 
   /// Waits at most `timeout` seconds, then kills the process; returns the exit status.
   @discardableResult
   func wait(timeout: TimeInterval) -> Int32 {
     let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning && Date() < deadline { usleep(1000) }
-    if process.isRunning { kill(SIGKILL) }
+    while Date() < deadline {
+      if let status = exitStatus() {
+        finishedReading.wait()
+        return status
+      }
+      usleep(1000)
+    }
+    kill(SIGKILL)
     return wait()
+  }
+
+  /// The exit status once the process has ended, else nil. It reaps the child itself
+  /// (`waitpid`): neither `waitUntilExit()` (a run loop in 50 ms slices, paid at every
+  /// step of a driver of many short processes) nor `isRunning` (which Foundation's
+  /// SIGCHLD handling left true for ever once in a twenty-minute soak) is relied on.
+  private func exitStatus() -> Int32? {
+    let known = reaped.withLock { $0 }
+    if let known { return known }
+    var raw: Int32 = 0
+    switch waitpid(process.processIdentifier, &raw, WNOHANG) {
+    case process.processIdentifier:
+      // WIFEXITED: the low seven bits are zero; then WEXITSTATUS, else WTERMSIG.
+      let status = raw & 0x7f == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
+      reaped.withLock { $0 = status }
+      return status
+    case -1 where errno == ECHILD:
+      // Foundation reaped it first: its own record is final then.
+      guard !process.isRunning else { return nil }
+      return process.terminationReason == .uncaughtSignal
+        ? 128 + process.terminationStatus : process.terminationStatus
+    default:
+      return nil
+    }
   }
 
   /// Waits until a line satisfying `predicate` was printed, or `timeout` passes.
