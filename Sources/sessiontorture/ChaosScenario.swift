@@ -102,7 +102,7 @@ struct ChaosScenario {
     let deadline = Date().addingTimeInterval(TimeInterval(shrinkSeconds))
     let scratch = path + ".shrink"
     func fails(_ candidate: [ChaosStep]) throws -> Bool { try play(candidate, on: scratch).failure != nil }
-    defer { for suffix in ["", "-wal", "-shm", ".link"] { unlink(scratch + suffix) } }
+    defer { for suffix in ["", "-wal", "-shm", ".link", ".backup"] { unlink(scratch + suffix) } }
     var current = steps
     var chunk = max(1, current.count / 2)
     while chunk >= 1, Date() < deadline {

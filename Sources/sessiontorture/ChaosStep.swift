@@ -42,6 +42,12 @@ enum ChaosStep: Sendable, CustomStringConvertible {
   case stopChildSubscriber(Int)
   case crashWriter(writes: Int, instances: Int, microseconds: Int)
   case checkpoint(String)
+  /// `sqlite3 .backup`: a copy to restore later.
+  case backup
+  /// `sqlite3 .restore` of the last backup: an administrator rewinds the history.
+  case restore
+  /// A Python write whose every fsync takes 100 ms (strace fault injection).
+  case slowPython(Action)
   case settle
 
   var description: String {
@@ -62,6 +68,9 @@ enum ChaosStep: Sendable, CustomStringConvertible {
     case .crashWriter(let writes, let instances, let microseconds):
       "writer process (\(instances) instance(s), up to \(writes) writes) SIGKILLed after \(microseconds) µs"
     case .checkpoint(let mode): "sqlite3 shell: wal_checkpoint(\(mode))"
+    case .backup: "sqlite3 shell: .backup"
+    case .restore: "sqlite3 shell: .restore of the last backup"
+    case .slowPython(let action): "python sqlite3 with 100 ms fsyncs: \(action)"
     case .settle: "settle: every subscriber catches up"
     }
   }
@@ -80,7 +89,7 @@ enum ChaosStep: Sendable, CustomStringConvertible {
     // (weight, kind): how often each kind of step is drawn.
     let weights = [
       (10, 0), (7, 1), (24, 2), (8, 3), (4, 4), (sessionctl ? 4 : 0, 5), (4, 6), (6, 7), (4, 8), (3, 9),
-      (2, 10), (3, 11), (4, 12), (4, 13), (3, 14),
+      (2, 10), (3, 11), (4, 12), (4, 13), (3, 14), (2, 15), (2, 16), (2, 17),
     ]
     var pick = Int.random(in: 0..<weights.reduce(0) { $0 + $1.0 }, using: &random)
     var kind = 0
@@ -114,6 +123,9 @@ enum ChaosStep: Sendable, CustomStringConvertible {
         microseconds: Int.random(in: 0..<15_000, using: &random))
     case 13:
       return .checkpoint(["PASSIVE", "FULL", "RESTART", "TRUNCATE"][Int.random(in: 0..<4, using: &random)])
+    case 15: return .backup
+    case 16: return .restore
+    case 17: return .slowPython(action())
     default: return .settle
     }
   }

@@ -19,6 +19,10 @@ struct ChaosRecord: Sendable {
   var endedTyped = false
   /// Whether it was cancelled and not resumed.
   var cancelled = false
+  /// How many entries and values it had when the history was last restored: those came
+  /// from the history before, and are no longer compared with the log.
+  var entriesBeforeRestore = 0
+  var valuesBeforeRestore = 0
 
   /// The cursor of the newest entry, or the start.
   var last: Int64? { entries.last?.cursor ?? start }

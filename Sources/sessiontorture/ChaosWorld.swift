@@ -19,11 +19,24 @@ final class ChaosWorld {
   /// The file as the last check read it.
   private var head: Int64 = 0
   private var fileState = ChaosState(username: nil, isLoggedIn: false)
+  /// Every state the file has held (what a `values` subscriber may show).
+  private var known: Set<ChaosState> = [ChaosState(username: nil, isLoggedIn: false)]
+
+  /// The model when the last backup was taken: a restore rewinds it.
+  private struct Model {
+    var acknowledged: [Int64: ChaosState?]
+    var compactedBelow: Int64
+    var seen: [Int64: ChaosState]
+    var head: Int64
+    var known: Set<ChaosState>
+  }
+  private var backedUp: Model?
+  private var backupPath: String { path + ".backup" }
 
   init(path: String, sessionctl: String?) throws {
     self.path = path
     self.sessionctl = sessionctl
-    for suffix in ["", "-wal", "-shm", ".link"] { unlink(path + suffix) }
+    for suffix in ["", "-wal", "-shm", ".link", ".backup"] { unlink(path + suffix) }
     // The file exists before the first step, so every spelling can name it.
     instances.append(try SessionStore(path: path, options: .init(origin: "chaos")))
     guard symlink(path, path + ".link") == 0 else { throw UsageError(message: "cannot link to \(path)") }
@@ -141,6 +154,34 @@ final class ChaosWorld {
       for cursor in writer.output.compactMap(Int64.init) { acknowledged[cursor] = .some(nil) }
     case .checkpoint(let mode):
       _ = try Self.sqlite3(path, "PRAGMA wal_checkpoint(\(mode))")
+    case .backup:
+      _ = try Self.sqlite3(path, ".backup '\(backupPath)'")
+      backedUp = Model(
+        acknowledged: acknowledged, compactedBelow: compactedBelow, seen: seen, head: head, known: known)
+    case .restore:
+      guard let backedUp else { return }
+      _ = try Self.sqlite3(path, ".restore '\(backupPath)'")
+      // An administrator rewound the history: what was acknowledged after the backup is
+      // gone on purpose. Subscribers must end with a typed error or go on gap-free.
+      (acknowledged, compactedBelow, seen, head, known) = (
+        backedUp.acknowledged, backedUp.compactedBelow, backedUp.seen, backedUp.head, backedUp.known
+      )
+      for subscriber in subscribers {
+        subscriber.record.withLock {
+          $0.entriesBeforeRestore = $0.entries.count
+          $0.valuesBeforeRestore = $0.values.count
+        }
+      }
+    case .slowPython(let action):
+      guard FileManager.default.isExecutableFile(atPath: "/usr/bin/strace") else {
+        return try pythonWrite(action)
+      }
+      try pythonWrite(
+        action,
+        through: [
+          "/usr/bin/strace", "-f", "-qq", "-o", "/dev/null", "-e",
+          "inject=fsync,fdatasync:delay_exit=100000",
+        ])
     case .settle:
       let problems = settle()
       if !problems.isEmpty { throw UsageError(message: problems.joined(separator: "; ")) }
@@ -177,7 +218,7 @@ final class ChaosWorld {
     acknowledge(outside: try Self.sqlite3(path, Self.updateSQL(action)), before: before)
   }
 
-  private func pythonWrite(_ action: ChaosStep.Action) throws {
+  private func pythonWrite(_ action: ChaosStep.Action, through prefix: [String] = ["/usr/bin/env"]) throws {
     let script = """
       import sqlite3, sys
       db = sqlite3.connect(sys.argv[1], timeout=30, isolation_level=None)
@@ -188,7 +229,8 @@ final class ChaosWorld {
       db.execute("COMMIT")
       """
     let before = try currentHead()
-    let python = try Child("/usr/bin/env", ["python3", "-c", script, path, Self.updateSQL(action)])
+    let python = try Child(
+      prefix[0], prefix.dropFirst() + ["python3", "-c", script, path, Self.updateSQL(action)])
     guard python.wait() == 0 else { throw UsageError(message: "the python client failed") }
     acknowledge(outside: python.output.joined(separator: "\n"), before: before)
   }
@@ -263,7 +305,9 @@ final class ChaosWorld {
       guard fields.count == 3, let cursor = Int64(fields[0]) else { return ["unreadable row '\(line)'"] }
       rows.append((cursor, state(fields[1], fields[2])))
     }
+    known.insert(fileState)
     for (cursor, after) in rows {
+      known.insert(after)
       if let earlier = seen[cursor], earlier != after {
         problems.append("cursor \(cursor) changed from \(earlier) to \(after): a cursor was reused")
       }
@@ -323,14 +367,13 @@ final class ChaosWorld {
           break
         }
       }
-      for entry in record.entries {
+      for entry in record.entries.dropFirst(record.entriesBeforeRestore) {
         if let row = seen[entry.cursor], row != entry.after {
           problems.append("\(name) received \(entry.cursor) as \(entry.after), the log has \(row)")
           break
         }
       }
-      let known = Set(seen.values)
-      for value in record.values.dropFirst() where !known.contains(value) {
+      for value in record.values.dropFirst(max(1, record.valuesBeforeRestore)) where !known.contains(value) {
         problems.append("\(name) received the value \(value), after no change in the log")
         break
       }
