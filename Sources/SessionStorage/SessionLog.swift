@@ -8,6 +8,8 @@ final class SessionLog: FeedSource {
   /// The path and the file it named when the store opened.
   private let path: String
   private let identity: FileCheck.Identity
+  /// Whether a `-wal` must sit beside the file while it is open (not for an immutable read).
+  private let walExpected: Bool
   /// Why the path no longer names that file, once noticed.
   private let replaced = Mutex<String?>(nil)
   /// Why reads are refused, for a file opened read-only although its schema was changed
@@ -15,12 +17,13 @@ final class SessionLog: FeedSource {
   let refusal: SessionStorageError?
 
   init(
-    reader: sending Connection, path: String, identity: FileCheck.Identity,
+    reader: sending Connection, path: String, identity: FileCheck.Identity, walExpected: Bool,
     refusal: SessionStorageError? = nil
   ) {
     self.reader = Mutex(reader)
     self.path = path
     self.identity = identity
+    self.walExpected = walExpected
     self.refusal = refusal
   }
 
@@ -50,7 +53,11 @@ final class SessionLog: FeedSource {
     // An error here (the path is now a directory, an empty file…) means the same as
     // nothing there: not the file the store opened.
     switch try? FileCheck.identify(path, mayCreate: true) {
-    case identity?: nil
+    case identity?:
+      // SQLite deletes the -wal only when the last connection closes, and ours are open:
+      // gone means deleted by hand, and our commits now go where no other process looks.
+      walExpected && !FileManager.default.fileExists(atPath: path + "-wal")
+        ? "the -wal file beside it was deleted while the store had it open" : nil
     case .some: "the file was replaced: another file has its name now"
     case nil: "the file was deleted or cannot be found any more"
     }

@@ -71,22 +71,30 @@ final class SharedDatabase: Sendable {
           path: path)
       }
       try first.setCheckpointsOnClose(true)
-      return (try SharedDatabase(path, identity, options, reader: first, writer: nil, refusal: refusal), [])
+      return (
+        try SharedDatabase(
+          path, identity, options, reader: first, readerMode: readerMode, writer: nil, refusal: refusal), []
+      )
     }
     let applied = try prepareWriter(first, options)
     try first.setCheckpointsOnClose(true)
     let reader = try Connection(path: path, mode: readerMode, busyTimeout: options.busyTimeout)
-    return (try SharedDatabase(path, identity, options, reader: reader, writer: first), applied)
+    return (
+      try SharedDatabase(path, identity, options, reader: reader, readerMode: readerMode, writer: first),
+      applied
+    )
   }
 
   private init(
     _ path: String, _ identity: FileCheck.Identity, _ options: SessionStore.Options,
-    reader: sending Connection, writer: sending Connection?, refusal: SessionStorageError? = nil
+    reader: sending Connection, readerMode: Connection.Mode, writer: sending Connection?,
+    refusal: SessionStorageError? = nil
   ) throws {
     try reader.execute("PRAGMA query_only = ON")
     self.path = path
     busyTimeout = options.busyTimeout
-    log = SessionLog(reader: reader, path: path, identity: identity, refusal: refusal)
+    log = SessionLog(
+      reader: reader, path: path, identity: identity, walExpected: readerMode != .immutable, refusal: refusal)
     self.writer = Mutex(writer.map { Writer(connection: $0, durability: options.durability) })
     let watch = CrossProcessWatch(
       path: path, pollInterval: options.safetyPollInterval, dataVersion: { [log] in try log.dataVersion() },

@@ -135,4 +135,22 @@ import Testing
     #expect(write.code == .fileReplaced)
     #expect(write.message.contains("open the store again"))
   }
+
+  /// Someone deletes the `-wal` while the store has it open: later commits would go into
+  /// a file no other process sees. Subscribers end, writes are refused.
+  @Test func aWALDeletedUnderTheStoreEndsSubscribersAndRefusesWrites() async throws {
+    try rename(["a", "b"])
+    let changes = try store.changes(from: .beginning)
+    let ending = Task { await next(after: 2, of: changes) }
+    try await Task.sleep(for: .milliseconds(200))
+    #expect(unlink(path + "-wal") == 0)
+    let error = try #require(await ending.value as? FeedError)
+    guard case .historyRewritten(_, let reason) = error else {
+      Issue.record("\(error)")
+      return
+    }
+    #expect(reason.contains("-wal file beside it was deleted"))
+    let write = try #require(throws: SessionStorageError.self) { try store.rename(to: "lost") }
+    #expect(write.code == .fileReplaced)
+  }
 }
