@@ -63,6 +63,7 @@ struct SessionCtl: Sendable {
     case let usage as UsageError:
       let helpTopic = usage.commandPath.first.map { " " + $0 } ?? ""
       fail(usage.message)
+      // Harmless to swallow, as in `fail`: with stderr gone there is nobody to tell.
       try? errors.write("Usage: " + HelpFormatter(root: Self.commands).usage(for: usage.commandPath))
       try? errors.write("See 'sessionctl help\(helpTopic)'.")
       return .usage
