@@ -1,3 +1,5 @@
+import Foundation
+
 /// A source and its wake-up signal: the factory of subscriptions.
 public struct Feed<Event: Sendable, Snapshot: Sendable>: Sendable {
   /// The log read by cursor.
@@ -19,7 +21,8 @@ public struct Feed<Event: Sendable, Snapshot: Sendable>: Sendable {
   public func changes(from start: FeedStart) throws -> FeedSubscription<Event, Snapshot> {
     let listener = signal.listen()
     let cursor = try resolve(start, bounds: source.bounds())
-    return FeedSubscription(feed: self, cursor: cursor, listener: listener)
+    return FeedSubscription(
+      feed: self, cursor: cursor, listener: listener, last: try entry(at: cursor, for: start))
   }
 
   /// The current state and every change after it, with no gap and no duplicate.
@@ -41,7 +44,41 @@ public struct Feed<Event: Sendable, Snapshot: Sendable>: Sendable {
 
   /// Up to `limit` entries after `start`, without waiting: a page of history.
   public func page(from start: FeedStart, limit: Int) throws -> [FeedEntry<Event>] {
-    try read(after: resolve(start, bounds: source.bounds()), limit: limit)
+    let cursor = try resolve(start, bounds: source.bounds())
+    // A plain `.after` page is one read, with nothing delivered before it to compare:
+    // only a given time is checked (one more row read).
+    guard case .afterEntry = start else { return try read(after: cursor, limit: limit) }
+    return try read(after: cursor, last: entry(at: cursor, for: start), limit: limit)
+  }
+
+  /// The entry at the cursor a start resumes after, when the log still holds it, so that
+  /// reads can check it stays there; for ``FeedStart/afterEntry(_:time:)`` it must be the
+  /// one committed at that time.
+  private func entry(at cursor: Cursor, for start: FeedStart) throws -> FeedEntry<Event>? {
+    let expected: Date?
+    switch start {
+    case .after: expected = nil
+    case .afterEntry(_, let time): expected = time
+    case .now, .beginning: return nil
+    }
+    guard let before = cursor.previous else { return nil }
+    let found = try source.entries(after: before, limit: 1).first.flatMap { $0.cursor == cursor ? $0 : nil }
+    guard let expected else { return found }
+    guard let found else {
+      // Compacted away (nothing left to compare with), or gone from a log that was rewritten.
+      guard cursor >= (try source.bounds()).firstAvailable else { return nil }
+      throw FeedError.historyRewritten(cursor: cursor, reason: "the entry at \(cursor) is gone")
+    }
+    guard Self.sameMillisecond(found.time, expected) else {
+      throw FeedError.historyRewritten(
+        cursor: cursor,
+        reason: "the entry at \(cursor) committed at another time than the one given: the log was rewritten")
+    }
+    return found
+  }
+
+  static func sameMillisecond(_ first: Date, _ second: Date) -> Bool {
+    (first.timeIntervalSince1970 * 1000).rounded() == (second.timeIntervalSince1970 * 1000).rounded()
   }
 
   /// The entries after `cursor`, checking that none right after it was compacted away,
@@ -54,7 +91,7 @@ public struct Feed<Event: Sendable, Snapshot: Sendable>: Sendable {
       // One query that starts at `last` itself.
       entries = try source.entries(after: before, limit: limit + 1)
       if let first = entries.first, first.cursor == cursor {
-        guard first.time == last?.time, first.origin == last?.origin else {
+        guard let last, Self.sameMillisecond(first.time, last.time), first.origin == last.origin else {
           throw FeedError.historyRewritten(
             cursor: cursor, reason: "the entry at \(cursor) is not the one delivered any more")
         }
@@ -89,7 +126,7 @@ public struct Feed<Event: Sendable, Snapshot: Sendable>: Sendable {
       // Reading starts after a cursor; the smallest one has none before it.
       guard let before = oldest.previous else { throw FeedError.noCursorBefore(oldest) }
       return before
-    case .after(let cursor):
+    case .after(let cursor), .afterEntry(let cursor, _):
       if cursor > bounds.head { throw FeedError.cursorAhead(requested: cursor, head: bounds.head) }
       if bounds.isCompacted(after: cursor) {
         throw FeedError.cursorCompacted(requested: cursor, oldestAvailable: bounds.firstAvailable)

@@ -13,6 +13,15 @@ public struct FeedSubscription<Event: Sendable, Snapshot: Sendable>: AsyncSequen
   /// The cursor this subscription resumes after.
   public let cursor: Cursor
   let listener: WakeListener
+  /// The entry at ``cursor``, when the log held it at the start: reads check it stays.
+  let last: FeedEntry<Event>?
+
+  init(feed: Feed<Event, Snapshot>, cursor: Cursor, listener: WakeListener, last: FeedEntry<Event>? = nil) {
+    self.feed = feed
+    self.cursor = cursor
+    self.listener = listener
+    self.last = last
+  }
 
   /// How this subscription learns of other processes' commits. A subscription never waits
   /// without a mechanism that can wake it: when file notifications cannot be set up (a
@@ -21,7 +30,7 @@ public struct FeedSubscription<Event: Sendable, Snapshot: Sendable>: AsyncSequen
 
   /// Starts reading after ``cursor``.
   public func makeAsyncIterator() -> Iterator {
-    Iterator(feed: feed, cursor: cursor, listener: listener)
+    Iterator(feed: feed, cursor: cursor, listener: listener, last: last)
   }
 
   /// Pulls pages after the last delivered cursor, and waits on the signal when caught up.
@@ -34,10 +43,11 @@ public struct FeedSubscription<Event: Sendable, Snapshot: Sendable>: AsyncSequen
     /// The entry delivered last: each read checks that the log still holds it.
     private var last: Element?
 
-    init(feed: Feed<Event, Snapshot>, cursor: Cursor, listener: WakeListener) {
+    init(feed: Feed<Event, Snapshot>, cursor: Cursor, listener: WakeListener, last: Element?) {
       self.feed = feed
       self.cursor = cursor
       self.listener = listener
+      self.last = last
     }
 
     /// The next entry, waiting for one to commit; nil once the task is cancelled.

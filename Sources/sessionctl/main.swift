@@ -7,7 +7,7 @@ let rawArguments = (1..<Int(CommandLine.argc)).map { index in
 }
 // Below this many open files the runtime itself cannot start its threads (it crashes
 // reading /proc), and SQLite cannot open a store: say so before anything starts.
-if let message = DescriptorLimit.refusal(minimum: 10) {
+if let message = DescriptorLimit.refusal(minimum: 10, free: 7) {
   FileHandle.standardError.write(Data("sessionctl: error: \(message)\n".utf8))
   exit(1)
 }

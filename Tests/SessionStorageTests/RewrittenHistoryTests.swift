@@ -153,4 +153,33 @@ import Testing
     let write = try #require(throws: SessionStorageError.self) { try store.rename(to: "lost") }
     #expect(write.code == .fileReplaced)
   }
+
+  /// A consumer saved cursor 5 and its time; meanwhile the file was restored to cursor 3
+  /// and grew to 6 again with other changes. Resuming after "5 at its time" fails; after
+  /// an entry the backup kept, it resumes.
+  @Test func resumingAfterAnEntryThatARestoreReplacedFails() async throws {
+    try rename(["a", "b", "c"])
+    let kept = try #require(try store.history(from: .beginning, limit: 10).last)
+    try ProcessRunner.sqlite3(path, ".backup '\(dir.file("backup.db"))'")
+    try rename(["d", "e"])
+    let saved = try #require(try store.history(from: .beginning, limit: 10).last)
+    #expect(saved.cursor == Cursor(5))
+    try ProcessRunner.sqlite3(path, ".restore '\(dir.file("backup.db"))'")
+    try rename(["x", "y", "z"])
+    for attempt in [
+      { _ = try store.changes(from: .afterEntry(saved.cursor, time: saved.time)) },
+      { _ = try store.history(from: .afterEntry(saved.cursor, time: saved.time)) },
+    ] {
+      let error = try #require(throws: FeedError.self) { try attempt() }
+      guard case .historyRewritten(let cursor, _) = error else {
+        Issue.record("\(error)")
+        continue
+      }
+      #expect(cursor == Cursor(5))
+    }
+    // Without the time, the cursor alone resumes silently: that is what the time is for.
+    #expect(try store.history(from: .after(saved.cursor)).map(\.after.username) == ["z"])
+    let resumed = try store.history(from: .afterEntry(kept.cursor, time: kept.time))
+    #expect(resumed.map(\.after.username) == ["x", "y", "z"])
+  }
 }

@@ -164,6 +164,30 @@ import Testing
     #expect(message.contains("take a new snapshot"))
   }
 
+  /// `--since CURSOR@TIME` (the time printed for that change) is checked: after a restore
+  /// that grew past the cursor again, `watch` and `history` refuse with 67 instead of
+  /// resuming with other changes; a malformed time is invalid input.
+  @Test func resumingWithTheTimeOfTheLastChangeSeenNoticesARestore() throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    _ = try sandbox.run(db: db, ["login", "alice"])
+    try sandbox.sqlite(db, ".backup '\(sandbox.path("backup.db"))'")
+    let seen = try json(try sandbox.run(db: db, ["rename", "bob", "--json"]).lines.last)
+    let token = "\(seen["cursor"] as? Int ?? -1)@\(seen["at"] as? String ?? "")"
+    #expect(try sandbox.run(db: db, ["history", "--since", token]).status == 0)
+    try sandbox.sqlite(db, ".restore '\(sandbox.path("backup.db"))'")
+    _ = try sandbox.run(db: db, ["rename", "mallory"])  // cursor 2 again, another change
+    for command in [["history", "--since", token], ["watch", "--since", token, "--limit", "1"]] {
+      let outcome = try sandbox.run(db: db, command)
+      #expect(outcome.status == 67, "\(command): \(outcome)")
+      #expect(outcome.stdout.isEmpty)
+      #expect(outcome.stderr.contains("the history changed under cursor 2"), "\(outcome.stderr)")
+    }
+    let bad = try sandbox.run(db: db, ["history", "--since", "2@yesterday"])
+    #expect(bad.status == 65)
+    #expect(bad.stderr.contains("or one followed by @ and the time printed for that change"))
+  }
+
   @Test func aClosedPipeEndsItQuietlyEvenWhenIdle() throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")

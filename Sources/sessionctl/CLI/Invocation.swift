@@ -1,4 +1,5 @@
 import FeedKit
+import SessionStorage
 
 /// A command line turned into what to do: the command with typed values, the database
 /// option and the output style.
@@ -17,8 +18,8 @@ struct Invocation: Sendable, Equatable {
     case login(String)
     case logout
     case rename(String)
-    case watch(since: Cursor?, limit: Int?)
-    case history(since: Cursor?, limit: Int?)
+    case watch(since: FeedStart?, limit: Int?)
+    case history(since: FeedStart?, limit: Int?)
     case compact(Retention)
     case migrate
     case check
@@ -65,7 +66,7 @@ struct Invocation: Sendable, Equatable {
     case "logout": command = .logout
     case "rename": command = .rename(try argument("username"))
     case "watch", "history":
-      let since = try parsed.value("since").map { try Self.cursor($0, option: "--since") }
+      let since = try parsed.value("since").map { try Self.resumePoint($0, option: "--since") }
       let limit = try parsed.value("limit").map { try Self.count($0, option: "--limit") }
       command = name == "watch" ? .watch(since: since, limit: limit) : .history(since: since, limit: limit)
     case "compact":
@@ -101,6 +102,19 @@ struct Invocation: Sendable, Equatable {
       throw .invalidInput("invalid cursor '\(text)' for '\(option)': expected a whole number ≥ 0")
     }
     return cursor
+  }
+
+  /// Where `--since` resumes: `CURSOR`, or `CURSOR@TIME` with the time printed for that
+  /// change, which is checked so that a rewritten history is not resumed silently.
+  static func resumePoint(_ text: String, option: String) throws(CLIError) -> FeedStart {
+    guard let at = text.firstIndex(of: "@") else { return .after(try cursor(text, option: option)) }
+    let time = String(text[text.index(after: at)...])
+    guard let cursor = Cursor(parsing: String(text[..<at])), let date = Timestamp.parse(time) else {
+      throw .invalidInput(
+        "invalid cursor '\(text)' for '\(option)': expected a whole number ≥ 0, or one followed by @ and "
+          + "the time printed for that change (e.g. 8@2026-11-29T20:33:36.562Z)")
+    }
+    return .afterEntry(cursor, time: date)
   }
 
   /// A count as typed: a whole number ≥ 0.

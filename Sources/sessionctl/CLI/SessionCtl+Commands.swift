@@ -3,7 +3,8 @@ extension SessionCtl {
   static let commands: CommandSpec = {
     let since = OptionSpec(
       "since", .value(placeholder: "cursor"),
-      help: "Start after this cursor (exclusive), e.g. the last one you saw.")
+      help: "Start after this cursor (exclusive), e.g. the last one you saw. As CURSOR@TIME (the "
+        + "time printed for that change) it is checked first: exit 67 if a restore replaced it.")
     let limit = OptionSpec(
       "limit", short: "n", .value(placeholder: "n"), help: "Stop after this many changes.")
     let subcommands = [

@@ -18,12 +18,12 @@ extension SessionCtl {
   }
 
   /// `history`: the changes after `since` (or from the oldest kept), page by page.
-  func history(_ location: DatabaseLocation, _ presenter: Presenter, since: Cursor?, limit: Int?)
+  func history(_ location: DatabaseLocation, _ presenter: Presenter, since: FeedStart?, limit: Int?)
     throws -> ExitCode
   {
     let store = try openForReading(location)
     let cursorWidth = try store.bounds().head.description.count
-    var start = since.map(FeedStart.after) ?? .beginning
+    var start = since ?? .beginning
     var remaining = limit ?? .max
     while remaining > 0 {
       let page = try store.history(from: start, limit: min(remaining, Self.historyPageSize))

@@ -4,7 +4,8 @@ import SessionStorage
 extension SessionCtl {
   /// `watch`: a snapshot line (unless `since` is given), then one line per change as it
   /// commits, until `limit` changes, SIGINT/SIGTERM, or the output's reader goes away.
-  func watch(_ location: DatabaseLocation, _ presenter: Presenter, since: Cursor?, limit: Int?) async throws
+  func watch(_ location: DatabaseLocation, _ presenter: Presenter, since: FeedStart?, limit: Int?)
+    async throws
     -> ExitCode
   {
     let stop = StopSignals.shared
@@ -13,7 +14,7 @@ extension SessionCtl {
     let store = try openForReading(location)
     let changes: SessionChanges
     if let since {
-      changes = try store.changes(from: .after(since))
+      changes = try store.changes(from: since)
     } else {
       let snapshot = try store.snapshotAndChanges()
       try output.write(presenter.snapshot(snapshot.state, cursor: snapshot.cursor))
