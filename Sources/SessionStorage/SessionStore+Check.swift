@@ -184,6 +184,22 @@ extension SessionStore {
   /// file, where the shell can store any Int64: the span is computed without overflow.
   private static func checkContinuity(on connection: Connection) throws -> (passed: Bool, detail: String) {
     let bounds = try SessionLog.bounds(on: connection)
+    // The tip remembers the newest cursor ever written; a head below it means the
+    // sequence was reset (or the rows deleted and sqlite_sequence edited): cursors would be
+    // handed out again, and subscribers that saw the old ones could not tell.
+    let hasTip =
+      try connection.scalarInt(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'session_feed_tip'") == 1
+    if hasTip, let tip = try connection.scalarInt("SELECT seq FROM session_feed_tip WHERE id = 1"),
+      tip > bounds.head.rawValue
+    {
+      return (
+        false,
+        "the newest cursor written was \(tip) but the head is now \(bounds.head): the sequence was reset by hand, "
+          + "and cursors would be handed out again; repair with UPDATE sqlite_sequence SET seq = \(tip) "
+          + "WHERE name = 'session_changes'"
+      )
+    }
     let count = try connection.scalarInt("SELECT count(*) FROM session_changes") ?? 0
     var missing: UInt64 = 0
     if let oldest = bounds.oldest, count > 0 {
@@ -195,7 +211,9 @@ extension SessionStore {
     return (
       missing == 0,
       missing == 0
-        ? "cursors \(bounds.firstAvailable)…\(bounds.head) have no hole (\(count) kept)"
+        ? (count == 0
+          ? "no change kept; the next cursor is \(bounds.head.next.map(String.init) ?? "none")"
+          : "cursors \(bounds.firstAvailable)…\(bounds.head) have no hole (\(count) kept)")
         : "\(missing) cursor(s) missing between \(bounds.firstAvailable) and \(bounds.head)"
     )
   }

@@ -182,4 +182,15 @@ import Testing
     let resumed = try store.history(from: .afterEntry(kept.cursor, time: kept.time))
     #expect(resumed.map(\.after.username) == ["x", "y", "z"])
   }
+
+  /// `check` says when the sequence was reset below the newest cursor ever written.
+  @Test func aSequenceResetIsReportedByCheck() throws {
+    try rename(["a", "b"])
+    _ = try store.compact(keepingLast: 0)
+    #expect(try store.check().allSatisfy(\.passed))
+    try ProcessRunner.sqlite3(path, "UPDATE sqlite_sequence SET seq = 0 WHERE name = 'session_changes'")
+    let continuity = try #require(try store.check().first { $0.name == "continuity" })
+    #expect(!continuity.passed)
+    #expect(continuity.detail.contains("the newest cursor written was 2 but the head is now 0"))
+  }
 }
