@@ -48,6 +48,12 @@ enum ChaosStep: Sendable, CustomStringConvertible {
   case restore
   /// A Python write whose every fsync takes 100 ms (strace fault injection).
   case slowPython(Action)
+  /// The feed trigger dropped with the shell: a write through an instance and a new open
+  /// must be refused; then the trigger is created again with its own SQL.
+  case tamper(Int)
+  /// The last backup copied and renamed over the file: writes must be refused and
+  /// subscribers end; then everything is released and the driver goes on with the new file.
+  case replace(Int)
   case settle
 
   var description: String {
@@ -71,6 +77,8 @@ enum ChaosStep: Sendable, CustomStringConvertible {
     case .backup: "sqlite3 shell: .backup"
     case .restore: "sqlite3 shell: .restore of the last backup"
     case .slowPython(let action): "python sqlite3 with 100 ms fsyncs: \(action)"
+    case .tamper(let index): "drop the feed trigger, write through instance #\(index), open, repair"
+    case .replace(let index): "rename the last backup over the file, write through instance #\(index), reopen"
     case .settle: "settle: every subscriber catches up"
     }
   }
@@ -89,7 +97,7 @@ enum ChaosStep: Sendable, CustomStringConvertible {
     // (weight, kind): how often each kind of step is drawn.
     let weights = [
       (10, 0), (7, 1), (24, 2), (8, 3), (4, 4), (sessionctl ? 4 : 0, 5), (4, 6), (6, 7), (4, 8), (3, 9),
-      (2, 10), (3, 11), (4, 12), (4, 13), (3, 14), (2, 15), (2, 16), (2, 17),
+      (2, 10), (3, 11), (4, 12), (4, 13), (3, 14), (2, 15), (2, 16), (2, 17), (1, 18), (1, 19),
     ]
     var pick = Int.random(in: 0..<weights.reduce(0) { $0 + $1.0 }, using: &random)
     var kind = 0
@@ -126,6 +134,8 @@ enum ChaosStep: Sendable, CustomStringConvertible {
     case 15: return .backup
     case 16: return .restore
     case 17: return .slowPython(action())
+    case 18: return .tamper(index())
+    case 19: return .replace(index())
     default: return .settle
     }
   }

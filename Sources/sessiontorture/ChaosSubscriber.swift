@@ -109,7 +109,8 @@ final class ChaosSubscriber: Sendable {
       } catch {
         self.record.withLock {
           $0.ended = "\(error)"
-          $0.endedTyped = error is FeedError
+          // Typed and documented: a feed error, or the file replaced under the store.
+          $0.endedTyped = error is FeedError || (error as? SessionStorageError)?.code == .fileReplaced
         }
       }
     }

@@ -44,14 +44,17 @@ final class ChaosWorld {
 
   /// How many entries and values subscribers received (and were checked), so far.
   var delivered: Int {
-    subscribers.reduce(0) { sum, subscriber in
-      sum + subscriber.record.withLock { $0.entries.count + $0.values.count }
-    }
-      + childSubscribers.reduce(0) { $0 + $1.child.output.count - 1 }
+    deliveredBefore
+      + subscribers.reduce(0) { sum, subscriber in
+        sum + subscriber.record.withLock { $0.entries.count + $0.values.count }
+      } + childSubscribers.reduce(0) { $0 + $1.child.output.count - 1 }
   }
+  /// What subscribers released by a teardown had received.
+  private var deliveredBefore = 0
 
   /// Stops every subscriber and process and releases every instance.
   func tearDown() {
+    deliveredBefore = delivered
     for subscriber in subscribers { subscriber.cancel() }
     subscribers = []
     for (child, _) in childSubscribers {
@@ -172,6 +175,8 @@ final class ChaosWorld {
           $0.valuesBeforeRestore = $0.values.count
         }
       }
+    case .tamper(let index): try tamper(index)
+    case .replace(let index): try replace(index)
     case .slowPython(let action):
       guard FileManager.default.isExecutableFile(atPath: "/usr/bin/strace") else {
         return try pythonWrite(action)
@@ -186,6 +191,65 @@ final class ChaosWorld {
       let problems = settle()
       if !problems.isEmpty { throw UsageError(message: problems.joined(separator: "; ")) }
     }
+  }
+
+  /// Drops the feed trigger: a write through an instance and a new open must be refused
+  /// (nothing written, nothing acknowledged); then the trigger is created again.
+  private func tamper(_ index: Int) throws {
+    let trigger = try Self.sqlite3(
+      path, "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'session_feed'")
+    guard !trigger.isEmpty else {
+      throw UsageError(message: "the feed trigger is missing before the tamper step")
+    }
+    _ = try Self.sqlite3(path, "DROP TRIGGER session_feed")
+    defer { _ = try? Self.sqlite3(path, trigger + ";") }  // the repair; the check after the step verifies it
+    if let store = instance(index), !store.options.readOnly {
+      do {
+        let entry = try store.rename(to: "tampered")
+        throw UsageError(
+          message: "a write on a file without its feed trigger succeeded: \(String(describing: entry))")
+      } catch let error as SessionStorageError where error.code == .tamperedSchema {}
+    }
+    do {
+      _ = try SessionStore(path: path + ".link", options: .init(origin: "tampered"))
+    } catch let error as SessionStorageError where error.code == .tamperedSchema {
+      return
+    }
+    // Sharing the open connections is allowed; a new process must refuse.
+    let child = try Child(Child.selfPath, ["read", "--db", path, "--count", "1"], quiet: true)
+    if child.wait() == 0 { throw UsageError(message: "a new process opened a file without its feed trigger") }
+  }
+
+  /// Renames a copy of the last backup over the file. Writes through the old connections
+  /// must be refused; subscribers end with a typed error; then every instance, subscriber
+  /// and process is released (so nothing pairs the new file with the old WAL) and the
+  /// driver goes on with the new file and the backup's model.
+  private func replace(_ index: Int) throws {
+    guard let backedUp else { return }
+    let copy = path + ".replacement"
+    _ = try Self.sqlite3(backupPath, ".backup '\(copy)'")
+    guard Glibc.rename(copy, path) == 0 else { throw UsageError(message: "cannot rename over \(path)") }
+    if let store = instance(index), !store.options.readOnly {
+      do {
+        let entry = try store.rename(to: "lost")
+        throw UsageError(message: "a write into a replaced file succeeded: \(String(describing: entry))")
+      } catch let error as SessionStorageError where error.code == .fileReplaced {}
+    }
+    // Live subscribers notice within the poll; give them two seconds to end on their own.
+    let deadline = Date().addingTimeInterval(2)
+    while subscribers.contains(where: \.isLive), Date() < deadline { usleep(2000) }
+    let blind = subscribers.filter(\.isLive).count
+    tearDown()
+    // SQLite neither checkpoints nor removes the WAL of a file that was moved away, so the
+    // old -wal and -shm still sit beside the new file's name. With every process stopped
+    // (the documented recovery) they belong to nothing: remove them before anyone opens
+    // the new file, or it would be read with the old file's WAL.
+    for suffix in ["-wal", "-shm"] { unlink(path + suffix) }
+    (acknowledged, compactedBelow, seen, head, known) = (
+      backedUp.acknowledged, backedUp.compactedBelow, backedUp.seen, backedUp.head, backedUp.known
+    )
+    instances.append(try SessionStore(path: path, options: .init(origin: "chaos-reopened")))
+    if blind > 0 { throw UsageError(message: "\(blind) subscriber(s) did not notice the replaced file") }
   }
 
   /// The UPDATE and the feed row it wrote, in one IMMEDIATE transaction: prints

@@ -8,14 +8,16 @@ final class Child: Sendable {
   private let finishedReading = DispatchSemaphore(value: 0)
   private let reaped = Mutex<Int32?>(nil)
 
-  /// Starts `executable` with `arguments`; standard error is passed through.
-  init(_ executable: String, _ arguments: [String]) throws {
+  /// Starts `executable` with `arguments`; standard error is passed through unless `quiet`
+  /// (for a child expected to fail).
+  init(_ executable: String, _ arguments: [String], quiet: Bool = false) throws {
     process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
     let output = Pipe()
     process.standardOutput = output
     process.standardInput = FileHandle.nullDevice
+    if quiet { process.standardError = FileHandle.nullDevice }
     try process.run()
     let handle = output.fileHandleForReading
     Thread.detachNewThread { [self] in
