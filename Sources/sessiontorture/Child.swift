@@ -36,7 +36,6 @@ final class Child: Sendable {
       // Closed here, not left to deallocation: a driver that spawns thousands of children
       // leaked one pipe each otherwise. (Failing to close a drained pipe is harmless.)
       try? handle.close()
-      try? output.fileHandleForWriting.close()
       self.finishedReading.signal()
     }
   }
@@ -55,7 +54,7 @@ final class Child: Sendable {
       status = exitStatus()
       if status == nil { usleep(200) }
     }
-    finishedReading.wait()
+    drainOutput()
     return status ?? 1
   }
 
@@ -65,13 +64,25 @@ final class Child: Sendable {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
       if let status = exitStatus() {
-        finishedReading.wait()
+        drainOutput()
         return status
       }
       usleep(1000)
     }
     kill(SIGKILL)
     return wait()
+  }
+
+  /// Waits for the end of the output of a process that has exited. Everything it wrote is
+  /// in the pipe already; the end can only be missing when another process inherited the
+  /// pipe. Seen once in a soak: bounded, so that the driver reports instead of hanging.
+  private func drainOutput() {
+    if finishedReading.wait(timeout: .now() + 5) == .timedOut {
+      FileHandle.standardError.write(
+        Data(
+          "sessiontorture: the output of \(process.executableURL?.path ?? "a child") stayed open after it exited\n"
+            .utf8))
+    }
   }
 
   /// The exit status once the process has ended, else nil. It reaps the child itself
