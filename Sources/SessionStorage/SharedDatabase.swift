@@ -21,7 +21,6 @@ final class SharedDatabase: Sendable {
   let log: SessionLog
   let beacon: Beacon
   let feed: Feed<SessionChange, SessionState>
-  private let busyTimeout: Duration
   private let writer: Mutex<Writer?>
 
   /// Every file this process has open, weakly: an entry lives as long as its stores.
@@ -92,7 +91,6 @@ final class SharedDatabase: Sendable {
   ) throws {
     try reader.execute("PRAGMA query_only = ON")
     self.path = path
-    busyTimeout = options.busyTimeout
     log = SessionLog(
       reader: reader, path: path, identity: identity, walExpected: readerMode != .immutable, refusal: refusal)
     self.writer = Mutex(writer.map { Writer(connection: $0, durability: options.durability) })
