@@ -10,6 +10,7 @@ final class SessionLog: FeedSource {
   private let identity: FileCheck.Identity
   /// Whether a `-wal` must sit beside the file while it is open (not for an immutable read).
   private let walExpected: Bool
+  private let walPath: String
   /// Why the path no longer names that file, once noticed.
   private let replaced = Mutex<String?>(nil)
   /// Why reads are refused, for a file opened read-only although its schema was changed
@@ -24,6 +25,7 @@ final class SessionLog: FeedSource {
     self.path = path
     self.identity = identity
     self.walExpected = walExpected
+    walPath = path + "-wal"
     self.refusal = refusal
   }
 
@@ -56,7 +58,7 @@ final class SessionLog: FeedSource {
     case identity?:
       // SQLite deletes the -wal only when the last connection closes, and ours are open:
       // gone means deleted by hand, and our commits now go where no other process looks.
-      walExpected && !FileManager.default.fileExists(atPath: path + "-wal")
+      walExpected && access(walPath, F_OK) != 0
         ? "the -wal file beside it was deleted while the store had it open" : nil
     case .some: "the file was replaced: another file has its name now"
     case nil: "the file was deleted or cannot be found any more"

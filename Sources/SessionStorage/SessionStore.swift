@@ -136,18 +136,23 @@ public final class SessionStore: Sendable {
     let entry = try database.withWriter(options) { connection in
       try connection.transaction(.immediate) { () throws -> SessionEntry? in
         try Migrator.reverify(connection)  // the schema may have been changed since the open
-        let head = try SessionLog.head(on: connection)
+        let before = connection.totalChanges
         do {
           try connection.run(sql, bindings + [.text(options.origin)])
-        } catch var error as SessionStorageError where error.code == .full && head.next == nil {
+        } catch var error as SessionStorageError
+          where error.code == .full && (try? SessionLog.head(on: connection))?.next == nil
+        {
           // AUTOINCREMENT has no number left: say why instead of "database or disk is full".
+          // (A head that cannot be read counts as exhausted: only the message changes.)
           error.code = .cursorsExhausted
           error.message = try SessionLog.cursorProblem(on: connection) ?? error.message
           throw error
         }
         guard connection.changes > 0 else { return nil }
-        // Only the entry this transaction wrote is this write's: never an older one.
-        guard let entry = try SessionLog.newest(on: connection), entry.cursor > head else {
+        // Only the entry this transaction wrote is this write's, never an older one: the
+        // feed trigger must have inserted a row besides the session's (trigger programs
+        // count in the total; an added trigger is refused by the schema check above).
+        guard connection.totalChanges - before >= 2, let entry = try SessionLog.newest(on: connection) else {
           throw SessionStorageError(
             .tamperedSchema,
             "the write changed the session but the feed recorded no entry for it: the session_feed trigger "

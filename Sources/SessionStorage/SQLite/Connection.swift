@@ -162,6 +162,10 @@ final class Connection {
   /// The number of rows the last INSERT, UPDATE or DELETE changed.
   var changes: Int { Int(sqlite3_changes(handle)) }
 
+  /// Rows inserted, updated or deleted since the connection opened, trigger programs
+  /// included.
+  var totalChanges: Int64 { sqlite3_total_changes64(handle) }
+
   /// Whether SQLite opened the file read-only (it does so silently when it cannot write it).
   var isReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
 
