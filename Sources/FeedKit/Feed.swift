@@ -87,11 +87,11 @@ public struct Feed<Event: Sendable, Snapshot: Sendable>: Sendable {
   func read(after cursor: Cursor, last: FeedEntry<Event>? = nil, limit: Int) throws -> [FeedEntry<Event>] {
     var entries: [FeedEntry<Event>]
     var lastIsGone = false
-    if last != nil, let before = cursor.previous {
+    if let last, let before = cursor.previous {
       // One query that starts at `last` itself.
       entries = try source.entries(after: before, limit: limit + 1)
       if let first = entries.first, first.cursor == cursor {
-        guard let last, Self.sameMillisecond(first.time, last.time), first.origin == last.origin else {
+        guard Self.sameMillisecond(first.time, last.time), first.origin == last.origin else {
           throw FeedError.historyRewritten(
             cursor: cursor, reason: "the entry at \(cursor) is not the one delivered any more")
         }

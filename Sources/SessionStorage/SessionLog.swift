@@ -70,10 +70,6 @@ final class SessionLog: FeedSource {
     "seq, at, origin, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at"
   static let pageSQL = "SELECT \(changeColumns) FROM session_changes WHERE seq > ? ORDER BY seq LIMIT ?"
   static let newestSQL = "SELECT \(changeColumns) FROM session_changes ORDER BY seq DESC LIMIT 1"
-  static let headSQL = """
-    SELECT max(coalesce((SELECT max(seq) FROM session_changes), 0),
-               coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'session_changes'), 0))
-    """
   static let boundsSQL = """
     SELECT (SELECT min(seq) FROM session_changes),
       max(coalesce((SELECT max(seq) FROM session_changes), 0),
@@ -130,11 +126,6 @@ final class SessionLog: FeedSource {
         oldest: statement.isNull(at: 0) ? nil : Cursor(statement.int64(at: 0)),
         head: Cursor(statement.int64(at: 1)))
     }
-  }
-
-  /// The newest cursor ever handed out (from the rows and SQLite's `sqlite_sequence`).
-  static func head(on connection: Connection) throws -> Cursor {
-    Cursor(try connection.scalarInt(headSQL) ?? 0)
   }
 
   /// What is wrong when the feed's cursors are at the ends of Int64, which only a hand

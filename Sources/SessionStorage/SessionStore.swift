@@ -140,7 +140,7 @@ public final class SessionStore: Sendable {
         do {
           try connection.run(sql, bindings + [.text(options.origin)])
         } catch var error as SessionStorageError
-          where error.code == .full && (try? SessionLog.head(on: connection))?.next == nil
+          where error.code == .full && (try? SessionLog.bounds(on: connection))?.head.next == nil
         {
           // AUTOINCREMENT has no number left: say why instead of "database or disk is full".
           // (A head that cannot be read counts as exhausted: only the message changes.)

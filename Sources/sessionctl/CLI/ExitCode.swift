@@ -10,8 +10,8 @@ enum ExitCode: Int32, Sendable {
   case invalidInput = 65
   /// The cursor asked for was compacted away; the message names the oldest one kept.
   case cursorCompacted = 66
-  /// The history `watch` followed changed under it (a restore, a replaced file): take a
-  /// new snapshot.
+  /// The history changed under `watch`, or `--since CURSOR@TIME` names a change that a
+  /// restore replaced: take a new snapshot.
   case historyRewritten = 67
   /// `watch` stopped by SIGINT (128 + 2).
   case interrupted = 130

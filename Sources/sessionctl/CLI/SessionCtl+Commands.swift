@@ -95,8 +95,8 @@ extension SessionCtl {
 
         EXIT STATUS: 0 success; 1 failure (a refused or missing file, a failed check);
         64 usage error; 65 invalid input (username, cursor, number); 66 cursor compacted
-        away; 67 the history 'watch' followed changed under it (a restore, a replaced
-        file); 130 and 143 'watch' stopped by SIGINT and SIGTERM.
+        away; 67 the history followed changed under 'watch', or '--since CURSOR@TIME'
+        names a change a restore replaced; 130 and 143 'watch' stopped by SIGINT and SIGTERM.
         """,
       options: [
         OptionSpec(

@@ -9,9 +9,9 @@ import Synchronization
 /// it records the signal and posts a semaphore, which a thread of ours waits on. That
 /// needs no descriptor, so a process that ran out of them can still be stopped. Without a
 /// listener (every command but `watch`) a signal ends the process at once with 128 + its
-/// number, as the default action would. With one, the stop callback runs, and if the process has not ended a second
-/// later — blocked in `write(2)` on a pipe nobody reads — it exits anyway with the stop's
-/// status. Lines are written with one `write(2)` each, and a pipe takes a write of up to
+/// number, as the default action would. With one, the stop callback runs, and if the
+/// process has not ended a second later — blocked in `write(2)` on a pipe nobody reads —
+/// it exits anyway with the stop's status. Lines are written with one `write(2)` each, and a pipe takes a write of up to
 /// `PIPE_BUF` (4,096) bytes whole or not at all, so the output still ends on a whole line.
 final class StopSignals: Sendable {
   /// The process's one receiver of SIGINT and SIGTERM.
