@@ -31,6 +31,13 @@ final class ChaosWorld {
     var known: Set<ChaosState>
   }
   private var backedUp: Model?
+
+  /// The model as it was at a backup that was brought back.
+  private func rewind(to model: Model) {
+    (acknowledged, compactedBelow, seen, head, known) = (
+      model.acknowledged, model.compactedBelow, model.seen, model.head, model.known
+    )
+  }
   private var backupPath: String { path + ".backup" }
 
   init(path: String, sessionctl: String?) throws {
@@ -166,9 +173,7 @@ final class ChaosWorld {
       _ = try Self.sqlite3(path, ".restore '\(backupPath)'")
       // An administrator rewound the history: what was acknowledged after the backup is
       // gone on purpose. Subscribers must end with a typed error or go on gap-free.
-      (acknowledged, compactedBelow, seen, head, known) = (
-        backedUp.acknowledged, backedUp.compactedBelow, backedUp.seen, backedUp.head, backedUp.known
-      )
+      rewind(to: backedUp)
       for subscriber in subscribers {
         subscriber.record.withLock {
           $0.entriesBeforeRestore = $0.entries.count
@@ -245,9 +250,7 @@ final class ChaosWorld {
     // (the documented recovery) they belong to nothing: remove them before anyone opens
     // the new file, or it would be read with the old file's WAL.
     for suffix in ["-wal", "-shm"] { unlink(path + suffix) }
-    (acknowledged, compactedBelow, seen, head, known) = (
-      backedUp.acknowledged, backedUp.compactedBelow, backedUp.seen, backedUp.head, backedUp.known
-    )
+    rewind(to: backedUp)
     instances.append(try SessionStore(path: path, options: .init(origin: "chaos-reopened")))
     if blind > 0 { throw UsageError(message: "\(blind) subscriber(s) did not notice the replaced file") }
   }
