@@ -126,6 +126,9 @@ public struct Feed<Event: Sendable, Snapshot: Sendable>: Sendable {
       // Reading starts after a cursor; the smallest one has none before it.
       guard let before = oldest.previous else { throw FeedError.noCursorBefore(oldest) }
       return before
+    case .afterEntry(let cursor, _) where cursor > bounds.head:
+      // The change the caller saw at `cursor` was there: a head below it was moved back.
+      throw FeedError.historyRewritten(cursor: cursor, reason: "the newest cursor is now \(bounds.head)")
     case .after(let cursor), .afterEntry(let cursor, _):
       if cursor > bounds.head { throw FeedError.cursorAhead(requested: cursor, head: bounds.head) }
       if bounds.isCompacted(after: cursor) {

@@ -177,6 +177,15 @@ import Testing
       }
       #expect(cursor == Cursor(5))
     }
+    // A saved cursor beyond the head (the log restored and not grown back) is rewritten
+    // history too when its time is given; a bare cursor is only "ahead".
+    let beyond = Cursor(saved.cursor.rawValue + 10)
+    let withTime = try #require(throws: FeedError.self) {
+      try store.history(from: .afterEntry(beyond, time: saved.time))
+    }
+    #expect(withTime == .historyRewritten(cursor: beyond, reason: "the newest cursor is now 6"))
+    let bare = try #require(throws: FeedError.self) { try store.history(from: .after(beyond)) }
+    #expect(bare == .cursorAhead(requested: beyond, head: Cursor(6)))
     // Without the time, the cursor alone resumes silently: that is what the time is for.
     #expect(try store.history(from: .after(saved.cursor)).map(\.after.username) == ["z"])
     let resumed = try store.history(from: .afterEntry(kept.cursor, time: kept.time))
