@@ -29,7 +29,7 @@ let package = Package(
       plugins: ["EmbedMigrations"]
     ),
     .target(name: "SessionViewModels", dependencies: ["SessionStorage"]),
-    .executableTarget(name: "sessionctl", dependencies: ["SessionStorage", "SessionViewModels"]),
+    .executableTarget(name: "sessionctl", dependencies: ["FeedKit", "SessionStorage", "SessionViewModels"]),
     .executableTarget(name: "sessionbench", dependencies: ["SessionStorage", "CSQLite"]),
     .executableTarget(name: "sessiontorture", dependencies: ["SessionStorage"]),
     .target(name: "TestSupport", path: "Tests/TestSupport"),

@@ -37,7 +37,7 @@ public final class Beacon: WakeSignal {
   public func report(_ mode: WakeMode) { currentMode.withLock { $0 = mode } }
 
   /// How many listeners are registered.
-  public var listenerCount: Int { listeners.withLock { $0 } }
+  package var listenerCount: Int { listeners.withLock { $0 } }
 
   /// Wakes every waiter. Continuations resume after the lock is released.
   public func signal() {

@@ -21,9 +21,9 @@ import Synchronization
 /// the inotify instance or watch limit, a platform without it) the poll is the mechanism,
 /// and ``mode`` says so and why; when not even a descriptor for its stop signal can be
 /// made, the thread polls in short sleeps. `onChange` runs on the watcher's thread.
-public final class ChangeWatcher: Sendable {
+package final class ChangeWatcher: Sendable {
   /// How this watcher is woken: notifications, or a poll and the reason.
-  public let mode: WakeMode
+  package let mode: WakeMode
   private let stopPipe: (read: Int32, write: Int32)?
   private let stopFlag = StopFlag()
   private let finished = DispatchSemaphore(value: 0)
@@ -35,7 +35,7 @@ public final class ChangeWatcher: Sendable {
   ///   - pollInterval: how often `hasChanged` runs when nothing happens.
   ///   - hasChanged: whether something committed since the last call (e.g. `PRAGMA data_version`).
   ///   - onChange: called on the watcher's thread when `hasChanged` said yes.
-  public convenience init(
+  package convenience init(
     directory: String, fileNames: Set<String>, pollInterval: Duration = .seconds(1),
     hasChanged: @escaping @Sendable () -> Bool, onChange: @escaping @Sendable () -> Void
   ) {
@@ -85,7 +85,7 @@ public final class ChangeWatcher: Sendable {
   }
 
   /// Stops the thread and waits until it has closed its files. Safe to call twice.
-  public func stop() {
+  package func stop() {
     guard stopFlag.set() else { return }
     if let stopPipe {
       var byte: UInt8 = 1

@@ -1,16 +1,16 @@
 import Foundation
 
 /// A source and its wake-up signal: the factory of subscriptions.
-public struct Feed<Event: Sendable, Snapshot: Sendable>: Sendable {
+public struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
   /// The log read by cursor.
-  public let source: any FeedSource<Event, Snapshot>
+  package let source: any FeedSource<Change, Snapshot>
   /// What wakes subscribers when the log may have grown.
-  public let signal: any WakeSignal
+  package let signal: any WakeSignal
   /// How many entries a subscriber reads per query.
-  public let pageSize: Int
+  package let pageSize: Int
 
   /// Creates a feed over `source`, woken by `signal`.
-  public init(source: any FeedSource<Event, Snapshot>, signal: any WakeSignal, pageSize: Int = 256) {
+  public init(source: any FeedSource<Change, Snapshot>, signal: any WakeSignal, pageSize: Int = 256) {
     self.source = source
     self.signal = signal
     self.pageSize = max(1, pageSize)
@@ -18,7 +18,7 @@ public struct Feed<Event: Sendable, Snapshot: Sendable>: Sendable {
 
   /// Every entry after `start`, once, in order, as it commits.
   /// - Throws: ``FeedError`` for a cursor that is compacted or ahead of the log; the source's error.
-  public func changes(from start: FeedStart) throws -> FeedSubscription<Event, Snapshot> {
+  public func changes(from start: FeedStart) throws -> FeedSubscription<Change, Snapshot> {
     let listener = signal.listen()
     let cursor = try resolve(start, bounds: source.bounds())
     return FeedSubscription(
@@ -26,24 +26,24 @@ public struct Feed<Event: Sendable, Snapshot: Sendable>: Sendable {
   }
 
   /// The current state and every change after it, with no gap and no duplicate.
-  public func snapshotAndChanges() throws -> SnapshotFeed<Event, Snapshot> {
+  public func snapshotAndChanges() throws -> SnapshotSubscription<Change, Snapshot> {
     let listener = signal.listen()
     let (state, cursor) = try source.snapshot()
-    return SnapshotFeed(
+    return SnapshotSubscription(
       state: state, cursor: cursor, changes: FeedSubscription(feed: self, cursor: cursor, listener: listener))
   }
 
   /// The state now, then each new state as changes commit; consecutive equal states are dropped.
-  /// - Parameter state: the state after an entry (for sessions, `\.event.after`).
-  public func values(_ state: @escaping @Sendable (FeedEntry<Event>) -> Snapshot) -> FeedValues<
-    Event, Snapshot
+  /// - Parameter state: the state after an entry (for sessions, `\.change.after`).
+  public func values(_ state: @escaping @Sendable (FeedEntry<Change>) -> Snapshot) -> FeedValues<
+    Change, Snapshot
   >
   where Snapshot: Equatable {
-    FeedValues(feed: self, state: state)
+    FeedValues(feed: self, state: state, start: nil)
   }
 
   /// Up to `limit` entries after `start`, without waiting: a page of history.
-  public func page(from start: FeedStart, limit: Int) throws -> [FeedEntry<Event>] {
+  public func history(from start: FeedStart, limit: Int) throws -> [FeedEntry<Change>] {
     let cursor = try resolve(start, bounds: source.bounds())
     // A plain `.after` page is one read, with nothing delivered before it to compare:
     // only a given time is checked (one more row read).
@@ -54,7 +54,7 @@ public struct Feed<Event: Sendable, Snapshot: Sendable>: Sendable {
   /// The entry at the cursor a start resumes after, when the log still holds it, so that
   /// reads can check it stays there; for ``FeedStart/afterEntry(_:time:)`` it must be the
   /// one committed at that time.
-  private func entry(at cursor: Cursor, for start: FeedStart) throws -> FeedEntry<Event>? {
+  private func entry(at cursor: Cursor, for start: FeedStart) throws -> FeedEntry<Change>? {
     let expected: Date?
     switch start {
     case .after: expected = nil
@@ -84,8 +84,8 @@ public struct Feed<Event: Sendable, Snapshot: Sendable>: Sendable {
   /// The entries after `cursor`, checking that none right after it was compacted away,
   /// and, when `last` (the entry delivered at `cursor`) is given, that the log still holds
   /// it and has not moved back below it.
-  func read(after cursor: Cursor, last: FeedEntry<Event>? = nil, limit: Int) throws -> [FeedEntry<Event>] {
-    var entries: [FeedEntry<Event>]
+  func read(after cursor: Cursor, last: FeedEntry<Change>? = nil, limit: Int) throws -> [FeedEntry<Change>] {
+    var entries: [FeedEntry<Change>]
     var lastIsGone = false
     if let last, let before = cursor.previous {
       // One query that starts at `last` itself.

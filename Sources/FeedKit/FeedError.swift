@@ -15,21 +15,22 @@ public enum FeedError: Error, Sendable, Equatable, CustomStringConvertible {
   /// such an entry: read after a cursor instead, or remove the entry.
   case noCursorBefore(Cursor)
 
-  /// A sentence for a person.
+  /// A sentence for a person, in the feed's own terms (a command-line tool adds its hint).
   public var description: String {
     switch self {
     case .cursorCompacted(let requested, let oldest):
-      "cursor \(requested) was compacted away; the oldest available entry is \(oldest) ("
-        + (oldest.previous.map { "resume with --since \($0) or " } ?? "") + "take a new snapshot)"
+      "cursor \(requested) was compacted away; the oldest available entry is \(oldest): "
+        + (oldest.previous.map { "resume after cursor \($0) to accept the gap, or " } ?? "")
+        + "start again from a snapshot"
     case .cursorAhead(let requested, let head):
       "cursor \(requested) is ahead of the newest entry \(head)"
-        + (requested.rawValue > 0 ? " (was the file restored from an older backup?)" : "")
+        + (requested.value > 0 ? " (was the log restored from an older backup?)" : "")
     case .historyRewritten(let cursor, let reason):
       "the history changed under cursor \(cursor): \(reason); later cursors may name other changes now, "
-        + "so take a new snapshot (sessionctl: watch without --since)"
+        + "so start again from a snapshot"
     case .noCursorBefore(let oldest):
       "the oldest entry has cursor \(oldest), the smallest there is, so the feed cannot be read from its "
-        + "beginning; read after a cursor (--since 0), or remove the entry"
+        + "beginning; read after a cursor instead (after cursor 0, say), or remove the entry"
     }
   }
 }

@@ -25,14 +25,14 @@ public struct FeedBounds: Sendable, Equatable {
 }
 
 /// A log that a feed reads: entries in cursor order, read in pages.
-public protocol FeedSource<Event, Snapshot>: Sendable {
-  /// The typed event of each entry.
-  associatedtype Event: Sendable
+public protocol FeedSource<Change, Snapshot>: Sendable {
+  /// The typed change of each entry.
+  associatedtype Change: Sendable
   /// The state a subscriber can start from.
   associatedtype Snapshot: Sendable
 
   /// Up to `limit` entries with cursors greater than `cursor`, oldest first.
-  func entries(after cursor: Cursor, limit: Int) throws -> [FeedEntry<Event>]
+  func entries(after cursor: Cursor, limit: Int) throws -> [FeedEntry<Change>]
   /// The oldest kept cursor and the newest cursor.
   func bounds() throws -> FeedBounds
   /// The current state and the cursor of the newest entry it includes, read atomically.

@@ -3,20 +3,20 @@
 /// Entries are pulled from the log in pages, so a slow subscriber falls behind without
 /// slowing writers or queueing in memory. Iteration ends (returns nil) when the task is
 /// cancelled; dropping the iterator releases the subscription's wake-up registration.
-public struct FeedSubscription<Event: Sendable, Snapshot: Sendable>: AsyncSequence, Sendable {
+public struct FeedSubscription<Change: Sendable, Snapshot: Sendable>: AsyncSequence, Sendable {
   /// Each element is one committed entry.
-  public typealias Element = FeedEntry<Event>
+  public typealias Element = FeedEntry<Change>
   /// Compaction and the source's read errors end iteration with a throw.
   public typealias Failure = any Error
 
-  let feed: Feed<Event, Snapshot>
+  let feed: Feed<Change, Snapshot>
   /// The cursor this subscription resumes after.
   public let cursor: Cursor
   let listener: WakeListener
   /// The entry at ``cursor``, when the log held it at the start: reads check it stays.
-  let last: FeedEntry<Event>?
+  let last: FeedEntry<Change>?
 
-  init(feed: Feed<Event, Snapshot>, cursor: Cursor, listener: WakeListener, last: FeedEntry<Event>? = nil) {
+  init(feed: Feed<Change, Snapshot>, cursor: Cursor, listener: WakeListener, last: FeedEntry<Change>? = nil) {
     self.feed = feed
     self.cursor = cursor
     self.listener = listener
@@ -35,7 +35,7 @@ public struct FeedSubscription<Event: Sendable, Snapshot: Sendable>: AsyncSequen
 
   /// Pulls pages after the last delivered cursor, and waits on the signal when caught up.
   public struct Iterator: AsyncIteratorProtocol {
-    let feed: Feed<Event, Snapshot>
+    let feed: Feed<Change, Snapshot>
     /// The cursor of the last entry delivered (or the start).
     public private(set) var cursor: Cursor
     let listener: WakeListener
@@ -43,7 +43,7 @@ public struct FeedSubscription<Event: Sendable, Snapshot: Sendable>: AsyncSequen
     /// The entry delivered last: each read checks that the log still holds it.
     private var last: Element?
 
-    init(feed: Feed<Event, Snapshot>, cursor: Cursor, listener: WakeListener, last: Element?) {
+    init(feed: Feed<Change, Snapshot>, cursor: Cursor, listener: WakeListener, last: Element?) {
       self.feed = feed
       self.cursor = cursor
       self.listener = listener
@@ -71,11 +71,22 @@ public struct FeedSubscription<Event: Sendable, Snapshot: Sendable>: AsyncSequen
 }
 
 /// A state, the cursor it was read at, and every change after it: no gap, no duplicate.
-public struct SnapshotFeed<Event: Sendable, Snapshot: Sendable>: Sendable {
+public struct SnapshotSubscription<Change: Sendable, Snapshot: Sendable>: Sendable {
   /// The state at ``cursor``.
   public let state: Snapshot
   /// The newest entry included in ``state``.
   public let cursor: Cursor
   /// Every entry after ``cursor``.
-  public let changes: FeedSubscription<Event, Snapshot>
+  public let changes: FeedSubscription<Change, Snapshot>
+
+  /// The states after ``state``: each new state as changes commit, consecutive equal states
+  /// dropped, re-reading a snapshot where the cursor was compacted away. For a screen that
+  /// showed ``state`` already and must not read the state a second time.
+  /// - Parameter state: the state after an entry (for sessions, `\.change.after`).
+  public func values(_ state: @escaping @Sendable (FeedEntry<Change>) -> Snapshot) -> FeedValues<
+    Change, Snapshot
+  >
+  where Snapshot: Equatable {
+    FeedValues(feed: changes.feed, state: state, start: self)
+  }
 }

@@ -3,28 +3,36 @@
 ///
 /// Unlike ``FeedSubscription`` it favours the latest value over every step: when its
 /// cursor was compacted away it takes a fresh snapshot instead of failing.
-public struct FeedValues<Event: Sendable, Value: Equatable & Sendable>: AsyncSequence, Sendable {
+public struct FeedValues<Change: Sendable, Value: Equatable & Sendable>: AsyncSequence, Sendable {
   /// Each element is a state.
   public typealias Element = Value
   /// The source's read errors end iteration with a throw.
   public typealias Failure = any Error
 
-  let feed: Feed<Event, Value>
-  let state: @Sendable (FeedEntry<Event>) -> Value
+  let feed: Feed<Change, Value>
+  let state: @Sendable (FeedEntry<Change>) -> Value
+  /// A snapshot already read and shown: iteration follows the changes after it instead of
+  /// reading one (and does not deliver its state again).
+  let start: SnapshotSubscription<Change, Value>?
 
-  /// Starts with a snapshot read when iteration begins.
-  public func makeAsyncIterator() -> Iterator { Iterator(feed: feed, state: state) }
+  /// Starts with a snapshot read when iteration begins, or after ``start``.
+  public func makeAsyncIterator() -> Iterator { Iterator(feed: feed, state: state, start: start) }
 
   /// Reads a snapshot, then follows the changes after it.
   public struct Iterator: AsyncIteratorProtocol {
-    let feed: Feed<Event, Value>
-    let state: @Sendable (FeedEntry<Event>) -> Value
-    private var changes: FeedSubscription<Event, Value>.Iterator?
+    let feed: Feed<Change, Value>
+    let state: @Sendable (FeedEntry<Change>) -> Value
+    private var changes: FeedSubscription<Change, Value>.Iterator?
     private var last: Value?
 
-    init(feed: Feed<Event, Value>, state: @escaping @Sendable (FeedEntry<Event>) -> Value) {
+    init(
+      feed: Feed<Change, Value>, state: @escaping @Sendable (FeedEntry<Change>) -> Value,
+      start: SnapshotSubscription<Change, Value>?
+    ) {
       self.feed = feed
       self.state = state
+      changes = start?.changes.makeAsyncIterator()
+      last = start?.state
     }
 
     /// The next distinct state; nil once the task is cancelled.

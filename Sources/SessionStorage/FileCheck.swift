@@ -38,7 +38,10 @@ enum FileCheck {
     guard stat(path, &info) == 0 else {
       let err = errno
       if err == ENOENT {
-        if mayCreate { return nil }
+        if mayCreate {
+          try requireDirectory(of: path)
+          return nil
+        }
         throw SessionStorageError(
           .notFound, "no database here (it is created by the first write)", path: path)
       }
@@ -56,6 +59,35 @@ enum FileCheck {
         .notADatabase, "the file is empty (0 bytes); remove it or choose another path", path: path)
     }
     return Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+  }
+
+  /// Throws when the directory a new file would go into is missing: the store creates
+  /// files, not directories (unless ``SessionStore/Options/createsMissingDirectories`` asked).
+  static func requireDirectory(of path: String) throws {
+    let directory = (path as NSString).deletingLastPathComponent
+    var info = stat()
+    guard !directory.isEmpty, stat(directory, &info) != 0, errno == ENOENT else { return }
+    throw SessionStorageError(
+      .notFound,
+      "the directory \(directory) does not exist (a store creates its file, not directories)",
+      path: path)
+  }
+
+  /// Creates the missing directories above `path` with mode 0700 (only its owner may enter).
+  static func makeDirectories(above path: String) throws {
+    let directory = (path as NSString).deletingLastPathComponent
+    var info = stat()
+    guard !directory.isEmpty, stat(directory, &info) != 0 else { return }
+    try makeDirectories(above: directory)
+    if mkdir(directory, 0o700) == 0 {
+      chmod(directory, 0o700)  // whatever the umask
+      return
+    }
+    let err = errno
+    guard err != EEXIST else { return }  // made by someone else meanwhile
+    throw SessionStorageError(
+      err == EACCES ? .permissionDenied : .sqlite,
+      "cannot create the directory \(directory): \(String(cString: strerror(err)))", path: path)
   }
 
   /// Throws for a file that is not a SQLite database or was cut off, reading its header

@@ -1,4 +1,3 @@
-import FeedKit
 import Foundation
 import Synchronization
 
@@ -28,35 +27,62 @@ public final class InMemorySessionStore: SessionRepository {
   /// The current state.
   public var state: SessionState { log.current.withLock { $0.state } }
 
+  /// The state and its cursor, read atomically.
+  public func snapshot() -> SessionSnapshot {
+    let (state, cursor) = log.snapshot()
+    return SessionSnapshot(state: state, cursor: cursor)
+  }
+
   /// Every change after `start`, once, in commit order, as it commits.
-  public func changes(from start: FeedStart = .now) throws -> SessionChanges { try feed.changes(from: start) }
+  public func changes(from start: FeedStart = .now) throws -> SessionSubscription {
+    try feed.changes(from: start)
+  }
 
   /// The state and its cursor, then every change after it.
-  public func snapshotAndChanges() throws -> SessionSnapshotFeed { try feed.snapshotAndChanges() }
+  public func snapshotAndChanges() throws -> SessionSnapshotSubscription { try feed.snapshotAndChanges() }
 
   /// The state now, then each new state.
-  public func values() -> SessionValues { feed.values(\.event.after) }
+  public func values() -> SessionValues { feed.values(\.change.after) }
 
   /// Up to `limit` changes after `start`, without waiting.
   public func history(from start: FeedStart = .beginning, limit: Int = 100) throws -> [SessionEntry] {
-    try feed.page(from: start, limit: limit)
+    try SessionStorageError.requireNonNegative(limit, "the history limit")
+    return try feed.history(from: start, limit: limit)
   }
 
-  /// Signs in as `username` (validated like ``SessionStore/login(username:)``).
+  /// Signs in as `username` (validated like ``SessionStore/logIn(as:)-(String)``).
   @discardableResult
-  public func login(username: String) throws -> SessionEntry? { try write(try .login(username: username)) }
+  public func logIn(as username: String) throws -> SessionEntry? { try write(try .login(username: username)) }
 
   /// Signs out, keeping the username.
   @discardableResult
-  public func logout() throws -> SessionEntry? { try write(.logout) }
+  public func logOut() throws -> SessionEntry? { try write(.logout) }
 
   /// Changes the username, keeping the login state.
   @discardableResult
   public func rename(to username: String) throws -> SessionEntry? { try write(try .rename(to: username)) }
 
+  /// Signs in as `username`; the same as the synchronous variant (memory does not block).
+  @discardableResult
+  public func logIn(as username: String) async throws -> SessionEntry? {
+    try write(try .login(username: username))
+  }
+
+  /// Signs out, keeping the username.
+  @discardableResult
+  public func logOut() async throws -> SessionEntry? { try write(.logout) }
+
+  /// Changes the username, keeping the login state.
+  @discardableResult
+  public func rename(to username: String) async throws -> SessionEntry? {
+    try write(try .rename(to: username))
+  }
+
   /// Deletes all but the newest `count` entries; cursors are never reused.
-  public func compact(keepingLast count: Int) {
-    log.current.withLock { $0.entries = Array($0.entries.suffix(max(0, count))) }
+  /// - Throws: `invalidArgument` for a negative count, like ``SessionStore/compact(keepingLast:)``.
+  public func compact(keepingLast count: Int) throws {
+    try SessionStorageError.requireNonNegative(count, "the number of entries to keep")
+    log.current.withLock { $0.entries = Array($0.entries.suffix(count)) }
   }
 
   private func write(_ write: SessionWrite) throws -> SessionEntry? {
@@ -71,7 +97,7 @@ public final class InMemorySessionStore: SessionRepository {
       let state = SessionState(username: after.username, isLoggedIn: after.isLoggedIn, updatedAt: now)
       log.head = next
       let entry = SessionEntry(
-        cursor: log.head, time: now, origin: origin, event: SessionChange(before: log.state, after: state))
+        cursor: log.head, time: now, origin: origin, change: SessionChange(before: log.state, after: state))
       log.state = state
       log.entries.append(entry)
       return entry

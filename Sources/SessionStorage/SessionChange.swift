@@ -1,8 +1,8 @@
-import FeedKit
+import Foundation
 
 /// One committed change of the session: the states before and after, and what it means.
 /// Its feed entry (``SessionEntry``) adds the cursor, time and origin.
-public struct SessionChange: Sendable, Equatable, Hashable {
+public struct SessionChange: Sendable, Hashable, CustomStringConvertible {
   /// The state before the change.
   public let before: SessionState
   /// The state after the change.
@@ -16,17 +16,88 @@ public struct SessionChange: Sendable, Equatable, Hashable {
     self.after = after
     self.events = SessionEvent.between(before, after)
   }
+
+  /// The events, `, `-separated: `rename alice → bob, login bob`.
+  public var description: String {
+    events.isEmpty ? "(no event)" : events.map(\.description).joined(separator: ", ")
+  }
 }
 
 /// A session change in the feed: `entry.cursor`, `entry.time`, `entry.origin`, and the
 /// change's members directly (`entry.before`, `entry.after`, `entry.events`).
+///
+/// Prints like a `sessionctl watch` line
+/// (`7  2026-11-29T20:33:36.256Z  sessionctl  rename bob → carol, login carol`) and encodes
+/// as its JSON change line:
+/// `{"type":"change","cursor":7,"at":…,"origin":…,"events":[…],"before":{…},"after":{…}}`.
 public typealias SessionEntry = FeedEntry<SessionChange>
 
-/// Every session change after a cursor, as an `AsyncSequence`.
-public typealias SessionChanges = FeedSubscription<SessionChange, SessionState>
+/// A live subscription to every session change after a cursor: an `AsyncSequence` that
+/// waits for each commit and ends only when its task is cancelled (or with an error).
+public typealias SessionSubscription = FeedSubscription<SessionChange, SessionState>
 
-/// The state now and each new state, for view models.
+/// The state now and each new state, for view models: an `AsyncSequence` that ends only
+/// when its task is cancelled.
 public typealias SessionValues = FeedValues<SessionChange, SessionState>
 
-/// The state, its cursor, and every change after it.
-public typealias SessionSnapshotFeed = SnapshotFeed<SessionChange, SessionState>
+/// A snapshot of the state and a live subscription to every change after it.
+public typealias SessionSnapshotSubscription = SnapshotSubscription<SessionChange, SessionState>
+
+extension FeedEntry: CustomStringConvertible where Change == SessionChange {
+  /// `7  2026-11-29T20:33:36.256Z  sessionctl  rename bob → carol, login carol`: the cursor,
+  /// the time, the origin padded to 10 columns, and the events.
+  public var description: String { line(cursorWidth: 1, originWidth: 10) }
+
+  /// The line with its cursor and origin padded to at least these widths, so that lines
+  /// printed together align.
+  package func line(cursorWidth: Int, originWidth: Int) -> String {
+    func padded(_ text: String, _ width: Int) -> String {
+      text + String(repeating: " ", count: max(0, width - text.count))
+    }
+    return [
+      padded(cursor.description, cursorWidth), Timestamp.format(time),
+      padded(origin.escapedForTerminal, originWidth), change.description,
+    ].joined(separator: "  ")
+  }
+}
+
+extension FeedEntry: Codable where Change == SessionChange {
+  private enum CodingKeys: String, CodingKey { case type, cursor, at, origin, events, before, after }
+
+  /// Decodes a change line. Its events are derived from `before` and `after` again; a line
+  /// whose `events` say otherwise is refused.
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    try container.expectType("change", forKey: .type)
+    let change = SessionChange(
+      before: try container.decode(SessionState.self, forKey: .before),
+      after: try container.decode(SessionState.self, forKey: .after))
+    guard try container.decode([SessionEvent].self, forKey: .events) == change.events else {
+      throw DecodingError.dataCorruptedError(
+        forKey: .events, in: container,
+        debugDescription: "the events are not the ones between before and after")
+    }
+    self.init(
+      cursor: try container.decode(Cursor.self, forKey: .cursor),
+      time: try container.decodeTimestamp(forKey: .at),
+      origin: try container.decode(String.self, forKey: .origin), change: change)
+  }
+
+  /// Encodes the change line, its members in the documented order.
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.container(keyedBy: CodingKeys.self)
+    try container.encode("change", forKey: .type)
+    try container.encode(cursor, forKey: .cursor)
+    try container.encode(Timestamp.format(time), forKey: .at)
+    try container.encode(origin, forKey: .origin)
+    try container.encode(change.events, forKey: .events)
+    try container.encode(change.before, forKey: .before)
+    try container.encode(change.after, forKey: .after)
+  }
+}
+
+extension SnapshotSubscription where Change == SessionChange, Snapshot == SessionState {
+  /// Each state after ``state``, consecutive equal states dropped: for a view model that
+  /// showed ``state`` already (one read), then follows from its ``cursor``.
+  public var values: SessionValues { values(\.change.after) }
+}

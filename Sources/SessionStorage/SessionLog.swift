@@ -84,7 +84,7 @@ final class SessionLog: FeedSource {
     return try reader.withLock { connection in
       try connection.query(
         Self.pageSQL,
-        [.integer(cursor.rawValue), .integer(Int64(limit))]
+        [.integer(cursor.value), .integer(Int64(limit))]
       ) { statement in
         var entries: [SessionEntry] = []
         while try statement.step() { entries.append(Self.entry(statement)) }
@@ -151,7 +151,7 @@ final class SessionLog: FeedSource {
         + "DELETE FROM session_changes WHERE seq = \(Int64.max); UPDATE sqlite_sequence SET seq = "
         + "(SELECT max(seq) FROM session_changes) WHERE name = 'session_changes'"
     }
-    if let oldest = bounds.oldest, oldest.rawValue < 1 {
+    if let oldest = bounds.oldest, oldest.value < 1 {
       return "cursor \(oldest) is below 1, where the library's cursors start: a row was inserted by hand. "
         + "Delete it: DELETE FROM session_changes WHERE seq < 1"
     }
@@ -187,7 +187,7 @@ final class SessionLog: FeedSource {
       username: statement.lossyText(at: 4), isLoggedIn: statement.int64(at: 6) != 0, updatedAt: time)
     return SessionEntry(
       cursor: Cursor(statement.int64(at: 0)), time: time, origin: statement.lossyText(at: 2) ?? "external",
-      event: SessionChange(before: before, after: after))
+      change: SessionChange(before: before, after: after))
   }
 
   /// A stored time; text not in the feed's format (typed by hand) reads as the epoch and

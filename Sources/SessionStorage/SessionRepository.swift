@@ -1,35 +1,29 @@
-import FeedKit
-
 /// Everything a view model may do with the session: read the state, follow the feed, and
 /// write. ``SessionStore`` and ``InMemorySessionStore`` conform; view models depend on
 /// this protocol, never on a concrete store.
-public protocol SessionRepository: SessionProviding, Sendable {
+///
+/// Reads throw: a view model tells "signed out" from "cannot read the session". Writes are
+/// `async`: they run off the caller's actor, so a write waiting for the disk or for another
+/// process's lock never freezes the main actor.
+public protocol SessionRepository: Sendable {
   /// The current state.
   var state: SessionState { get throws }
-  /// Every change after `start`, once, in commit order, as it commits.
-  func changes(from start: FeedStart) throws -> SessionChanges
-  /// The state and its cursor, read atomically, then every change after it.
-  func snapshotAndChanges() throws -> SessionSnapshotFeed
+  /// The state and its cursor, read in one transaction.
+  func snapshot() throws -> SessionSnapshot
+  /// A live subscription to every change after `start`, once, in commit order.
+  func changes(from start: FeedStart) throws -> SessionSubscription
+  /// The state and its cursor, read in one transaction, then every change after it.
+  func snapshotAndChanges() throws -> SessionSnapshotSubscription
   /// The state now, then each new state; consecutive equal states are dropped.
   func values() -> SessionValues
-  /// Up to `limit` committed changes after `start`, without waiting.
+  /// Up to `limit` committed changes after `start`, oldest first, without waiting.
   func history(from start: FeedStart, limit: Int) throws -> [SessionEntry]
   /// Signs in as `username`; nil when already signed in as that user.
-  @discardableResult func login(username: String) throws -> SessionEntry?
+  @discardableResult func logIn(as username: String) async throws -> SessionEntry?
   /// Signs out, keeping the username; nil when nobody was signed in.
-  @discardableResult func logout() throws -> SessionEntry?
+  @discardableResult func logOut() async throws -> SessionEntry?
   /// Changes the username, keeping the login state; nil when it is unchanged.
-  @discardableResult func rename(to username: String) throws -> SessionEntry?
-}
-
-// `SessionProviding` asks for plain properties, so a read error becomes "nobody": a screen
-// shows "signed out" rather than a stale name. A view model that must tell the two apart
-// reads `state` (which throws) or follows `values()` (which ends with the error).
-extension SessionRepository {
-  /// The current username; nil when there is none or the state cannot be read.
-  public var username: String? { (try? state)?.username }
-  /// Whether the user is signed in; false when the state cannot be read.
-  public var isLoggedIn: Bool { (try? state)?.isLoggedIn ?? false }
+  @discardableResult func rename(to username: String) async throws -> SessionEntry?
 }
 
 extension SessionStore: SessionRepository {}

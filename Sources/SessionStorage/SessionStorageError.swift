@@ -1,48 +1,63 @@
 /// The one error type of SessionStorage: what went wrong, where, and SQLite's own words.
 public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConvertible {
-  /// What kind of failure this is; stable, for programs to switch on.
-  public enum Code: String, Sendable, Equatable {
+  /// What kind of failure this is; stable, for programs to switch on (with a `default`:
+  /// later versions may add codes) and to `catch`: `catch SessionStorageError.Code.busy`.
+  public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    /// The code's name, e.g. `invalidUsername`.
+    public let rawValue: String
+
+    /// The code named `rawValue`.
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// The code's name.
+    public var description: String { rawValue }
+
     /// A username broke one of the rules of ``Username``.
-    case invalidUsername
+    public static let invalidUsername = Code(rawValue: "invalidUsername")
     /// An origin name was empty, too long or the reserved word `external`.
-    case invalidOrigin
+    public static let invalidOrigin = Code(rawValue: "invalidOrigin")
     /// The file is not a SQLite database (or is empty, or is a directory).
-    case notADatabase
+    public static let notADatabase = Code(rawValue: "notADatabase")
     /// The file is a SQLite database with tables of someone else's.
-    case foreignDatabase
+    public static let foreignDatabase = Code(rawValue: "foreignDatabase")
     /// The file was written by a newer schema than this build knows.
-    case newerSchema
+    public static let newerSchema = Code(rawValue: "newerSchema")
     /// The file's recorded migrations differ from the ones in this build.
-    case checksumMismatch
+    public static let checksumMismatch = Code(rawValue: "checksumMismatch")
     /// The file's tables, indexes, triggers or views differ from the ones its applied
     /// migrations create (a trigger dropped or added by hand, a table altered). Writes are
     /// refused, and so are reads through a read-only instance; ``SessionStore/check()``
     /// reports it. The message names each object and how to repair it.
-    case tamperedSchema
+    public static let tamperedSchema = Code(rawValue: "tamperedSchema")
     /// `schema_migrations`, `PRAGMA user_version` and the tables present disagree (a row
     /// deleted or renumbered, `user_version` or the ledger table changed by hand). The
     /// message names all three and ends with the SQL that repairs the file.
-    case inconsistentMigrations
+    public static let inconsistentMigrations = Code(rawValue: "inconsistentMigrations")
     /// A read-only open found a file that needs migrating (or does not exist).
-    case needsMigration
+    public static let needsMigration = Code(rawValue: "needsMigration")
     /// The file does not exist and this open may not create it.
-    case notFound
+    public static let notFound = Code(rawValue: "notFound")
     /// The database is corrupt.
-    case corrupt
+    public static let corrupt = Code(rawValue: "corrupt")
     /// The disk or the database's page limit is full.
-    case full
+    public static let full = Code(rawValue: "full")
     /// The feed's cursor reached the largest integer (`Int64.max`), so no further change
     /// can be numbered. The library counts from 1 and cannot get there: a row was inserted
     /// (or the sequence set) by hand. The message says how to repair the file.
-    case cursorsExhausted
+    public static let cursorsExhausted = Code(rawValue: "cursorsExhausted")
     /// The file or its directory cannot be written.
-    case readOnly
+    public static let readOnly = Code(rawValue: "readOnly")
     /// The file was replaced or deleted while the store had it open; open it again.
-    case fileReplaced
+    public static let fileReplaced = Code(rawValue: "fileReplaced")
     /// This user may not read the file, or (to write) may not write it or its directory.
-    case permissionDenied
+    public static let permissionDenied = Code(rawValue: "permissionDenied")
+    /// Another connection (another process, the sqlite3 shell) held the write lock for
+    /// longer than ``SessionStore/Options/busyTimeout``; nothing was written. Try again.
+    public static let busy = Code(rawValue: "busy")
+    /// An argument out of its range, such as a negative limit or count; nothing was done.
+    public static let invalidArgument = Code(rawValue: "invalidArgument")
     /// Any other SQLite or operating-system failure.
-    case sqlite
+    public static let sqlite = Code(rawValue: "sqlite")
   }
 
   /// What kind of failure this is.
@@ -67,6 +82,13 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
     self.sql = sql
   }
 
+  /// Throws `invalidArgument` unless `count` is 0 or more.
+  static func requireNonNegative(_ count: Int, _ name: String) throws {
+    guard count >= 0 else {
+      throw SessionStorageError(.invalidArgument, "\(name) must be 0 or more, not \(count)")
+    }
+  }
+
   /// Whether SQLite could not open or create a file beside the database: `SQLITE_CANTOPEN`
   /// (any extended code), or `SQLITE_READONLY_DIRECTORY` (1544), which a user who owns the
   /// database but cannot write its directory gets when the `-wal` and `-shm` are missing.
@@ -78,4 +100,10 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
     if let resultCode { text += " (SQLite code \(resultCode))" }
     return text
   }
+}
+
+/// Whether `error` is a ``SessionStorageError`` with this code, so that a code is a `catch`
+/// pattern: `catch SessionStorageError.Code.invalidUsername { … }`.
+public func ~= (code: SessionStorageError.Code, error: any Error) -> Bool {
+  (error as? SessionStorageError)?.code == code
 }

@@ -1,15 +1,49 @@
 import FeedKit
 
 extension SessionStore {
-  /// One verification `check` ran, and what it found.
-  public struct CheckItem: Sendable, Equatable {
-    /// A short name: `integrity`, `migrations`, `schema`, `state`, `times`, `continuity`,
-    /// `cursors`, `username`.
-    public var name: String
+  /// One verification of ``check()``.
+  public enum Check: String, Sendable, Hashable, CaseIterable {
+    /// SQLite's `PRAGMA integrity_check`.
+    case integrity
+    /// The migration records, their checksums and `user_version`.
+    case migrations
+    /// The tables, indexes and triggers are exactly the ones the applied migrations create.
+    case schema
+    /// The session row is the state the newest change left.
+    case state
+    /// Every stored time is in the feed's format.
+    case times
+    /// Cursors have no hole above the compaction point, and the head never moved back.
+    case continuity
+    /// Every cursor lies between 1 and the largest integer.
+    case cursors
+    /// The stored username meets the rules of ``Username``.
+    case username
+  }
+
+  /// Whether a verification passed.
+  public enum Verdict: String, Sendable, Hashable {
+    /// Nothing wrong was found.
+    case passed
+    /// Something is wrong (or the verification could not run): ``CheckResult/detail`` says what.
+    case failed
+  }
+
+  /// What one verification of ``check()`` found.
+  public struct CheckResult: Sendable, Hashable {
+    /// Which verification ran.
+    public var check: Check
     /// Whether it passed.
-    public var passed: Bool
+    public var verdict: Verdict
     /// What was found, in a sentence.
     public var detail: String
+
+    /// Creates a result.
+    public init(_ check: Check, _ verdict: Verdict, detail: String) {
+      self.check = check
+      self.verdict = verdict
+      self.detail = detail
+    }
   }
 
   /// Verifies the file without writing: SQLite's integrity check, the migration records,
@@ -21,26 +55,26 @@ extension SessionStore {
   ///
   /// Each verification runs on its own: one that cannot run (a table edited away by hand)
   /// fails with SQLite's reason, and the others still run.
-  public func check() throws -> [CheckItem] {
+  public func check() throws -> [CheckResult] {
     try log.reader.withLock { connection in
-      try connection.transaction(.deferred) { () throws -> [CheckItem] in
-        func item(_ name: String, _ body: () throws -> (passed: Bool, detail: String)) -> CheckItem {
+      try connection.transaction(.deferred) { () throws -> [CheckResult] in
+        func item(_ check: Check, _ body: () throws -> (passed: Bool, detail: String)) -> CheckResult {
           do {
             let (passed, detail) = try body()
-            return CheckItem(name: name, passed: passed, detail: detail)
+            return CheckResult(check, passed ? .passed : .failed, detail: detail)
           } catch let error as SessionStorageError {
-            return CheckItem(name: name, passed: false, detail: "could not check: \(error.message)")
+            return CheckResult(check, .failed, detail: "could not check: \(error.message)")
           } catch {
-            return CheckItem(name: name, passed: false, detail: "could not check: \(error)")
+            return CheckResult(check, .failed, detail: "could not check: \(error)")
           }
         }
         return [
-          item("integrity") {
+          item(.integrity) {
             let integrity = try connection.scalarText("PRAGMA integrity_check") ?? "no answer"
             return (integrity == "ok", "PRAGMA integrity_check: \(integrity)")
           },
-          item("migrations") { try Self.checkMigrations(on: connection) },
-          item("schema") {
+          item(.migrations) { try Self.checkMigrations(on: connection) },
+          item(.schema) {
             let applied = try Migrator.records(on: connection).count
             let differences = try Schema.differences(on: connection, applied: applied)
             guard differences.isEmpty else { return (false, Schema.message(differences)) }
@@ -48,16 +82,16 @@ extension SessionStore {
               true, "tables, indexes and triggers are the ones the \(applied) applied migration(s) create"
             )
           },
-          item("state") { try Self.checkState(on: connection) },
-          item("times") { try Self.checkTimes(on: connection) },
-          item("continuity") { try Self.checkContinuity(on: connection) },
-          item("cursors") {
+          item(.state) { try Self.checkState(on: connection) },
+          item(.times) { try Self.checkTimes(on: connection) },
+          item(.continuity) { try Self.checkContinuity(on: connection) },
+          item(.cursors) {
             guard let problem = try SessionLog.cursorProblem(on: connection) else {
               return (true, "every cursor is at least 1 and below the largest integer")
             }
             return (false, problem)
           },
-          item("username") { try Self.checkUsername(on: connection) },
+          item(.username) { try Self.checkUsername(on: connection) },
         ]
       }
     }
@@ -191,7 +225,7 @@ extension SessionStore {
       try connection.scalarInt(
         "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'session_feed_tip'") == 1
     if hasTip, let tip = try connection.scalarInt("SELECT seq FROM session_feed_tip WHERE id = 1"),
-      tip > bounds.head.rawValue
+      tip > bounds.head.value
     {
       return (
         false,
@@ -204,7 +238,7 @@ extension SessionStore {
     var missing: UInt64 = 0
     if let oldest = bounds.oldest, count > 0 {
       // head ≥ oldest, so the wrapping difference is the distance, read as unsigned.
-      let span = UInt64(bitPattern: bounds.head.rawValue &- oldest.rawValue)
+      let span = UInt64(bitPattern: bounds.head.value &- oldest.value)
       let (difference, overflow) = span.subtractingReportingOverflow(UInt64(count - 1))
       missing = overflow ? 0 : difference
     }

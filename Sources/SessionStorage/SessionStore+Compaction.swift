@@ -11,9 +11,7 @@ extension SessionStore {
 
   /// Deletes all but the newest `count` entries.
   public func compact(keepingLast count: Int) throws -> Compaction {
-    guard count >= 0 else {
-      throw SessionStorageError(.sqlite, "cannot keep a negative number of entries (\(count))", path: path)
-    }
+    try SessionStorageError.requireNonNegative(count, "the number of entries to keep")
     return try maintain(
       "DELETE FROM session_changes WHERE seq <= (SELECT seq FROM session_changes ORDER BY seq DESC LIMIT 1 OFFSET ?)",
       [.integer(Int64(count))])
@@ -24,6 +22,6 @@ extension SessionStore {
   public func compact(before cursor: Cursor) throws -> Compaction {
     let head = try bounds().head
     if let next = head.next, cursor > next { throw FeedError.cursorAhead(requested: cursor, head: head) }
-    return try maintain("DELETE FROM session_changes WHERE seq < ?", [.integer(cursor.rawValue)])
+    return try maintain("DELETE FROM session_changes WHERE seq < ?", [.integer(cursor.value)])
   }
 }

@@ -10,11 +10,19 @@ import Synchronization
 /// notices commits of other processes.
 public final class SessionStore: Sendable {
   /// How durable a commit is.
-  public enum Durability: String, Sendable {
+  public enum Durability: Sendable, Hashable {
     /// `synchronous=FULL`: a commit survives power loss. The default.
-    case full = "FULL"
+    case full
     /// `synchronous=NORMAL`: faster; the last commits may be lost on power loss (never on a crash).
-    case normal = "NORMAL"
+    case normal
+
+    /// The value of `PRAGMA synchronous`.
+    var pragmaValue: String {
+      switch self {
+      case .full: "FULL"
+      case .normal: "NORMAL"
+      }
+    }
   }
 
   /// How a store opens its file.
@@ -31,18 +39,24 @@ public final class SessionStore: Sendable {
     /// safety net behind inotify, and the only mechanism where inotify cannot be set up.
     /// Instances on one file share one watcher: the first instance's interval applies.
     public var safetyPollInterval: Duration
+    /// Whether a store that creates its file also creates the missing directories above it,
+    /// with mode 0700 (only the owner may enter). Off by default: a mistyped path is an
+    /// error that names the missing directory, not a new directory tree. ``defaultPath`` is
+    /// usually opened with it on.
+    public var createsMissingDirectories: Bool
 
     /// Creates options; the origin defaults to the process's name.
     public init(
       durability: Durability = .full, busyTimeout: Duration = .seconds(5),
       origin: String = ProcessInfo.processInfo.processName, readOnly: Bool = false,
-      safetyPollInterval: Duration = .seconds(1)
+      safetyPollInterval: Duration = .seconds(1), createsMissingDirectories: Bool = false
     ) {
       self.durability = durability
       self.busyTimeout = busyTimeout
       self.origin = origin
       self.readOnly = readOnly
       self.safetyPollInterval = safetyPollInterval
+      self.createsMissingDirectories = createsMissingDirectories
     }
   }
 
@@ -56,7 +70,7 @@ public final class SessionStore: Sendable {
   private let database: SharedDatabase
 
   /// The feed of changes, for building subscriptions.
-  public var feed: Feed<SessionChange, SessionState> { database.feed }
+  var feed: Feed<SessionChange, SessionState> { database.feed }
   var log: SessionLog { database.log }
 
   /// Opens the store at `path`, creating it (mode 0600) and applying pending migrations.
@@ -66,7 +80,8 @@ public final class SessionStore: Sendable {
   /// is closed when the last of them is released. Each instance keeps its own options:
   /// its origin, durability and busy timeout apply to its own writes, and a read-only
   /// instance never writes even when a writable one shares its connections.
-  /// - Throws: ``SessionStorageError``: a file that is not a database, someone else's
+  /// - Throws: ``SessionStorageError``: a missing directory (unless
+  ///   ``Options/createsMissingDirectories``), a file that is not a database, someone else's
   ///   database, a newer schema, mismatching migrations, a missing file in read-only mode.
   ///   Such a file is left byte-identical.
   public init(path: String, options: Options = Options()) throws {
@@ -77,6 +92,7 @@ public final class SessionStore: Sendable {
         .invalidOrigin, "origin '\(options.origin)' must be 1 to 64 printable characters and not 'external'")
     }
     let path = try FileCheck.resolve(path)
+    if options.createsMissingDirectories && !options.readOnly { try FileCheck.makeDirectories(above: path) }
     self.path = path
     self.options = options
     (database, appliedMigrations) = try SharedDatabase.open(path, options)
@@ -87,22 +103,56 @@ public final class SessionStore: Sendable {
     get throws { try log.state() }
   }
 
-  /// Signs in as `username` (validated, stored in NFC).
+  /// The state and the cursor of the newest change it includes, read in one transaction:
+  /// resume with ``changes(from:)`` after ``SessionSnapshot/cursor`` and nothing is missed
+  /// or repeated.
+  public func snapshot() throws -> SessionSnapshot {
+    let (state, cursor) = try log.snapshot()
+    return SessionSnapshot(state: state, cursor: cursor)
+  }
+
+  /// Signs in as `username` (validated, stored in NFC). Blocks the calling thread until the
+  /// commit is durable, and while another process holds the write lock (up to
+  /// ``Options/busyTimeout``); from an actor, use the `async` variant.
   /// - Returns: the committed change, or nil when already signed in as that user.
   /// - Throws: ``SessionStorageError`` (`invalidUsername` before anything is written).
   @discardableResult
-  public func login(username: String) throws -> SessionEntry? { try write(.login(username: username)) }
+  public func logIn(as username: String) throws -> SessionEntry? { try write(.login(username: username)) }
 
   /// Signs out. The username is kept, so an app can offer "continue as …" and `status`
   /// can say who signed out; the ``SessionEvent/loggedOut(username:)`` event names them.
+  /// Blocks the calling thread like ``logIn(as:)-(String)``.
   /// - Returns: the committed change, or nil when nobody was signed in.
   @discardableResult
-  public func logout() throws -> SessionEntry? { try write(.logout) }
+  public func logOut() throws -> SessionEntry? { try write(.logout) }
 
-  /// Changes the username and leaves the login state as it is.
+  /// Changes the username and leaves the login state as it is. Blocks the calling thread
+  /// like ``logIn(as:)-(String)``.
   /// - Returns: the committed change, or nil when the username is already `username`.
   @discardableResult
   public func rename(to username: String) throws -> SessionEntry? { try write(.rename(to: username)) }
+
+  /// Signs in as `username`, off the caller's actor: the main actor stays responsive while
+  /// the commit is made durable or waits for another process's write lock.
+  ///
+  /// Cancelling the task while the write waits for the lock stops the wait and throws
+  /// `CancellationError`; nothing is written. A write that already committed returns its
+  /// entry: cancellation never undoes an acknowledged change.
+  /// - Returns: the committed change, or nil when already signed in as that user.
+  @discardableResult
+  public func logIn(as username: String) async throws -> SessionEntry? {
+    try await write(.login(username: username))
+  }
+
+  /// Signs out, off the caller's actor (see ``logIn(as:)-(String)``'s `async` variant).
+  @discardableResult
+  public func logOut() async throws -> SessionEntry? { try await write(.logout) }
+
+  /// Changes the username, off the caller's actor (see ``logIn(as:)-(String)``'s `async` variant).
+  @discardableResult
+  public func rename(to username: String) async throws -> SessionEntry? {
+    try await write(.rename(to: username))
+  }
 
   /// Runs one statement on the writer connection and returns its first integer, for tests
   /// that bend SQLite's limits (`PRAGMA max_page_count`).
@@ -128,12 +178,47 @@ public final class SessionStore: Sendable {
     }
   }
 
+  /// Runs the write on the database's write queue, off the caller's actor; cancelling the
+  /// task stops a wait for the lock.
+  private func write(_ write: SessionWrite) async throws -> SessionEntry? {
+    let cancelled = Atomic(false)
+    return try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation { continuation in
+        database.writeQueue.async {
+          continuation.resume(
+            with: Result {
+              try self.write(write, isCancelled: { cancelled.load(ordering: .relaxed) })
+            })
+        }
+      }
+    } onCancel: {
+      cancelled.store(true, ordering: .relaxed)
+    }
+  }
+
   /// Runs the write as one conditional UPDATE in an IMMEDIATE transaction and returns the
   /// entry its trigger wrote, or nil when the WHERE clause found nothing to change.
-  private func write(_ write: SessionWrite) throws -> SessionEntry? {
+  private func write(_ write: SessionWrite, isCancelled: (@Sendable () -> Bool)? = nil) throws
+    -> SessionEntry?
+  {
     let (sql, bindings) = write.statement
     try requireWritable()
-    let entry = try database.withWriter(options) { connection in
+    if isCancelled?() == true { throw CancellationError() }
+    let entry: SessionEntry?
+    do {
+      entry = try committed(sql, bindings, isCancelled: isCancelled)
+    } catch let error as SessionStorageError where error.code == .busy && isCancelled?() == true {
+      throw CancellationError()
+    }
+    if entry != nil { database.beacon.signal() }
+    return entry
+  }
+
+  private func committed(_ sql: String, _ bindings: [SQLiteValue], isCancelled: (@Sendable () -> Bool)?)
+    throws
+    -> SessionEntry?
+  {
+    try database.withWriter(options, isCancelled: isCancelled) { connection in
       try connection.transaction(.immediate) { () throws -> SessionEntry? in
         try Migrator.reverify(connection)  // the schema may have been changed since the open
         let before = connection.totalChanges
@@ -163,7 +248,5 @@ public final class SessionStore: Sendable {
         return entry
       }
     }
-    if entry != nil { database.beacon.signal() }
-    return entry
   }
 }

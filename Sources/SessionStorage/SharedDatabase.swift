@@ -22,6 +22,8 @@ final class SharedDatabase: Sendable {
   let beacon: Beacon
   let feed: Feed<SessionChange, SessionState>
   private let writer: Mutex<Writer?>
+  /// Where async writes wait for the writer, off their callers' actors.
+  let writeQueue = DispatchQueue(label: "SessionStorage.write")
 
   /// Every file this process has open, weakly: an entry lives as long as its stores.
   private static let open = Mutex<[FileCheck.Identity: WeakReference]>([:])
@@ -41,7 +43,7 @@ final class SharedDatabase: Sendable {
       var created: [Migration] = []
       var identity = try FileCheck.identify(path, mayCreate: !options.readOnly)
       if identity == nil {
-        created = try Migrator.create(path, synchronous: options.durability.rawValue)
+        created = try Migrator.create(path, options.durability)
         identity = try FileCheck.identify(path, mayCreate: false)
       }
       guard let identity else { throw SessionStorageError(.notFound, "the new file vanished", path: path) }
@@ -161,7 +163,7 @@ final class SharedDatabase: Sendable {
           "the file cannot be written (read-only file or file system); open it read-only to read it",
           path: connection.path)
     }
-    try connection.configure(synchronous: options.durability.rawValue)
+    try connection.configure(options.durability)
     let applied = try Migrator.migrate(connection)
     // Remember the schema version found intact, so writes re-verify only when it moves.
     try connection.transaction(.deferred) { try Migrator.reverify(connection) }
@@ -188,9 +190,11 @@ final class SharedDatabase: Sendable {
   }
 
   /// Runs `body` on the writer, switched first to this instance's durability and busy
-  /// timeout (each instance keeps its own).
+  /// timeout (each instance keeps its own). While it waits for another process's lock, it
+  /// gives up as soon as `isCancelled` says so.
   func withWriter<Result: Sendable>(
-    _ options: SessionStore.Options, _ body: (Connection) throws -> Result
+    _ options: SessionStore.Options, isCancelled: (@Sendable () -> Bool)? = nil,
+    _ body: (Connection) throws -> Result
   ) throws -> Result {
     try writer.withLock { writer in
       guard let current = writer else {
@@ -199,12 +203,12 @@ final class SharedDatabase: Sendable {
       // A write into a file that was replaced or deleted would be lost to everyone else.
       try log.requireSameFile()
       if current.durability != options.durability {
-        try current.connection.execute("PRAGMA synchronous = \(options.durability.rawValue)")
+        try current.connection.execute("PRAGMA synchronous = \(options.durability.pragmaValue)")
         writer?.durability = options.durability
       }
-      if current.connection.busyTimeout != options.busyTimeout {
-        current.connection.setBusyTimeout(options.busyTimeout)
-      }
+      current.connection.busyTimeout = options.busyTimeout
+      current.connection.isCancelled = isCancelled
+      defer { current.connection.isCancelled = nil }
       return try body(current.connection)
     }
   }

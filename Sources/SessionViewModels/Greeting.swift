@@ -3,7 +3,12 @@
 /// - Signed in: "Hello, alice".
 /// - Signed in without a username (only possible through the sqlite3 shell): "Hello!".
 /// - Signed out: "Signed out", whatever username is kept.
+/// - The session cannot be read: "Session unavailable" (``unavailable``).
 public enum Greeting {
+  /// What a screen shows while the session cannot be read: never "Signed out", which
+  /// would be a guess.
+  public static let unavailable = "Session unavailable"
+
   /// The greeting for a username and login state.
   public static func text(username: String?, isLoggedIn: Bool) -> String {
     guard isLoggedIn else { return "Signed out" }

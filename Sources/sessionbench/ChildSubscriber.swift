@@ -8,13 +8,13 @@ enum ChildSubscriber {
   static func run(path: String) throws -> Never {
     let store = try SessionStore(path: path, options: .init(origin: "sessionbench-child"))
     let changes = try store.changes(from: .now)
-    ChildControl.say("ready \(changes.cursor.rawValue)")
+    ChildControl.say("ready \(changes.cursor.value)")
     ChildControl.serveStdin()
     Task.detached {
       do {
         for try await entry in changes {
           let now = Monotonic.now()
-          ChildControl.say("\(entry.cursor.rawValue) \(now)")
+          ChildControl.say("\(entry.cursor.value) \(now)")
         }
       } catch {
         ChildControl.say("error \(error)")

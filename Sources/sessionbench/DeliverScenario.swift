@@ -25,7 +25,7 @@ enum DeliverScenario {
     var raw = Side()
     try subscribers.subscribe(1, to: store, arrivals: ours.arrivals)
     ours.subscribers = 1
-    ours.head = try store.bounds().head.rawValue
+    ours.head = try store.bounds().head.value
     ours.write = storeWrites(store)
     let rawWriter = try RawWriter(db: RawDB(path: workspace.raw, synchronous: "NORMAL"))
     raw.head = try rawWriter.db.head()
@@ -66,7 +66,7 @@ enum DeliverScenario {
     try rawChild.waitUntilReady()
     ours.subscribers = 1
     raw.subscribers = 1
-    ours.head = try store.bounds().head.rawValue
+    ours.head = try store.bounds().head.value
     if external {
       ours.write = try rawWrites(
         RawWriter(db: RawDB(path: workspace.ours, synchronous: "NORMAL"), external: true))
@@ -109,7 +109,7 @@ enum DeliverScenario {
     defer { subscribers.stop() }
     try subscribers.subscribe(local, to: store, arrivals: ours.arrivals)
     ours.subscribers = local + remote
-    ours.head = try store.bounds().head.rawValue
+    ours.head = try store.bounds().head.value
     ours.write = storeWrites(store)
     let rawWriter = try RawWriter(db: RawDB(path: workspace.raw, synchronous: "NORMAL"))
     raw.head = try rawWriter.db.head()
@@ -127,9 +127,9 @@ enum DeliverScenario {
   /// Login/logout alternating through the store; returns the cursor it reported.
   private static func storeWrites(_ store: SessionStore) -> (Int) throws -> Int64? {
     { index in
-      let entry = index.isMultiple(of: 2) ? try store.login(username: "alice") : try store.logout()
+      let entry = index.isMultiple(of: 2) ? try store.logIn(as: "alice") : try store.logOut()
       guard let entry else { throw BenchError("write \(index) through the store changed nothing") }
-      return entry.cursor.rawValue
+      return entry.cursor.value
     }
   }
 

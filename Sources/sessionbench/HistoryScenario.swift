@@ -70,10 +70,10 @@ enum HistoryScenario {
     let store = try SessionStore(path: path, options: .init(durability: .normal, origin: "sessionbench"))
     let bounds = try store.bounds()
     let select = try db.prepareChanges(limit: 100)
-    let newest = Cursor(bounds.head.rawValue - 100)
-    let oldest = Cursor(bounds.firstAvailable.rawValue - 1)
+    let newest = Cursor(bounds.head.value - 100)
+    let oldest = Cursor(bounds.firstAvailable.value - 1)
     func rawPage(after cursor: Cursor) throws {
-      let rows = RawDB.readChanges(select, after: cursor.rawValue)
+      let rows = RawDB.readChanges(select, after: cursor.value)
       guard rows == 100 else { throw BenchError("raw page after \(cursor) had \(rows) rows") }
     }
     func oursPage(from start: FeedStart) throws {

@@ -19,7 +19,7 @@ final class InProcessSubscribers {
       tasks.append(
         Task.detached {
           do {
-            for try await entry in changes { arrivals.arrive(entry.cursor.rawValue, at: Monotonic.now()) }
+            for try await entry in changes { arrivals.arrive(entry.cursor.value, at: Monotonic.now()) }
           } catch {
             FileHandle.standardError.write(Data("subscriber failed: \(error)\n".utf8))
           }

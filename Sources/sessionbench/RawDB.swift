@@ -106,7 +106,7 @@ final class RawWriter {
   static let loginSQL =
     "UPDATE session SET username = ?1, is_logged_in = 1, updated_by = ?2, write_token = write_token + 1 "
     + "WHERE id = 1 AND (username IS NOT ?1 OR is_logged_in IS NOT 1)"
-  /// The UPDATE of `SessionStore.logout()`, as the store runs it.
+  /// The UPDATE of `SessionStore.logOut()`, as the store runs it.
   static let logoutSQL =
     "UPDATE session SET is_logged_in = 0, updated_by = ?1, write_token = write_token + 1 "
     + "WHERE id = 1 AND is_logged_in IS NOT 0"

@@ -39,12 +39,12 @@ enum SlowFsyncScenario {
     }
     let workspace = try Workspace(name)
     let store = try SessionStore(path: workspace.ours, options: .init(origin: "sessionbench"))
-    try store.login(username: "start")
+    try store.logIn(as: "start")
 
     let ours = Mutex<[Int64: UInt64]>([:])
     let changes = try store.changes(from: .now)
     let subscriber = Task {
-      for try await entry in changes { ours.withLock { $0[entry.cursor.rawValue] = Monotonic.now() } }
+      for try await entry in changes { ours.withLock { $0[entry.cursor.value] = Monotonic.now() } }
     }
     defer { subscriber.cancel() }
 

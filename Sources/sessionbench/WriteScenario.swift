@@ -10,11 +10,12 @@ enum WriteScenario {
     try workspace.createRawSchema()
     let store = try SessionStore(
       path: workspace.ours, options: .init(durability: durability, origin: "sessionbench"))
-    let raw = try RawWriter(db: RawDB(path: workspace.raw, synchronous: durability.rawValue))
+    let raw = try RawWriter(
+      db: RawDB(path: workspace.raw, synchronous: durability == .full ? "FULL" : "NORMAL"))
     let (ours, baseline) = try Paired.blocks(
       rounds: scale.rounds, block: scale.writeBlock,
       ours: { index in
-        let entry = index.isMultiple(of: 2) ? try store.login(username: "alice") : try store.logout()
+        let entry = index.isMultiple(of: 2) ? try store.logIn(as: "alice") : try store.logOut()
         guard entry != nil else { throw BenchError("write \(index) through the store changed nothing") }
       },
       raw: { index in

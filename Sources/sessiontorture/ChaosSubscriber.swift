@@ -52,14 +52,14 @@ final class ChaosSubscriber: Sendable {
   init(_ store: SessionStore, _ kind: ChaosStep.Subscription, recent: Int64) throws {
     record = Mutex(ChaosRecord(kind: kind.rawValue))
     switch kind {
-    case .now: try follow(store.changes(from: .now), start: store.bounds().head.rawValue)
+    case .now: try follow(store.changes(from: .now), start: store.bounds().head.value)
     case .beginning:
-      try follow(store.changes(from: .beginning), start: store.bounds().firstAvailable.rawValue - 1)
+      try follow(store.changes(from: .beginning), start: store.bounds().firstAvailable.value - 1)
     case .afterRecent: try follow(store.changes(from: .after(Cursor(recent))), start: recent)
     case .snapshot:
       let feed = try store.snapshotAndChanges()
       record.withLock { $0.values = [ChaosState(feed.state)] }
-      follow(feed.changes, start: feed.cursor.rawValue)
+      follow(feed.changes, start: feed.cursor.value)
     case .values:
       let values = store.values()
       run {
@@ -80,7 +80,7 @@ final class ChaosSubscriber: Sendable {
       let changes = try store.changes(from: .after(Cursor(last)))
       run {
         for try await entry in changes {
-          self.record.withLock { $0.entries.append((entry.cursor.rawValue, ChaosState(entry.after))) }
+          self.record.withLock { $0.entries.append((entry.cursor.value, ChaosState(entry.after))) }
         }
       }
     } catch let error as FeedError {
@@ -91,11 +91,11 @@ final class ChaosSubscriber: Sendable {
     }
   }
 
-  private func follow(_ changes: SessionChanges, start: Int64) {
+  private func follow(_ changes: SessionSubscription, start: Int64) {
     record.withLock { $0.start = start }
     run {
       for try await entry in changes {
-        self.record.withLock { $0.entries.append((entry.cursor.rawValue, ChaosState(entry.after))) }
+        self.record.withLock { $0.entries.append((entry.cursor.value, ChaosState(entry.after))) }
       }
     }
   }

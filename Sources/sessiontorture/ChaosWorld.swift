@@ -111,18 +111,18 @@ final class ChaosWorld {
       guard let store = instance(index), !store.options.readOnly else { return }
       let entry: SessionEntry?
       switch action {
-      case .login(let name): entry = try store.login(username: name)
-      case .logout: entry = try store.logout()
+      case .login(let name): entry = try store.logIn(as: name)
+      case .logout: entry = try store.logOut()
       case .rename(let name): entry = try store.rename(to: name)
       }
-      if let entry { acknowledged[entry.cursor.rawValue] = ChaosState(entry.after) }
+      if let entry { acknowledged[entry.cursor.value] = ChaosState(entry.after) }
     case .shell(let action): try shellWrite(action)
     case .python(let action): try pythonWrite(action)
     case .sessionctl(let action): try sessionctlWrite(action)
     case .compact(let index, let keep):
       guard let store = instance(index), !store.options.readOnly else { return }
       let compaction = try store.compact(keepingLast: keep)
-      compactedBelow = max(compactedBelow, compaction.bounds.firstAvailable.rawValue)
+      compactedBelow = max(compactedBelow, compaction.bounds.firstAvailable.value)
     case .subscribe(let index, let kind):
       guard let store = instance(index) else { return }
       let recent = max(compactedBelow, head - Int64(index))
@@ -405,7 +405,7 @@ final class ChaosWorld {
           problems.append("instance #\(index) reads \(state), a fresh process reads \(fileState)")
         }
         let bounds = try store.bounds()
-        if bounds.head.rawValue != fileHead {
+        if bounds.head.value != fileHead {
           problems.append("instance #\(index) has head \(bounds.head), a fresh process \(fileHead)")
         }
       } catch {
@@ -413,7 +413,7 @@ final class ChaosWorld {
       }
     }
     if let store = instances.first {
-      problems += try store.check().filter { !$0.passed }.map { "check \($0.name): \($0.detail)" }
+      problems += try store.check().filter { $0.verdict == .failed }.map { "check \($0.check): \($0.detail)" }
     }
     problems += subscriberProblems()
     return problems

@@ -22,9 +22,9 @@ enum Children {
       let name = "\(origin)-\(step)"
       let entry: SessionEntry?
       switch step % 4 {
-      case 0: entry = try store.login(username: name)
+      case 0: entry = try store.logIn(as: name)
       // Another writer may have signed out first: then sign in under the new name instead.
-      case 3: entry = try store.logout() ?? store.login(username: name)
+      case 3: entry = try store.logOut() ?? store.logIn(as: name)
       default: entry = try store.rename(to: name)
       }
       if let entry { Torture.emit(entry.cursor.description) }

@@ -36,7 +36,7 @@ struct ConcurrencyScenario {
 
   func run() throws -> Int32 {
     var problems: [String] = []
-    let head = try SessionStore(path: path, options: .init(origin: "setup")).bounds().head.rawValue
+    let head = try SessionStore(path: path, options: .init(origin: "setup")).bounds().head.value
     // Some changes may be no-ops only if the Python client repeats the current name; it never does.
     let total = writers * writes + external
     let listeners = try (0..<subscribers).map { _ in

@@ -19,7 +19,7 @@ final class ArrayLog: FeedSource {
   func append(_ value: Int) -> Cursor {
     let cursor = contents.withLock { log in
       log.head = log.head.next ?? log.head
-      log.entries.append(FeedEntry(cursor: log.head, time: Date(), origin: "test", event: value))
+      log.entries.append(FeedEntry(cursor: log.head, time: Date(), origin: "test", change: value))
       return log.head
     }
     beacon.signal()
@@ -29,7 +29,7 @@ final class ArrayLog: FeedSource {
   /// Appends `value` at `cursor`, as a hand edit of a stored log could (any Int64 at all).
   func append(_ value: Int, at cursor: Cursor) {
     contents.withLock { log in
-      log.entries.append(FeedEntry(cursor: cursor, time: Date(), origin: "hand", event: value))
+      log.entries.append(FeedEntry(cursor: cursor, time: Date(), origin: "hand", change: value))
       log.entries.sort { $0.cursor < $1.cursor }
       log.head = max(log.head, cursor)
     }
@@ -48,6 +48,6 @@ final class ArrayLog: FeedSource {
   }
 
   func snapshot() -> (state: Int, cursor: Cursor) {
-    contents.withLock { ($0.entries.last?.event ?? 0, $0.head) }
+    contents.withLock { ($0.entries.last?.change ?? 0, $0.head) }
   }
 }

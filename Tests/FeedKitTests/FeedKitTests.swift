@@ -8,12 +8,12 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct CursorTests {
   @Test(arguments: ["0", "1", "42", "9223372036854775807"])
   func parsesWholeNumbers(_ text: String) {
-    #expect(Cursor(parsing: text)?.description == text)
+    #expect(Cursor(text)?.description == text)
   }
 
   @Test(arguments: ["", "-1", "+1", "1.5", "abc", " 1", "1 ", "9223372036854775808", "١٢"])
   func refusesAnythingElse(_ text: String) {
-    #expect(Cursor(parsing: text) == nil)
+    #expect(Cursor(text) == nil)
   }
 
   @Test func ordersByNumber() {
@@ -30,7 +30,7 @@ import Testing
     #expect(FeedBounds(oldest: nil, head: Cursor(.max)).firstAvailable == Cursor(.max))
     #expect(
       FeedError.cursorCompacted(requested: Cursor(.min), oldestAvailable: Cursor(.min)).description
-        == "cursor \(Int64.min) was compacted away; the oldest available entry is \(Int64.min) (take a new snapshot)"
+        == "cursor \(Int64.min) was compacted away; the oldest available entry is \(Int64.min): start again from a snapshot"
     )
   }
 
@@ -39,22 +39,24 @@ import Testing
     for value in 1...2 { log.append(value) }
     log.append(3, at: Cursor(.max))
     #expect(
-      try log.feed.page(from: .beginning, limit: 10).map(\.cursor) == [Cursor(1), Cursor(2), Cursor(.max)])
-    #expect(try log.feed.page(from: .after(Cursor(.max)), limit: 10).isEmpty)
-    #expect(try log.feed.page(from: .after(Cursor(2)), limit: 10).map(\.event) == [3])
-    #expect(try await first(3, of: log.feed.changes(from: .beginning)).map(\.event) == [1, 2, 3])
+      try log.feed.history(from: .beginning, limit: 10).map(\.cursor) == [Cursor(1), Cursor(2), Cursor(.max)])
+    #expect(try log.feed.history(from: .after(Cursor(.max)), limit: 10).isEmpty)
+    #expect(try log.feed.history(from: .after(Cursor(2)), limit: 10).map(\.change) == [3])
+    #expect(try await first(3, of: log.feed.changes(from: .beginning)).map(\.change) == [1, 2, 3])
     log.compact(before: Cursor(.max))
     #expect(throws: FeedError.cursorCompacted(requested: Cursor(1), oldestAvailable: Cursor(.max))) {
-      try log.feed.page(from: .after(Cursor(1)), limit: 10)
+      try log.feed.history(from: .after(Cursor(1)), limit: 10)
     }
 
     let low = ArrayLog()
     low.append(1, at: Cursor(.min))
     low.append(2, at: Cursor(5))
-    #expect(throws: FeedError.noCursorBefore(Cursor(.min))) { try low.feed.page(from: .beginning, limit: 10) }
+    #expect(throws: FeedError.noCursorBefore(Cursor(.min))) {
+      try low.feed.history(from: .beginning, limit: 10)
+    }
     #expect(throws: FeedError.noCursorBefore(Cursor(.min))) { try low.feed.changes(from: .beginning) }
-    #expect(try low.feed.page(from: .after(.zero), limit: 10).map(\.event) == [2])
-    #expect(try low.feed.page(from: .after(Cursor(.min)), limit: 10).map(\.event) == [2])
+    #expect(try low.feed.history(from: .after(.zero), limit: 10).map(\.change) == [2])
+    #expect(try low.feed.history(from: .after(Cursor(.min)), limit: 10).map(\.change) == [2])
   }
 }
 
@@ -65,7 +67,7 @@ import Testing
     let subscription = try log.feed.changes(from: .beginning)
     let writer = Task.detached { for value in 5...20 { log.append(value) } }
     await writer.value
-    #expect(try await first(20, of: subscription).map(\.event) == Array(1...20))
+    #expect(try await first(20, of: subscription).map(\.change) == Array(1...20))
   }
 
   @Test func startsNowAfterCursorAndRefusesBadCursors() async throws {
@@ -84,7 +86,7 @@ import Testing
     #expect(try log.feed.changes(from: .after(Cursor(3))).cursor == Cursor(3))
     #expect(try log.feed.changes(from: .beginning).cursor == Cursor(3))
     log.compact(before: Cursor(99))
-    #expect(try log.feed.page(from: .beginning, limit: 10).isEmpty)
+    #expect(try log.feed.history(from: .beginning, limit: 10).isEmpty)
     #expect(try log.feed.changes(from: .after(Cursor(5))).cursor == Cursor(5))
   }
 
@@ -102,7 +104,7 @@ import Testing
   @Test func valuesStartWithTheSnapshotAndDropRepeats() async throws {
     let log = ArrayLog()
     log.append(7)
-    var values = log.feed.values(\.event).makeAsyncIterator()
+    var values = log.feed.values(\.change).makeAsyncIterator()
     #expect(try await values.next() == 7)
     for value in [7, 7, 8, 8, 9] { log.append(value) }
     #expect(try await values.next() == 8)
@@ -112,7 +114,7 @@ import Testing
   @Test func valuesRecoverFromCompactionWithAFreshSnapshot() async throws {
     let log = ArrayLog()
     log.append(1)
-    var values = log.feed.values(\.event).makeAsyncIterator()
+    var values = log.feed.values(\.change).makeAsyncIterator()
     #expect(try await values.next() == 1)
     for value in 2...5 { log.append(value) }
     log.compact(before: Cursor(5))
@@ -235,7 +237,7 @@ import Testing
     #expect(calls.withLock { $0 } == after, "nothing runs after stop")
   }
 
-  /// A writer whose fsync is slow publishes its commit long after its last file event:
+  /// A writer whose fsync is slow publishes its commit long after its last file change:
   /// re-checks go on (every 50 ms) instead of leaving it to the poll.
   @Test func aCommitVisibleLongAfterItsLastEventIsSeenWithoutThePoll() async throws {
     let dir = try TemporaryDirectory()

@@ -26,7 +26,7 @@ import Testing
     let store = try SessionStore(path: path, options: .init(origin: "parent"))
     let child = try spawn(["subscribe", "--db", path, "--count", "3"])
     #expect(try child.readLine() == "ready")
-    let cursors = try [store.login(username: "alice"), store.rename(to: "bob"), store.logout()].map {
+    let cursors = try [store.logIn(as: "alice"), store.rename(to: "bob"), store.logOut()].map {
       try #require($0).cursor.description
     }
     let lines = try (0..<3).map { _ in try child.readLine() }
@@ -60,7 +60,7 @@ import Testing
     }
     #expect(acknowledged.sorted() == Array(1...1000))
     let store = try SessionStore(path: path)
-    #expect(try store.history(from: .beginning, limit: 2000).map(\.cursor.rawValue) == Array(1...1000))
-    #expect(try store.check().allSatisfy(\.passed))
+    #expect(try store.history(from: .beginning, limit: 2000).map(\.cursor.value) == Array(1...1000))
+    #expect(try store.check().allSatisfy { $0.verdict == .passed })
   }
 }

@@ -20,8 +20,8 @@ import Testing
   /// inserted by the sqlite3 shell.
   func makeStore(seq: Int64) throws -> SessionStore {
     let store = try SessionStore(path: path, options: .init(origin: "test"))
-    try store.login(username: "alice")
-    try store.logout()
+    try store.logIn(as: "alice")
+    try store.logOut()
     try ProcessRunner.sqlite3(path, Self.insert(seq))
     return store
   }
@@ -36,18 +36,18 @@ import Testing
   func readsServeACursorNearTheLargestInteger(_ seq: Int64) async throws {
     let store = try makeStore(seq: seq)
     #expect(try store.bounds() == FeedBounds(oldest: Cursor(1), head: Cursor(seq)))
-    #expect(try store.history().map(\.cursor.rawValue) == [1, 2, seq])
+    #expect(try store.history().map(\.cursor.value) == [1, 2, seq])
     #expect(try store.history(from: .after(Cursor(seq))).isEmpty)
-    #expect(try store.history(from: .after(Cursor(2))).map(\.cursor.rawValue) == [seq])
+    #expect(try store.history(from: .after(Cursor(2))).map(\.cursor.value) == [seq])
     // A page at a time, the way sessionctl reads it.
     var cursors: [Int64] = []
     var start = FeedStart.beginning
     while let last = try store.history(from: start, limit: 1).last {
-      cursors.append(last.cursor.rawValue)
+      cursors.append(last.cursor.value)
       start = .after(last.cursor)
     }
     #expect(cursors == [1, 2, seq])
-    #expect(try await first(3, of: store.changes(from: .beginning)).map(\.cursor.rawValue) == [1, 2, seq])
+    #expect(try await first(3, of: store.changes(from: .beginning)).map(\.cursor.value) == [1, 2, seq])
     #expect(try store.snapshotAndChanges().cursor == Cursor(seq))
     #expect(try store.check().count >= 5)
   }
@@ -55,20 +55,20 @@ import Testing
   @Test func theSmallestIntegerIsRefusedForTheBeginningAndServedAfterACursor() throws {
     let store = try makeStore(seq: .min)
     #expect(throws: FeedError.noCursorBefore(Cursor(.min))) { try store.history() }
-    #expect(try store.history(from: .after(.zero)).map(\.cursor.rawValue) == [1, 2])
+    #expect(try store.history(from: .after(.zero)).map(\.cursor.value) == [1, 2])
     #expect(try store.snapshotAndChanges().cursor == Cursor(2))
-    let cursors = try #require(try store.check().first { $0.name == "cursors" })
-    #expect(!cursors.passed)
+    let cursors = try #require(try store.check().first { $0.check == .cursors })
+    #expect(cursors.verdict == .failed)
     #expect(cursors.detail.contains("below 1"))
-    #expect(try store.login(username: "bob")?.cursor == Cursor(3))
+    #expect(try store.logIn(as: "bob")?.cursor == Cursor(3))
   }
 
   @Test(arguments: [Int64.max, Int64.max - 1, Int64.min])
   func checkAndCompactionNeverTrap(_ seq: Int64) throws {
     let store = try makeStore(seq: seq)
     let items = try store.check()
-    #expect(try #require(items.first { $0.name == "continuity" }).passed == false)
-    #expect(try #require(items.first { $0.name == "cursors" }).passed == (seq == .max - 1))
+    #expect(try #require(items.first { $0.check == .continuity }).verdict == .failed)
+    #expect((try #require(items.first { $0.check == .cursors }).verdict == .passed) == (seq == .max - 1))
     #expect(try store.compact(before: Cursor(2)).removed == (seq == .min ? 2 : 1))
     let kept = try store.compact(keepingLast: 1)
     #expect(kept.bounds.oldest == Cursor(max(seq, 2)))
@@ -76,15 +76,15 @@ import Testing
 
   @Test func aWriteAtTheLargestCursorSaysWhatIsWrong() throws {
     let store = try makeStore(seq: .max - 1)
-    #expect(try store.login(username: "bob")?.cursor == Cursor(.max))
-    let error = try #require(throws: SessionStorageError.self) { try store.logout() }
+    #expect(try store.logIn(as: "bob")?.cursor == Cursor(.max))
+    let error = try #require(throws: SessionStorageError.self) { try store.logOut() }
     #expect(error.code == .cursorsExhausted)
     #expect(error.message.contains("reached the largest integer"))
     #expect(error.message.contains("inserted by hand"))
     #expect(error.description.contains(path))
     #expect(try store.state.isLoggedIn)
-    let cursors = try #require(try store.check().first { $0.name == "cursors" })
-    #expect(!cursors.passed)
+    let cursors = try #require(try store.check().first { $0.check == .cursors })
+    #expect(cursors.verdict == .failed)
     #expect(cursors.detail.contains("largest integer"))
   }
 }

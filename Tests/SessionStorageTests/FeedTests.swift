@@ -23,7 +23,7 @@ import Testing
   func write(_ count: Int, on store: SessionStore? = nil) throws -> [Cursor] {
     let store = store ?? self.store
     return try (0..<count).map { index in
-      let entry = index.isMultiple(of: 2) ? try store.login(username: "user\(index)") : try store.logout()
+      let entry = index.isMultiple(of: 2) ? try store.logIn(as: "user\(index)") : try store.logOut()
       return try #require(entry).cursor
     }
   }
@@ -38,7 +38,7 @@ import Testing
     #expect(try await first(20, of: fromNow).map(\.cursor) == late)
     #expect(try await first(24, of: fromBeginning).map(\.cursor) == early + late)
     #expect(try await first(22, of: fromCursor).map(\.cursor) == Array(early.dropFirst(2)) + late)
-    #expect((early + late).map(\.rawValue) == Array(1...24))
+    #expect((early + late).map(\.value) == Array(1...24))
   }
 
   @Test func manySubscribersEachReceiveEveryEntry() async throws {
@@ -53,13 +53,13 @@ import Testing
     try write(10)
     let writer = Task.detached { [self] in try write(1000) }
     // Take the snapshot while the writer is busy.
-    #expect(await eventually { (try? store.bounds().head.rawValue) ?? 0 >= 30 })
+    #expect(await eventually { (try? store.bounds().head.value) ?? 0 >= 30 })
     let start = try store.snapshotAndChanges()
     let final = try await writer.value.last ?? .zero
-    let changes = try await first(Int(final.rawValue - start.cursor.rawValue), of: start.changes)
+    let changes = try await first(Int(final.value - start.cursor.value), of: start.changes)
     #expect(
-      changes.map(\.cursor.rawValue)
-        == Array(stride(from: start.cursor.rawValue + 1, through: final.rawValue, by: 1)))
+      changes.map(\.cursor.value)
+        == Array(stride(from: start.cursor.value + 1, through: final.value, by: 1)))
     if let firstChange = changes.first {
       #expect(firstChange.before.username == start.state.username)
       #expect(firstChange.before.isLoggedIn == start.state.isLoggedIn)
@@ -149,11 +149,11 @@ import Testing
   }
 
   @Test func valuesStartWithTheStateAndDropNothingButRepeats() async throws {
-    try store.login(username: "alice")
+    try await store.logIn(as: "alice")
     var values = store.values().makeAsyncIterator()
     var states = [try await values.next()]
-    try store.rename(to: "bob")
-    try store.logout()
+    try await store.rename(to: "bob")
+    try await store.logOut()
     states += [try await values.next(), try await values.next()]
     #expect(states.map { $0?.username } == ["alice", "bob", "bob"])
     #expect(states.map { $0?.isLoggedIn } == [true, true, false])
@@ -167,10 +167,10 @@ import Testing
     (String(repeating: "y", count: 1_000_000), "longer than 256"),
   ])
   func invalidUsernamesAreRefusedAndChangeNothing(_ name: String, _ rule: String) throws {
-    try store.login(username: "alice")
+    try store.logIn(as: "alice")
     let before = try store.state
     let head = try store.bounds().head
-    for attempt in [{ try store.login(username: name) }, { try store.rename(to: name) }] {
+    for attempt in [{ try store.logIn(as: name) }, { try store.rename(to: name) }] {
       let error = try #require(throws: SessionStorageError.self) { try attempt() }
       #expect(error.code == .invalidUsername)
       #expect(error.message.contains(rule), "\(error.message)")
@@ -183,7 +183,7 @@ import Testing
     "Robert'); DROP TABLE session;--", "مرحبا", "שלום", "🧑‍💻 dev", String(repeating: "z", count: 256),
   ])
   func unusualButValidUsernamesAreStoredLiterally(_ name: String) throws {
-    try store.login(username: name)
+    try store.logIn(as: name)
     #expect(try store.state.username == name)
     #expect(try ProcessRunner.sqlite3(path, "SELECT count(*) FROM session") == "1\n")
   }
@@ -192,9 +192,9 @@ import Testing
     let composed = "Jos\u{E9}"
     let decomposed = "Jose\u{301}"
     #expect(composed.unicodeScalars.count != decomposed.unicodeScalars.count)
-    try store.login(username: decomposed)
+    try store.logIn(as: decomposed)
     #expect(try store.state.username?.unicodeScalars.elementsEqual(composed.unicodeScalars) == true)
-    #expect(try store.login(username: composed) == nil, "same user: a no-op")
+    #expect(try store.logIn(as: composed) == nil, "same user: a no-op")
     #expect(try ProcessRunner.sqlite3(path, "SELECT hex(username) FROM session") == "4A6F73C3A9\n")
   }
 
@@ -202,7 +202,7 @@ import Testing
     try ProcessRunner.sqlite3(
       path, "UPDATE session SET username = CAST(X'61FF0A62' AS TEXT), is_logged_in = 1")
     #expect(try store.state.username == "a\u{FFFD}\nb")
-    let username = try #require(try store.check().first { $0.name == "username" })
-    #expect(!username.passed)
+    let username = try #require(try store.check().first { $0.check == .username })
+    #expect(username.verdict == .failed)
   }
 }

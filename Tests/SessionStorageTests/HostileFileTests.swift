@@ -43,7 +43,7 @@ import Testing
     let recovered = try SessionStore(path: crashed)
     #expect(try recovered.state.username == "user49")
     #expect(try recovered.history(from: .beginning, limit: 100).count == 50)
-    #expect(try recovered.check().allSatisfy(\.passed))
+    #expect(try recovered.check().allSatisfy { $0.verdict == .passed })
   }
 
   /// How a crashed copy is spoiled so that opening it must be refused.
@@ -104,7 +104,7 @@ import Testing
   @Test func aSymbolicLinkIsFollowedToItsTarget() async throws {
     let targetDir = try TemporaryDirectory()
     let target = targetDir.file("real.db")
-    try SessionStore(path: target).login(username: "alice")
+    try await SessionStore(path: target).logIn(as: "alice")
     let link = dir.file("link.db")
     try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
     let store = try SessionStore(path: link)
@@ -128,7 +128,7 @@ import Testing
   @Test func aReadOnlyLocationRefusesWritesButServesReads() throws {
     guard
       let place = try ReadOnlyPlace(
-        in: dir.path, prepare: { try SessionStore(path: $0 + "/session.db").login(username: "alice") })
+        in: dir.path, prepare: { try SessionStore(path: $0 + "/session.db").logIn(as: "alice") })
     else {
       Issue.record("could not make a read-only directory here")
       return

@@ -56,7 +56,7 @@ import Testing
 
   @Test(arguments: edits)
   func aLedgerEditIsRefusedUntouchedWithTheRepair(_ edit: Edit) throws {
-    try SessionStore(path: path).login(username: "alice")
+    try SessionStore(path: path).logIn(as: "alice")
     try ProcessRunner.sqlite3(path, edit.sql)
     let before = try #require(fileBytes(path))
     for readOnly in [false, true] {
@@ -76,13 +76,13 @@ import Testing
     ("PRAGMA user_version = -1", "PRAGMA user_version = 2"),
   ])
   func theRepairInTheMessageMakesTheFileUsableAgain(_ edit: String, _ repairStart: String) throws {
-    try SessionStore(path: path).login(username: "alice")
+    try SessionStore(path: path).logIn(as: "alice")
     try ProcessRunner.sqlite3(path, edit)
     let error = try #require(throws: SessionStorageError.self) { try SessionStore(path: path) }
     let repair = try #require(error.message.range(of: repairStart))
     try ProcessRunner.sqlite3(path, String(error.message[repair.lowerBound...]))
     let store = try SessionStore(path: path)
-    #expect(try store.check().allSatisfy(\.passed))
+    #expect(try store.check().allSatisfy { $0.verdict == .passed })
     #expect(try store.rename(to: "bob")?.cursor == Cursor(2))
   }
 }

@@ -17,7 +17,7 @@ import Testing
 
   @Test func aFullDatabaseFailsTheWriteClearlyAndRecovers() throws {
     let store = try SessionStore(path: path)
-    try store.login(username: "alice")
+    try store.logIn(as: "alice")
     let pages = try #require(try store.writerInteger("PRAGMA page_count"))
     #expect(try store.writerInteger("PRAGMA max_page_count = \(pages)") == pages)
     // Each change row is small; a long name fills the last page quickly.
@@ -34,12 +34,12 @@ import Testing
     #expect(error.description.contains(path))
     let head = try store.bounds().head
     #expect(try store.history(from: .beginning, limit: 1000).last?.after.username == store.state.username)
-    #expect(try store.check().allSatisfy(\.passed))
+    #expect(try store.check().allSatisfy { $0.verdict == .passed })
 
     _ = try store.writerInteger("PRAGMA max_page_count = 1073741823")
     let next = try #require(try store.rename(to: "back"))
     #expect(next.cursor == head.next)
-    #expect(try store.check().allSatisfy(\.passed))
+    #expect(try store.check().allSatisfy { $0.verdict == .passed })
   }
 
   @Test func concurrentWritersInOneProcessNeverSeeBusy() async throws {
@@ -53,17 +53,17 @@ import Testing
       return try await group.reduce(into: []) { $0 += $1 }
     }
     #expect(cursors.count == 400)
-    #expect(cursors.sorted().map(\.rawValue) == Array(1...400))
+    #expect(cursors.sorted().map(\.value) == Array(1...400))
   }
 
   @Test func anIdleSubscriberDoesNotHoldTheWALOpen() async throws {
     let store = try SessionStore(path: path, options: .init(durability: .normal))
     let idle = try store.changes(from: .now)
     var iterator = idle.makeAsyncIterator()
-    try store.login(username: "first")
+    try await store.logIn(as: "first")
     _ = try await iterator.next()
     // 3,000 writes with a subscriber that does not read: checkpoints must still reset the WAL.
-    for step in 0..<3000 { try store.rename(to: "user\(step)") }
+    for step in 0..<3000 { try await store.rename(to: "user\(step)") }
     let walSize =
       (try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? NSNumber)?.intValue ?? 0
     // The default auto-checkpoint keeps the WAL near 1,000 pages (4 MB); an open read

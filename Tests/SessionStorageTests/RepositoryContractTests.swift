@@ -25,63 +25,63 @@ import Testing
         return Subject(repository: store, compact: { _ = try store.compact(keepingLast: $0) }, keep: dir)
       case .memory:
         let store = InMemorySessionStore(origin: "contract")
-        return Subject(repository: store, compact: { store.compact(keepingLast: $0) }, keep: nil)
+        return Subject(repository: store, compact: { try store.compact(keepingLast: $0) }, keep: nil)
       }
     }
   }
 
   @Test(arguments: Kind.allCases)
-  func writesReturnTheirChangeAndNoOpsReturnNil(_ kind: Kind) throws {
+  func writesReturnTheirChangeAndNoOpsReturnNil(_ kind: Kind) async throws {
     let subject = try kind.make()
     let store = subject.repository
     #expect(try store.state.username == nil)
     #expect(try store.state.isLoggedIn == false)
-    let login = try #require(try store.login(username: "alice"))
+    let login = try await #require(try store.logIn(as: "alice"))
     #expect(login.cursor == Cursor(1))
     #expect(login.origin == "contract")
     #expect(login.events == [.usernameChanged(from: nil, to: "alice"), .loggedIn(username: "alice")])
-    #expect(try store.login(username: "alice") == nil)
-    let rename = try #require(try store.rename(to: "bob"))
+    await #expect(try store.logIn(as: "alice") == nil)
+    let rename = try await #require(try store.rename(to: "bob"))
     #expect(rename.events == [.usernameChanged(from: "alice", to: "bob")])
     #expect(rename.after.isLoggedIn)
-    #expect(try store.rename(to: "bob") == nil)
-    let logout = try #require(try store.logout())
+    await #expect(try store.rename(to: "bob") == nil)
+    let logout = try await #require(try store.logOut())
     #expect(logout.events == [.loggedOut(username: "bob")])
     #expect(logout.after.username == "bob", "logout keeps the username")
-    #expect(try store.logout() == nil)
-    let switchUser = try #require(try store.login(username: "carol"))
+    await #expect(try store.logOut() == nil)
+    let switchUser = try await #require(try store.logIn(as: "carol"))
     #expect(switchUser.events == [.usernameChanged(from: "bob", to: "carol"), .loggedIn(username: "carol")])
-    #expect(try store.history(from: .beginning, limit: 10).map(\.cursor.rawValue) == [1, 2, 3, 4])
-    #expect(store.username == "carol")
-    #expect(store.isLoggedIn)
+    #expect(try store.history(from: .beginning, limit: 10).map(\.cursor.value) == [1, 2, 3, 4])
+    #expect(try store.state.username == "carol")
+    #expect(try store.state.isLoggedIn)
   }
 
   @Test(arguments: Kind.allCases)
-  func invalidUsernamesAreRefusedTheSameWay(_ kind: Kind) throws {
+  func invalidUsernamesAreRefusedTheSameWay(_ kind: Kind) async throws {
     let subject = try kind.make()
     let store = subject.repository
     for name in ["", " x", "a\nb", String(repeating: "n", count: 257)] {
-      #expect(throws: SessionStorageError.self) { try store.login(username: name) }
+      await #expect(throws: SessionStorageError.self) { try await store.logIn(as: name) }
     }
     #expect(try store.history(from: .beginning, limit: 10).isEmpty)
-    try store.login(username: "Jose\u{301}")
-    #expect(try store.login(username: "Jos\u{E9}") == nil)
+    try await store.logIn(as: "Jose\u{301}")
+    await #expect(try store.logIn(as: "Jos\u{E9}") == nil)
   }
 
   @Test(arguments: Kind.allCases)
   func subscriptionsResumeExactlyAfterTheirCursor(_ kind: Kind) async throws {
     let subject = try kind.make()
     let store = subject.repository
-    try store.login(username: "a")
-    let second = try #require(try store.logout())
+    try await store.logIn(as: "a")
+    let second = try await #require(try store.logOut())
     let fromNow = try store.changes(from: .now)
     let fromCursor = try store.changes(from: .after(second.cursor))
     let fromStart = try store.changes(from: .beginning)
-    try store.login(username: "b")
-    try store.rename(to: "c")
-    #expect(try await first(2, of: fromNow).map(\.cursor.rawValue) == [3, 4])
-    #expect(try await first(2, of: fromCursor).map(\.cursor.rawValue) == [3, 4])
-    #expect(try await first(4, of: fromStart).map(\.cursor.rawValue) == [1, 2, 3, 4])
+    try await store.logIn(as: "b")
+    try await store.rename(to: "c")
+    #expect(try await first(2, of: fromNow).map(\.cursor.value) == [3, 4])
+    #expect(try await first(2, of: fromCursor).map(\.cursor.value) == [3, 4])
+    #expect(try await first(4, of: fromStart).map(\.cursor.value) == [1, 2, 3, 4])
     #expect(throws: FeedError.cursorAhead(requested: Cursor(9), head: Cursor(4))) {
       try store.changes(from: .after(Cursor(9)))
     }
@@ -91,11 +91,11 @@ import Testing
   func snapshotThenChangesHasNoGap(_ kind: Kind) async throws {
     let subject = try kind.make()
     let store = subject.repository
-    try store.login(username: "a")
+    try await store.logIn(as: "a")
     let start = try store.snapshotAndChanges()
     #expect(start.cursor == Cursor(1))
     #expect(start.state.username == "a")
-    try store.logout()
+    try await store.logOut()
     let next = try await first(1, of: start.changes)
     #expect(next.map(\.cursor) == [Cursor(2)])
     #expect(next.first?.before.isLoggedIn == start.state.isLoggedIn)
@@ -105,10 +105,10 @@ import Testing
   func valuesBeginWithTheCurrentState(_ kind: Kind) async throws {
     let subject = try kind.make()
     let store = subject.repository
-    try store.login(username: "a")
+    try await store.logIn(as: "a")
     var values = store.values().makeAsyncIterator()
     #expect(try await values.next()?.username == "a")
-    try store.rename(to: "b")
+    try await store.rename(to: "b")
     #expect(try await values.next()?.username == "b")
   }
 
@@ -116,13 +116,13 @@ import Testing
   func compactionRaisesCursorCompactedAndNeverReusesCursors(_ kind: Kind) async throws {
     let subject = try kind.make()
     let store = subject.repository
-    for name in ["a", "b", "c", "d"] { try store.rename(to: name) }
+    for name in ["a", "b", "c", "d"] { try await store.rename(to: name) }
     try subject.compact(1)
     #expect(throws: FeedError.cursorCompacted(requested: Cursor(1), oldestAvailable: Cursor(4))) {
       try store.changes(from: .after(Cursor(1)))
     }
     try subject.compact(0)
     #expect(try store.history(from: .beginning, limit: 10).isEmpty)
-    #expect(try store.rename(to: "e")?.cursor == Cursor(5))
+    await #expect(try store.rename(to: "e")?.cursor == Cursor(5))
   }
 }

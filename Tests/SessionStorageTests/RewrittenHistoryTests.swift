@@ -26,7 +26,7 @@ import Testing
 
   /// Consumes `count` entries, then returns how the iterator ends: its error, or nil
   /// when it delivered another entry (returned as the second value).
-  func next(after count: Int, of changes: SessionChanges) async -> (any Error)? {
+  func next(after count: Int, of changes: SessionSubscription) async -> (any Error)? {
     var iterator = changes.makeAsyncIterator()
     do {
       for _ in 0..<count { _ = try await iterator.next() }
@@ -53,7 +53,7 @@ import Testing
     }
     #expect(cursor == Cursor(8))
     #expect(reason.contains("moved back to 3"))
-    #expect(error.description.contains("take a new snapshot"))
+    #expect(error.description.contains("start again from a snapshot"))
   }
 
   /// After the restore, writers hand out cursors 4, 5, … again, past the subscriber's:
@@ -98,7 +98,7 @@ import Testing
   }
 
   @Test func valuesTakeANewSnapshotAfterARestore() async throws {
-    try store.login(username: "old")
+    try await store.logIn(as: "old")
     try ProcessRunner.sqlite3(path, ".backup '\(dir.file("backup.db"))'")
     try rename(["new1", "new2"])
     let values = store.values()
@@ -120,7 +120,7 @@ import Testing
   @Test func aFileReplacedUnderASubscriberEndsItAndRefusesWrites() async throws {
     try rename(["a", "b"])
     let other = dir.file("other.db")
-    try SessionStore(path: other).login(username: "elsewhere")
+    try await SessionStore(path: other).logIn(as: "elsewhere")
     let changes = try store.changes(from: .beginning)
     let ending = Task { await next(after: 2, of: changes) }
     try await Task.sleep(for: .milliseconds(200))
@@ -179,7 +179,7 @@ import Testing
     }
     // A saved cursor beyond the head (the log restored and not grown back) is rewritten
     // history too when its time is given; a bare cursor is only "ahead".
-    let beyond = Cursor(saved.cursor.rawValue + 10)
+    let beyond = Cursor(saved.cursor.value + 10)
     let withTime = try #require(throws: FeedError.self) {
       try store.history(from: .afterEntry(beyond, time: saved.time))
     }
@@ -196,10 +196,10 @@ import Testing
   @Test func aSequenceResetIsReportedByCheck() throws {
     try rename(["a", "b"])
     _ = try store.compact(keepingLast: 0)
-    #expect(try store.check().allSatisfy(\.passed))
+    #expect(try store.check().allSatisfy { $0.verdict == .passed })
     try ProcessRunner.sqlite3(path, "UPDATE sqlite_sequence SET seq = 0 WHERE name = 'session_changes'")
-    let continuity = try #require(try store.check().first { $0.name == "continuity" })
-    #expect(!continuity.passed)
+    let continuity = try #require(try store.check().first { $0.check == .continuity })
+    #expect(continuity.verdict == .failed)
     #expect(continuity.detail.contains("the newest cursor written was 2 but the head is now 0"))
   }
 }

@@ -19,7 +19,7 @@ import Testing
 
   /// A closed store where alice logged in (change 1).
   func makeClosedStore() throws {
-    try SessionStore(path: path, options: .init(origin: "test")).login(username: "alice")
+    try SessionStore(path: path, options: .init(origin: "test")).logIn(as: "alice")
   }
 
   /// The SQL of migration 0001, as a user would copy it from the repository.
@@ -93,10 +93,10 @@ import Testing
     #expect(throws: SessionStorageError.self) { try reader.history() }
     #expect(throws: SessionStorageError.self) { try reader.snapshotAndChanges() }
     let items = try reader.check()
-    let schema = try #require(items.first { $0.name == "schema" })
-    #expect(!schema.passed)
+    let schema = try #require(items.first { $0.check == .schema })
+    #expect(schema.verdict == .failed)
     #expect(schema.detail.contains(tampering.object), "\(schema.detail)")
-    #expect(items.first { $0.name == "migrations" }?.passed == true)
+    #expect(items.first { $0.check == .migrations }?.verdict == .passed)
     #expect(fileBytes(path) == before)
   }
 
@@ -109,7 +109,7 @@ import Testing
       of: "CREATE TRIGGER", with: "create   trigger")
     try ProcessRunner.sqlite3(path, "DROP TRIGGER session_feed; \(respaced)")
     let store = try SessionStore(path: path)
-    #expect(try store.check().allSatisfy(\.passed))
+    #expect(try store.check().allSatisfy { $0.verdict == .passed })
     try ProcessRunner.sqlite3(path, "UPDATE session SET username = 'bob'")
     #expect(try store.history().map(\.after.username) == ["alice", "bob"])
   }
@@ -122,7 +122,7 @@ import Testing
 
   @Test func aWriteOnlyReturnsTheEntryItCreated() throws {
     let store = try SessionStore(path: path, options: .init(origin: "test"))
-    let first = try #require(try store.login(username: "alice"))
+    let first = try #require(try store.logIn(as: "alice"))
     #expect(first.cursor == Cursor(1))
     // Changed while the store is open: the write must not report change 1 as its own.
     try ProcessRunner.sqlite3(path, "DROP TRIGGER session_feed")

@@ -88,7 +88,7 @@ import Testing
 
   @Test(arguments: refusals)
   func refusedFilesStayByteIdentical(_ refusal: Refusal) throws {
-    try makeClosedStore { try $0.login(username: "alice") }
+    try makeClosedStore { try $0.logIn(as: "alice") }
     try refusal.spoil(path)
     let before = try #require(fileBytes(path))
     let error = try #require(throws: SessionStorageError.self) { try SessionStore(path: path) }
@@ -137,12 +137,12 @@ import Testing
   }
 
   @Test func aLibraryWriteNamesItsOrigin() throws {
-    try makeClosedStore { try $0.login(username: "alice") }
+    try makeClosedStore { try $0.logIn(as: "alice") }
     #expect(try ProcessRunner.sqlite3(path, "SELECT origin FROM session_changes") == "test\n")
   }
 
   @Test func aNoOpUpdateAddsNoRow() throws {
-    try makeClosedStore { try $0.login(username: "alice") }
+    try makeClosedStore { try $0.logIn(as: "alice") }
     try ProcessRunner.sqlite3(path, "UPDATE session SET username = username, is_logged_in = is_logged_in")
     try ProcessRunner.sqlite3(path, "UPDATE session SET updated_by = 'someone'")
     #expect(try ProcessRunner.sqlite3(path, "SELECT count(*) FROM session_changes") == "1\n")
@@ -162,7 +162,7 @@ import Testing
 
   @Test func aRolledBackWriteLeavesNoRowAndNoGap() throws {
     let store = try SessionStore(path: path)
-    let first = try #require(try store.login(username: "alice"))
+    let first = try #require(try store.logIn(as: "alice"))
     try ProcessRunner.sqlite3(path, "BEGIN; UPDATE session SET username = 'ghost'; ROLLBACK;")
     let connection = try Connection(path: path, mode: .readWrite)
     struct Abort: Error {}
@@ -179,7 +179,7 @@ import Testing
 
   @Test func newFilesAreCreatedPrivate() throws {
     let store = try SessionStore(path: path)
-    try store.login(username: "alice")
+    try store.logIn(as: "alice")
     for file in [path, path + "-wal", path + "-shm"] {
       let attributes = try FileManager.default.attributesOfItem(atPath: file)
       #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600, "\(file)")
@@ -188,14 +188,14 @@ import Testing
 
   @Test func cursorsNeverRepeatAfterEveryChangeRowIsDeleted() throws {
     let store = try SessionStore(path: path)
-    try store.login(username: "alice")
-    try store.logout()
-    let last = try #require(try store.login(username: "bob"))
+    try store.logIn(as: "alice")
+    try store.logOut()
+    let last = try #require(try store.logIn(as: "bob"))
     try ProcessRunner.sqlite3(path, "DELETE FROM session_changes")
-    let next = try #require(try store.logout())
+    let next = try #require(try store.logOut())
     #expect(next.cursor == last.cursor.next)
     let compacted = try store.compact(keepingLast: 0)
     #expect(compacted.bounds.head == next.cursor)
-    #expect(try store.login(username: "carol")?.cursor == next.cursor.next)
+    #expect(try store.logIn(as: "carol")?.cursor == next.cursor.next)
   }
 }

@@ -61,7 +61,7 @@ import Testing
       try? FileManager.default.removeItem(atPath: dir.file("link.db"))
       for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
       let first = try SessionStore(path: path)
-      try first.login(username: "one")
+      try first.logIn(as: "one")
       var held: SessionStore?
       do {
         let second = try SessionStore(path: try spelled(spelling))
@@ -71,7 +71,7 @@ import Testing
       try visit(visitor, username: "visitor")
       var acknowledged: [Int64] = []
       for index in 0..<20 {
-        acknowledged.append(try #require(try first.rename(to: "n\(index)")).cursor.rawValue)
+        acknowledged.append(try #require(try first.rename(to: "n\(index)")).cursor.value)
       }
       let seen = try ProcessRunner.sqlite3(
         path,
@@ -96,7 +96,7 @@ import Testing
 
   @Test func instancesOnOneFileShareOneSetOfConnections() throws {
     let first = try SessionStore(path: path)
-    try first.login(username: "alice")
+    try first.logIn(as: "alice")
     let alone = descriptors(on: path)
     #expect(alone > 0)
     let second = try SessionStore(path: try spelled(.symbolicLink), options: .init(origin: "second"))
@@ -105,18 +105,18 @@ import Testing
     // Each instance writes with its own origin through the shared writer.
     #expect(try second.rename(to: "bob")?.origin == "second")
     #expect(try third.state.username == "bob")
-    #expect(throws: SessionStorageError.self) { try third.logout() }
+    #expect(throws: SessionStorageError.self) { try third.logOut() }
     withExtendedLifetime((first, second, third)) {}
   }
 
   @Test func theFileIsClosedWhenTheLastInstanceIsReleased() async throws {
     do {
       let store = try SessionStore(path: path)
-      try store.login(username: "alice")
+      try await store.logIn(as: "alice")
       let changes = try store.changes(from: .now)
       do {
         let second = try SessionStore(path: path)
-        try second.rename(to: "bob")
+        try await second.rename(to: "bob")
       }
       #expect(descriptors(on: path) > 0)
       #expect(try await first(1, of: changes).map(\.after.username) == ["bob"])
@@ -128,7 +128,7 @@ import Testing
   /// A read-only instance opened first, then a writable one: the writable one can write,
   /// and the read-only one still refuses.
   @Test func aWritableInstanceAfterAReadOnlyOneWrites() throws {
-    try SessionStore(path: path).login(username: "alice")
+    try SessionStore(path: path).logIn(as: "alice")
     let reader = try SessionStore(path: path, options: .init(readOnly: true))
     let writer = try SessionStore(path: path, options: .init(durability: .normal))
     #expect(try writer.rename(to: "bob") != nil)

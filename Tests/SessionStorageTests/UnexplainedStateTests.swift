@@ -46,21 +46,21 @@ import Testing
     },
   ]
 
-  func state(_ store: SessionStore) throws -> SessionStore.CheckItem {
-    try #require(try store.check().first { $0.name == "state" })
+  func state(_ store: SessionStore) throws -> SessionStore.CheckResult {
+    try #require(try store.check().first { $0.check == .state })
   }
 
   @Test(arguments: bypasses)
   func aWriteThatBypassedTheTriggerIsFoundEvenAfterCompactingEverything(_ bypass: Bypass) throws {
     let store = try SessionStore(path: path, options: .init(origin: "test"))
-    try store.login(username: "alice")
-    try store.logout()
+    try store.logIn(as: "alice")
+    try store.logOut()
     #expect(try store.compact(keepingLast: 0).bounds.oldest == nil)
-    #expect(try state(store).passed)
+    #expect(try state(store).verdict == .passed)
     try bypass.run(path)
     #expect(try store.state.username == "mallo")
     let afterCompaction = try state(store)
-    #expect(!afterCompaction.passed, "\(afterCompaction.detail)")
+    #expect(afterCompaction.verdict == .failed, "\(afterCompaction.detail)")
     #expect(afterCompaction.detail.contains("mallo"))
     #expect(afterCompaction.detail.contains("alice"))
     #expect(afterCompaction.detail.contains("bypassed the session_feed trigger"), "\(afterCompaction.detail)")
@@ -69,31 +69,31 @@ import Testing
   @Test(arguments: bypasses)
   func aWriteThatBypassedTheTriggerIsFoundBeforeCompactingAndAfter(_ bypass: Bypass) throws {
     let store = try SessionStore(path: path, options: .init(origin: "test"))
-    try store.login(username: "alice")
+    try store.logIn(as: "alice")
     try bypass.run(path)
-    #expect(!(try state(store).passed))
+    #expect(try state(store).verdict == .failed)
     _ = try store.compact(keepingLast: 0)
-    #expect(!(try state(store).passed))
+    #expect(try state(store).verdict == .failed)
   }
 
   @Test func aHealthyStorePassesAfterCompactingEverything() throws {
     let store = try SessionStore(path: path, options: .init(origin: "test"))
-    #expect(try store.check().allSatisfy(\.passed))
-    try store.login(username: "alice")
+    #expect(try store.check().allSatisfy { $0.verdict == .passed })
+    try store.logIn(as: "alice")
     _ = try store.compact(keepingLast: 0)
-    #expect(try store.check().allSatisfy(\.passed))
+    #expect(try store.check().allSatisfy { $0.verdict == .passed })
     try ProcessRunner.sqlite3(path, "UPDATE session SET is_logged_in = 0")
     try ProcessRunner.sqlite3(path, "DELETE FROM session_changes")
-    #expect(try store.check().allSatisfy(\.passed))
-    #expect(try store.logout() == nil)
+    #expect(try store.check().allSatisfy { $0.verdict == .passed })
+    #expect(try store.logOut() == nil)
     #expect(try store.rename(to: "bob")?.cursor == Cursor(3))
-    #expect(try store.check().allSatisfy(\.passed))
+    #expect(try store.check().allSatisfy { $0.verdict == .passed })
   }
 
   /// A file as the build before migration 0002 left it, with `sql` run by the shell.
   func makeVersion1File(_ sql: String) throws {
     let connection = try Connection(path: path, mode: .readWriteCreate)
-    try connection.configure(synchronous: "FULL")
+    try connection.configure(.full)
     try connection.transaction(.immediate) {
       try Migrator.apply(Migrator.known[0], on: connection, now: Timestamp.now)
     }
@@ -118,21 +118,21 @@ import Testing
     let store = try SessionStore(path: path)
     #expect(store.appliedMigrations.map(\.name) == ["0002_feed_tip"])
     let state = try state(store)
-    #expect(state.passed == passes, "\(state.detail)")
+    #expect((state.verdict == .passed) == passes, "\(state.detail)")
     #expect(state.detail.contains(detail), "\(state.detail)")
   }
 
   @Test func timesThatAreNotTheFeedsFormatAreReported() throws {
     let store = try SessionStore(path: path, options: .init(origin: "test"))
-    try store.login(username: "alice")
-    try store.logout()
-    let times = { try #require(try store.check().first { $0.name == "times" }) }
-    #expect(try times().passed)
+    try store.logIn(as: "alice")
+    try store.logOut()
+    let times = { try #require(try store.check().first { $0.check == .times }) }
+    #expect(try times().verdict == .passed)
     try ProcessRunner.sqlite3(path, "UPDATE session_changes SET at = 'yesterday' WHERE seq = 1")
     try ProcessRunner.sqlite3(
       path, "UPDATE session_changes SET old_updated_at = '2026-01-01 10:00:00' WHERE seq = 2")
     let found = try times()
-    #expect(!found.passed)
+    #expect(found.verdict == .failed)
     #expect(found.detail.contains("2 times"), "\(found.detail)")
     #expect(found.detail.contains("'yesterday'"), "\(found.detail)")
     #expect(found.detail.contains("'2026-01-01 10:00:00'"), "\(found.detail)")

@@ -131,10 +131,10 @@ import Testing
 
   @Test(arguments: deceptive)
   func deceptiveUsernamesAreRefusedAndChangeNothing(_ name: String, _ reason: String) throws {
-    try store.login(username: "alice")
+    try store.logIn(as: "alice")
     let before = try store.state
     let head = try store.bounds().head
-    for attempt in [{ try store.login(username: name) }, { try store.rename(to: name) }] {
+    for attempt in [{ try store.logIn(as: name) }, { try store.rename(to: name) }] {
       let error = try #require(throws: SessionStorageError.self) { try attempt() }
       #expect(error.code == .invalidUsername)
       #expect(error.message == "invalid username: " + reason)
@@ -159,10 +159,10 @@ import Testing
 
   @Test(arguments: valid)
   func usernamesOfEveryScriptAndEmojiAreAccepted(_ name: String) throws {
-    let entry = try #require(try store.login(username: name))
+    let entry = try #require(try store.logIn(as: name))
     #expect(entry.after.username == name.precomposedStringWithCanonicalMapping)
     #expect(try store.state.username == name.precomposedStringWithCanonicalMapping)
-    #expect(try store.check().allSatisfy(\.passed))
+    #expect(try store.check().allSatisfy { $0.verdict == .passed })
   }
 
   @Test func aDecomposedNameOfManyMarksIsMeasuredAfterNFC() throws {
@@ -173,11 +173,11 @@ import Testing
   }
 
   @Test func aDeceptiveNameStoredByTheShellIsReportedByCheck() throws {
-    try store.login(username: "alice")
+    try store.logIn(as: "alice")
     try ProcessRunner.sqlite3(path, "UPDATE session SET username = 'alice' || char(8203)")
     #expect(try store.state.username == "alice\u{200B}")
-    let username = try #require(try store.check().first { $0.name == "username" })
-    #expect(!username.passed)
+    let username = try #require(try store.check().first { $0.check == .username })
+    #expect(username.verdict == .failed)
     #expect(
       username.detail
         == "stored invalid username: it contains the invisible format character U+200B (ZERO WIDTH SPACE) at position 6"

@@ -21,42 +21,43 @@ import Testing
 
   @Test func greetingReadsAnInMemoryStore() throws {
     let store = InMemorySessionStore()
-    try store.login(username: "ada")
-    #expect(GreetingViewModel(session: store).greeting == "Hello, ada")
+    try store.logIn(as: "ada")
+    #expect(GreetingViewModel(session: store.state).greeting == "Hello, ada")
   }
 
   @Test func profileFollowsRenamesOnAnInMemoryStore() async throws {
     let store = InMemorySessionStore()
-    try store.login(username: "alice")
+    try await store.logIn(as: "alice")
     let model = ProfileViewModel(session: store)
     #expect(model.greeting == "Hello, alice")
-    try store.rename(to: "bob")
+    try await store.rename(to: "bob")
     #expect(await eventually { model.greeting == "Hello, bob" })
-    model.logOut()
+    await model.logOut()
     #expect(await eventually { model.greeting == "Signed out" && !model.isLoggedIn })
     #expect(store.state.isLoggedIn == false)
-    #expect(model.lastError == nil)
+    #expect(model.writeError == nil)
+    #expect(model.readError == nil)
   }
 
   @Test func profileFollowsEveryKindOfWriterOnARealFile() async throws {
     let dir = try TemporaryDirectory()
     let path = dir.file("session.db")
     let store = try SessionStore(path: path)
-    try store.login(username: "alice")
+    try await store.logIn(as: "alice")
     let model = ProfileViewModel(session: store)
     #expect(model.greeting == "Hello, alice")
 
-    try store.rename(to: "bob")
+    try await store.rename(to: "bob")
     #expect(await eventually { model.greeting == "Hello, bob" }, "a rename through the injected store")
 
     let other = try SessionStore(path: path, options: .init(origin: "other"))
-    try other.rename(to: "carol")
+    try await other.rename(to: "carol")
     #expect(await eventually { model.greeting == "Hello, carol" }, "a write from another store on the file")
 
     try ProcessRunner.sqlite3(path, "UPDATE session SET username = 'dave'")
     #expect(await eventually { model.greeting == "Hello, dave" }, "an UPDATE made with the sqlite3 shell")
 
-    model.logOut()
+    await model.logOut()
     #expect(await eventually { !model.isLoggedIn && model.greeting == "Signed out" })
     #expect(try store.history(from: .beginning, limit: 10).last?.events == [.loggedOut(username: "dave")])
   }
@@ -64,7 +65,7 @@ import Testing
   @Test func releasingAProfileEndsItsSubscription() async throws {
     let dir = try TemporaryDirectory()
     let store = try SessionStore(path: dir.file("session.db"))
-    try store.login(username: "alice")
+    try await store.logIn(as: "alice")
     let watching = { openFileDescriptors(for: dir.path).contains("anon_inode:inotify") }
     var model: ProfileViewModel? = ProfileViewModel(session: store)
     weak let released = model
@@ -77,11 +78,62 @@ import Testing
   @Test func aFailingLogOutIsShownNotThrown() async throws {
     let dir = try TemporaryDirectory()
     let path = dir.file("session.db")
-    try SessionStore(path: path).login(username: "alice")
+    try await SessionStore(path: path).logIn(as: "alice")
     let readOnly = try SessionStore(path: path, options: .init(readOnly: true))
     let model = ProfileViewModel(session: readOnly)
-    model.logOut()
-    #expect(model.lastError?.contains("read-only") == true)
+    await model.logOut()
+    #expect(model.writeError?.contains("read-only") == true)
     #expect(model.isLoggedIn)
+    #expect(model.readError == nil)
+  }
+
+  /// A repository whose file cannot be read.
+  struct UnreadableSession: SessionRepository {
+    struct Unreadable: Error, CustomStringConvertible {
+      var description: String { "disk I/O error" }
+    }
+    var state: SessionState { get throws { throw Unreadable() } }
+    func snapshot() throws -> SessionSnapshot { throw Unreadable() }
+    func changes(from start: FeedStart) throws -> SessionSubscription { throw Unreadable() }
+    func snapshotAndChanges() throws -> SessionSnapshotSubscription { throw Unreadable() }
+    func values() -> SessionValues { InMemorySessionStore().values() }
+    func history(from start: FeedStart, limit: Int) throws -> [SessionEntry] { throw Unreadable() }
+    func logIn(as username: String) async throws -> SessionEntry? { throw Unreadable() }
+    func logOut() async throws -> SessionEntry? { throw Unreadable() }
+    func rename(to username: String) async throws -> SessionEntry? { throw Unreadable() }
+  }
+
+  @Test func aSessionThatCannotBeReadIsShownAsUnavailableNotSignedOut() {
+    let model = ProfileViewModel(session: UnreadableSession())
+    #expect(model.greeting == Greeting.unavailable)
+    #expect(model.readError == "The session cannot be read: disk I/O error")
+    #expect(!model.isLoggedIn)
+    #expect(model.username == nil)
+  }
+
+  /// Another process holds the write lock while the view model signs out: the main actor
+  /// keeps running other work, and the sign-out completes once the lock is released.
+  @Test func signingOutWhileAnotherProcessHoldsTheLockLeavesTheMainActorFree() async throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.file("session.db")
+    // A busy timeout far beyond the test's own pace, even on a loaded machine.
+    let store = try SessionStore(path: path, options: .init(busyTimeout: .seconds(50)))
+    try await store.logIn(as: "alice")
+    let model = ProfileViewModel(session: store)
+    let holder = try LockHolder(path, scratch: dir.file("holder.err"))
+    let signingOut = Task { await model.logOut() }
+    var turns = 0
+    for _ in 0..<10 {
+      try await Task.sleep(for: .milliseconds(20))
+      turns += 1  // this test runs on the main actor: each turn is the main actor running
+    }
+    #expect(turns == 10)
+    #expect(model.isSigningOut, "the sign-out still waits for the lock, off the main actor")
+    #expect(model.isLoggedIn)
+    holder.release()
+    await signingOut.value
+    #expect(!model.isSigningOut)
+    #expect(model.writeError == nil)
+    #expect(await eventually { !model.isLoggedIn && model.greeting == "Signed out" })
   }
 }

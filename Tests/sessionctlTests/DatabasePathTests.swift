@@ -80,7 +80,8 @@ import Testing
     #expect(outcome.status == 1)
     #expect(
       outcome.stderr.hasPrefix(
-        "sessionctl: error: \(db): cannot create the database file: No such file or directory"))
+        "sessionctl: error: \(db): the directory \(sandbox.path("no/such/dir")) does not exist "
+          + "(a store creates its file, not directories)\n"))
     #expect(!sandbox.exists(sandbox.path("no")))
   }
 
@@ -91,6 +92,7 @@ import Testing
     #expect(outcome.status == 1)
     #expect(
       outcome.stderr
-        == "sessionctl: error: no database path: pass '--db PATH' or set SESSIONCTL_DB (HOME is not set)\n")
+        == "sessionctl: error: no database path: pass '--db PATH' or set SESSIONCTL_DB (no default location: HOME is not set, nor XDG_DATA_HOME)\n"
+    )
   }
 }

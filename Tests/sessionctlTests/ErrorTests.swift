@@ -156,7 +156,7 @@ import Testing
       #expect(
         outcome.stderr
           == "sessionctl: error: cursor \(requested) is ahead of the newest entry 1 "
-          + "(was the file restored from an older backup?)\n")
+          + "(was the log restored from an older backup?)\n")
     }
   }
 
@@ -173,8 +173,9 @@ import Testing
       #expect(outcome.stdout == "")
       #expect(
         outcome.stderr
-          == "sessionctl: error: cursor 1 was compacted away; the oldest available entry is 3 "
-          + "(resume with --since 2 or take a new snapshot)\n")
+          == "sessionctl: error: cursor 1 was compacted away; the oldest available entry is 3: resume after "
+          + "cursor 2 to accept the gap, or start again from a snapshot (sessionctl: --since 2, or watch without "
+          + "--since)\n")
     }
     #expect(try sandbox.run(db: db, ["history", "--since", "2"]).lines.count == 2)
   }

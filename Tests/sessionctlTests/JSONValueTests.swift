@@ -81,53 +81,58 @@ import Testing
     username: nil, isLoggedIn: false, updatedAt: Date(timeIntervalSince1970: 0))
   static let after = SessionState(username: "alice", isLoggedIn: true, updatedAt: time)
   static let entry = SessionEntry(
-    cursor: Cursor(7), time: time, origin: "sessionctl", event: SessionChange(before: before, after: after))
+    cursor: Cursor(7), time: time, origin: "sessionctl", change: SessionChange(before: before, after: after))
 
-  @Test func changeLine() {
+  @Test func changeLine() throws {
     #expect(
-      Presenter(json: true).change(Self.entry)
+      try Presenter(json: true).change(Self.entry)
         == #"{"type":"change","cursor":7,"at":"2026-05-28T20:26:40.689Z","origin":"sessionctl","#
         + #""events":[{"type":"usernameChanged","from":null,"to":"alice"},{"type":"loggedIn","username":"alice"}],"#
         + #""before":{"username":null,"isLoggedIn":false,"updatedAt":"1970-01-01T00:00:00.000Z"},"#
         + #""after":{"username":"alice","isLoggedIn":true,"updatedAt":"2026-05-28T20:26:40.689Z"}}"#)
     #expect(
-      Presenter(json: false).change(Self.entry)
+      try Presenter(json: false).change(Self.entry)
         == "7  2026-05-28T20:26:40.689Z  sessionctl  rename (none) → alice, login alice")
+    #expect(
+      Self.entry.description == "7  2026-05-28T20:26:40.689Z  sessionctl  rename (none) → alice, login alice")
   }
 
-  @Test func eventsOfEveryKind() {
-    #expect(JSONValue.event(.loggedOut(username: "bob")).encoded == #"{"type":"loggedOut","username":"bob"}"#)
-    #expect(JSONValue.event(.loggedIn(username: nil)).encoded == #"{"type":"loggedIn","username":null}"#)
+  @Test func eventsOfEveryKind() throws {
+    let loggedOut = SessionEvent.loggedOut(username: "bob")
+    #expect(try JSONValue(encoding: loggedOut).encoded == #"{"type":"loggedOut","username":"bob"}"#)
     #expect(
-      JSONValue.event(.usernameChanged(from: "a", to: nil)).encoded
+      try JSONValue(encoding: SessionEvent.loggedIn(username: nil)).encoded
+        == #"{"type":"loggedIn","username":null}"#)
+    #expect(
+      try JSONValue(encoding: SessionEvent.usernameChanged(from: "a", to: nil)).encoded
         == #"{"type":"usernameChanged","from":"a","to":null}"#)
-    #expect(Presenter.describe(.loggedOut(username: "bob")) == "logout bob")
+    #expect(loggedOut.description == "logout bob")
   }
 
-  @Test func snapshotAndStatus() {
+  @Test func snapshotAndStatus() throws {
+    let snapshot = SessionSnapshot(state: Self.after, cursor: Cursor(7))
     #expect(
-      Presenter(json: true).snapshot(Self.after, cursor: Cursor(7))
+      try Presenter(json: true).snapshot(snapshot)
         == #"{"type":"snapshot","cursor":7,"state":{"username":"alice","isLoggedIn":true,"#
         + #""updatedAt":"2026-05-28T20:26:40.689Z"}}"#)
     #expect(
-      Presenter(json: true).status(Self.after, cursor: Cursor(7), path: "x", greeting: "Hello, alice")
+      try Presenter(json: true).status(snapshot, path: "x", greeting: "Hello, alice")
         == [#"{"username":"alice","isLoggedIn":true,"updatedAt":"2026-05-28T20:26:40.689Z","cursor":7}"#])
     #expect(
-      Presenter(json: false).status(
-        Self.after, cursor: Cursor(7), path: "/tmp/s.db", greeting: "Hello, alice") == [
-          "greeting   Hello, alice", "username   alice", "logged in  yes",
-          "updated    2026-05-28T20:26:40.689Z", "cursor     7",
-          "database   /tmp/s.db",
-        ])
+      try Presenter(json: false).status(snapshot, path: "/tmp/s.db", greeting: "Hello, alice") == [
+        "greeting   Hello, alice", "username   alice", "logged in  yes",
+        "updated    2026-05-28T20:26:40.689Z", "cursor     7",
+        "database   /tmp/s.db",
+      ])
   }
 
   @Test func historyIsAligned() {
     let other = SessionEntry(
       cursor: Cursor(12), time: Self.time, origin: "external",
-      event: SessionChange(
+      change: SessionChange(
         before: Self.after, after: SessionState(username: "alice", isLoggedIn: false, updatedAt: Self.time)))
     #expect(
-      Presenter(json: false).changes([Self.entry, other]) == [
+      [Self.entry, other].map { $0.line(cursorWidth: 2, originWidth: 10) } == [
         "7   2026-05-28T20:26:40.689Z  sessionctl  rename (none) → alice, login alice",
         "12  2026-05-28T20:26:40.689Z  external    logout alice",
       ])
@@ -152,7 +157,7 @@ import Testing
   }
 
   @Test func checkDetailsAreShownEscaped() {
-    let item = SessionStore.CheckItem(name: "state", passed: false, detail: "session (a\u{202E}b) differs")
+    let item = SessionStore.CheckResult(.state, .failed, detail: "session (a\u{202E}b) differs")
     #expect(Presenter(json: false).check([item]) == ["FAIL  state  session (a\\u{202E}b) differs"])
   }
 }

@@ -161,7 +161,7 @@ import Testing
     #expect(try watch.wait(timeout: .seconds(20)) == 67)
     let message = String(decoding: sandbox.contents(stderr) ?? Data(), as: UTF8.self)
     #expect(message.contains("sessionctl: error: the history changed under cursor 3"), "\(message)")
-    #expect(message.contains("take a new snapshot"))
+    #expect(message.contains("start again from a snapshot"))
   }
 
   /// `--since CURSOR@TIME` (the time printed for that change) is checked: after a restore

@@ -27,7 +27,7 @@ final class Connection {
   var verifiedSchemaVersion: Int64?
   private var cache: [String: Statement] = [:]
 
-  /// Opens `path`. Pragmas that write (WAL) are left to ``configure(durability:)``, so a
+  /// Opens `path`. Pragmas that write (WAL) are left to ``configure(_:)``, so a
   /// file can be inspected before anything is written to it.
   init(path: String, mode: Mode, busyTimeout: Duration = .seconds(5)) throws {
     self.path = path
@@ -54,18 +54,57 @@ final class Connection {
       throw error
     }
     sqlite3_extended_result_codes(db, 1)
-    setBusyTimeout(busyTimeout)
+    self.busyTimeout = busyTimeout
+    installBusyHandler()
   }
 
   /// How long a statement waits for another connection's lock before `SQLITE_BUSY`.
-  private(set) var busyTimeout: Duration = .zero
+  var busyTimeout: Duration {
+    get { busyWait.timeout }
+    set { busyWait.timeout = newValue }
+  }
 
-  /// Sets ``busyTimeout``.
-  func setBusyTimeout(_ timeout: Duration) {
-    busyTimeout = timeout
-    let milliseconds =
-      timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
-    sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
+  /// Whether the statement running now should stop waiting for a lock (an async write whose
+  /// task was cancelled); nil when nothing can cancel it.
+  var isCancelled: (@Sendable () -> Bool)? {
+    get { busyWait.isCancelled }
+    set { busyWait.isCancelled = newValue }
+  }
+
+  /// The busy handler's settings. SQLite's own `busy_timeout` sleeps without a way to stop
+  /// it; this handler waits the same way in slices of at most 10 ms, checking for
+  /// cancellation between them.
+  private final class BusyWait {
+    var timeout: Duration = .zero
+    var isCancelled: (@Sendable () -> Bool)?
+    var started = ContinuousClock.now
+
+    /// Whether to retry after `attempts` failed ones: sleeps, or gives up.
+    func retry(after attempts: Int32) -> Bool {
+      let now = ContinuousClock.now
+      if attempts == 0 { started = now }
+      if isCancelled?() == true { return false }
+      let remaining = timeout - (now - started)
+      guard remaining > .zero else { return false }
+      // Back off as SQLite does (1, 2, 5, 10 ms), never sleeping past the deadline.
+      let step: Duration = .milliseconds([1, 2, 5, 10][min(Int(attempts), 3)])
+      let sleep = min(step, remaining)
+      usleep(
+        UInt32(
+          clamping: sleep.components.seconds * 1_000_000 + sleep.components.attoseconds / 1_000_000_000_000))
+      return true
+    }
+  }
+
+  private let busyWait = BusyWait()
+
+  private func installBusyHandler() {
+    sqlite3_busy_handler(
+      handle,
+      { context, attempts in
+        guard let context else { return 0 }
+        return Unmanaged<BusyWait>.fromOpaque(context).takeUnretainedValue().retry(after: attempts) ? 1 : 0
+      }, Unmanaged.passUnretained(busyWait).toOpaque())
   }
 
   /// The first 100 bytes of the main database file (zeros past its end) and its size, read
@@ -100,7 +139,7 @@ final class Connection {
 
   /// Turns on WAL, foreign keys and the synchronous level. Writes the WAL flag into the
   /// file header, so it runs only after the file was found to be ours.
-  func configure(synchronous: String) throws {
+  func configure(_ durability: SessionStore.Durability) throws {
     try execute("PRAGMA foreign_keys = ON")
     if !isReadOnly {
       let mode = try scalarText("PRAGMA journal_mode = WAL")
@@ -108,7 +147,7 @@ final class Connection {
         throw SessionStorageError(.sqlite, "cannot switch to WAL mode (got \(mode ?? "nothing"))", path: path)
       }
     }
-    try execute("PRAGMA synchronous = \(synchronous)")
+    try execute("PRAGMA synchronous = \(durability.pragmaValue)")
   }
 
   /// Finalizes every statement and closes the handle; safe to call twice.
@@ -212,6 +251,7 @@ enum SQLiteFailure {
     case SQLITE_FULL: code = .full
     case SQLITE_READONLY, SQLITE_PERM: code = .readOnly
     case SQLITE_CANTOPEN: code = .notFound
+    case SQLITE_BUSY: code = .busy
     default: code = .sqlite
     }
     return SessionStorageError(code, message, path: path, resultCode: rc, sql: sql)

@@ -6,13 +6,13 @@ extension Migrator {
   /// half-made (empty, unmigrated) file, and when several create the same path at once one
   /// link wins and the others open its result. Returns the migrations applied, or nothing
   /// when another process won.
-  static func create(_ path: String, synchronous: String) throws -> [Migration] {
+  static func create(_ path: String, _ durability: SessionStore.Durability) throws -> [Migration] {
     let temporary = path + ".creating-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     defer { for suffix in ["", "-wal", "-shm", "-journal"] { unlink(temporary + suffix) } }
     let applied: [Migration]
     do {
       let connection = try Connection(path: temporary, mode: .readWriteCreate)
-      try connection.configure(synchronous: synchronous)
+      try connection.configure(durability)
       applied = try migrate(connection)
       connection.close()  // the last connection: checkpoints and removes the WAL
     } catch var error as SessionStorageError {

@@ -1,4 +1,3 @@
-import FeedKit
 import SessionStorage
 
 /// A command line turned into what to do: the command with typed values, the database
@@ -98,7 +97,7 @@ struct Invocation: Sendable, Equatable {
 
   /// A cursor as typed: a whole number ≥ 0.
   static func cursor(_ text: String, option: String) throws(CLIError) -> Cursor {
-    guard let cursor = Cursor(parsing: text) else {
+    guard let cursor = Cursor(text) else {
       throw .invalidInput("invalid cursor '\(text)' for '\(option)': expected a whole number ≥ 0")
     }
     return cursor
@@ -109,7 +108,7 @@ struct Invocation: Sendable, Equatable {
   static func resumePoint(_ text: String, option: String) throws(CLIError) -> FeedStart {
     guard let at = text.firstIndex(of: "@") else { return .after(try cursor(text, option: option)) }
     let time = String(text[text.index(after: at)...])
-    guard let cursor = Cursor(parsing: String(text[..<at])), let date = Timestamp.parse(time) else {
+    guard let cursor = Cursor(String(text[..<at])), let date = Timestamp.parse(time) else {
       throw .invalidInput(
         "invalid cursor '\(text)' for '\(option)': expected a whole number ≥ 0, or one followed by @ and "
           + "the time printed for that change (e.g. 8@2026-11-29T20:33:36.562Z)")

@@ -1,4 +1,3 @@
-import FeedKit
 import SessionStorage
 import SessionViewModels
 
@@ -11,9 +10,9 @@ extension SessionCtl {
   /// needs nothing more than `SessionProviding`.
   func status(_ location: DatabaseLocation, _ presenter: Presenter) async throws -> ExitCode {
     let store = try openForReading(location)
-    let (state, cursor) = try store.feed.source.snapshot()
-    let greeting = await MainActor.run { GreetingViewModel(session: state).greeting }
-    try output.write(presenter.status(state, cursor: cursor, path: location.path, greeting: greeting))
+    let snapshot = try store.snapshot()
+    let greeting = await MainActor.run { GreetingViewModel(session: snapshot.state).greeting }
+    try output.write(try presenter.status(snapshot, path: location.path, greeting: greeting))
     return .success
   }
 
@@ -30,7 +29,7 @@ extension SessionCtl {
       guard let last = page.last else { break }
       let originWidth = max(10, page.map { Presenter.display($0.origin).count }.max() ?? 0)
       for entry in page {
-        try output.write(presenter.change(entry, cursorWidth: cursorWidth, originWidth: originWidth))
+        try output.write(try presenter.change(entry, cursorWidth: cursorWidth, originWidth: originWidth))
       }
       remaining -= page.count
       start = .after(last.cursor)
@@ -43,7 +42,7 @@ extension SessionCtl {
     let store = try openForReading(location)
     let items = try store.check()
     try output.write(presenter.check(items))
-    let failures = items.filter { !$0.passed }.count
+    let failures = items.filter { $0.verdict == .failed }.count
     guard failures == 0 else {
       fail("check found \(failures) \(failures == 1 ? "problem" : "problems") in \(location.path)")
       return .failure

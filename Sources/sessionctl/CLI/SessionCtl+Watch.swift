@@ -1,4 +1,3 @@
-import FeedKit
 import SessionStorage
 
 extension SessionCtl {
@@ -12,12 +11,13 @@ extension SessionCtl {
     let listening = stop.listen()
     defer { withExtendedLifetime(listening) {} }
     let store = try openForReading(location)
-    let changes: SessionChanges
+    let changes: SessionSubscription
     if let since {
       changes = try store.changes(from: since)
     } else {
       let snapshot = try store.snapshotAndChanges()
-      try output.write(presenter.snapshot(snapshot.state, cursor: snapshot.cursor))
+      try output.write(
+        try presenter.snapshot(SessionSnapshot(state: snapshot.state, cursor: snapshot.cursor)))
       changes = snapshot.changes
     }
     if limit == 0 { return .success }
@@ -33,7 +33,7 @@ extension SessionCtl {
     let printing = Task { () async throws -> Void in
       var count = 0
       for try await entry in changes {
-        try output.write(presenter.change(entry, cursorWidth: cursorWidth, originWidth: 10))
+        try output.write(try presenter.change(entry, cursorWidth: cursorWidth, originWidth: 10))
         count += 1
         if let limit, count >= limit { return }
       }

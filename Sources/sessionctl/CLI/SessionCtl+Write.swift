@@ -1,4 +1,3 @@
-import FeedKit
 import SessionStorage
 
 extension SessionCtl {
@@ -6,7 +5,7 @@ extension SessionCtl {
   func login(_ username: String, _ location: DatabaseLocation, _ presenter: Presenter) throws -> ExitCode {
     let name = try Username.validated(username)  // before the file is created
     let store = try openForWriting(location)
-    return try printWrite(try store.login(username: name), store, presenter) {
+    return try printWrite(try store.logIn(as: name), store, presenter) {
       "already logged in as \(Presenter.display(name))"
     }
   }
@@ -14,7 +13,7 @@ extension SessionCtl {
   /// `logout`: the change, or "no change" when nobody is signed in.
   func logout(_ location: DatabaseLocation, _ presenter: Presenter) throws -> ExitCode {
     let store = try openForWriting(location)
-    return try printWrite(try store.logout(), store, presenter) { "nobody is logged in" }
+    return try printWrite(try store.logOut(), store, presenter) { "nobody is logged in" }
   }
 
   /// `rename`: the change, or "no change" when the username is already that.
@@ -56,10 +55,9 @@ extension SessionCtl {
     _ entry: SessionEntry?, _ store: SessionStore, _ presenter: Presenter, reason: () -> String
   ) throws -> ExitCode {
     if let entry {
-      try output.write(presenter.change(entry))
+      try output.write(try presenter.change(entry))
     } else {
-      let (state, cursor) = try store.feed.source.snapshot()
-      try output.write(presenter.noChange(reason(), state: state, cursor: cursor))
+      try output.write(try presenter.noChange(reason(), store.snapshot()))
     }
     return .success
   }

@@ -1,4 +1,3 @@
-import FeedKit
 import Foundation
 import SessionStorage
 
@@ -74,7 +73,7 @@ struct SessionCtl: Sendable {
       fail(error.description)
       return error.code == .invalidUsername ? .invalidInput : .failure
     case let error as FeedError:
-      fail(error.description)
+      fail(error.description + Self.hint(for: error))
       switch error {
       case .cursorCompacted: return .cursorCompacted
       case .historyRewritten: return .historyRewritten
@@ -84,6 +83,17 @@ struct SessionCtl: Sendable {
     default:
       fail(String(describing: error))
       return .failure
+    }
+  }
+
+  /// What to type next, in sessionctl's terms, after a feed error's own sentence.
+  static func hint(for error: FeedError) -> String {
+    switch error {
+    case .cursorCompacted(_, let oldest):
+      " (sessionctl: " + (oldest.previous.map { "--since \($0), or " } ?? "") + "watch without --since)"
+    case .historyRewritten: " (sessionctl: watch without --since)"
+    case .noCursorBefore: " (sessionctl: --since 0)"
+    case .cursorAhead: ""
     }
   }
 
@@ -131,7 +141,8 @@ struct SessionCtl: Sendable {
 
   /// Opens the file for writing, creating it (and the default directory) when missing.
   func openForWriting(_ location: DatabaseLocation) throws -> SessionStore {
-    try location.prepareForWriting()
-    return try SessionStore(path: location.path, options: .init(origin: Self.origin))
+    try SessionStore(
+      path: location.path,
+      options: .init(origin: Self.origin, createsMissingDirectories: location.source == .dataHome))
   }
 }

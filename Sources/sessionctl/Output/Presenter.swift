@@ -1,4 +1,3 @@
-import FeedKit
 import SessionStorage
 
 /// Turns results into output lines: short aligned text for people, or one JSON object per
@@ -8,50 +7,35 @@ struct Presenter: Sendable {
   let json: Bool
 
   /// `status`: the state, its cursor and the file; people also get the greeting.
-  func status(_ state: SessionState, cursor: Cursor, path: String, greeting: String) -> [String] {
-    if json { return [JSONValue.status(state, cursor: cursor).encoded] }
+  func status(_ snapshot: SessionSnapshot, path: String, greeting: String) throws -> [String] {
+    if json { return [try JSONValue.status(snapshot).encoded] }
+    let state = snapshot.state
     return table([
       ("greeting", Self.display(greeting)),
       ("username", Self.display(state.username)),
       ("logged in", state.isLoggedIn ? "yes" : "no"),
       ("updated", Timestamp.format(state.updatedAt)),
-      ("cursor", cursor.description),
+      ("cursor", snapshot.cursor.description),
       ("database", Self.display(path)),
     ])
   }
 
-  /// `watch`'s first line.
-  func snapshot(_ state: SessionState, cursor: Cursor) -> String {
-    if json { return JSONValue.snapshot(state, cursor: cursor).encoded }
-    return "snapshot at \(cursor): \(Self.display(state.username)), "
-      + "\(state.isLoggedIn ? "logged in" : "logged out"), updated \(Timestamp.format(state.updatedAt))"
+  /// `watch`'s first line: the snapshot's own text or JSON.
+  func snapshot(_ snapshot: SessionSnapshot) throws -> String {
+    json ? try JSONValue(encoding: snapshot).encoded : snapshot.description
   }
 
   /// One change, its columns padded to at least the given widths (`watch` streams, so it
-  /// cannot measure the lines to come).
-  func change(_ entry: SessionEntry, cursorWidth: Int = 1, originWidth: Int = 10) -> String {
-    if json { return JSONValue.change(entry).encoded }
-    let events = entry.events.map(Self.describe).joined(separator: ", ")
-    return [
-      Self.padded(entry.cursor.description, cursorWidth), Timestamp.format(entry.time),
-      Self.padded(Self.display(entry.origin), originWidth), events.isEmpty ? "(no event)" : events,
-    ].joined(separator: "  ")
-  }
-
-  /// Several changes, aligned with each other (`history`).
-  func changes(_ entries: [SessionEntry]) -> [String] {
-    let cursorWidth = entries.map(\.cursor.description.count).max() ?? 1
-    let originWidth = entries.map { Self.display($0.origin).count }.max() ?? 1
-    return entries.map { change($0, cursorWidth: cursorWidth, originWidth: originWidth) }
+  /// cannot measure the lines to come): the entry's own text or JSON.
+  func change(_ entry: SessionEntry, cursorWidth: Int = 1, originWidth: Int = 10) throws -> String {
+    json
+      ? try JSONValue(encoding: entry).encoded
+      : entry.line(cursorWidth: cursorWidth, originWidth: originWidth)
   }
 
   /// A write that changed nothing: the reason for people, the state and cursor for programs.
-  func noChange(_ reason: String, state: SessionState, cursor: Cursor) -> String {
-    if json {
-      return (["type": "noChange", "cursor": .int(cursor.rawValue), "state": .state(state)] as JSONValue)
-        .encoded
-    }
-    return "no change: " + reason
+  func noChange(_ reason: String, _ snapshot: SessionSnapshot) throws -> String {
+    json ? try JSONValue.noChange(snapshot).encoded : "no change: " + reason
   }
 
   /// `compact`.
@@ -60,7 +44,7 @@ struct Presenter: Sendable {
     if json {
       let value: JSONValue = [
         "type": "compaction", "removed": .int(Int64(compaction.removed)),
-        "oldest": bounds.oldest.map { .int($0.rawValue) } ?? .null, "head": .int(bounds.head.rawValue),
+        "oldest": bounds.oldest.map { .int($0.value) } ?? .null, "head": .int(bounds.head.value),
       ]
       return value.encoded
     }
@@ -87,18 +71,20 @@ struct Presenter: Sendable {
   }
 
   /// `check`: one line per verification.
-  func check(_ items: [SessionStore.CheckItem]) -> [String] {
+  func check(_ results: [SessionStore.CheckResult]) -> [String] {
     if json {
-      return items.map {
+      return results.map {
         ([
-          "type": "check", "name": .string($0.name), "passed": .bool($0.passed), "detail": .string($0.detail),
+          "type": "check", "name": .string($0.check.rawValue), "passed": .bool($0.verdict == .passed),
+          "detail": .string($0.detail),
         ]
           as JSONValue).encoded
       }
     }
-    let width = items.map(\.name.count).max() ?? 0
-    return items.map {
-      "\($0.passed ? "ok  " : "FAIL")  \(Self.padded($0.name, width))  \(Self.display($0.detail))"
+    let width = results.map(\.check.rawValue.count).max() ?? 0
+    return results.map {
+      "\($0.verdict == .passed ? "ok  " : "FAIL")  \(Self.padded($0.check.rawValue, width))  "
+        + Self.display($0.detail)
     }
   }
 
@@ -107,31 +93,11 @@ struct Presenter: Sendable {
     json ? (["version": .string(version)] as JSONValue).encoded : "sessionctl \(version)"
   }
 
-  /// An event in a few words: `login alice`, `logout alice`, `rename alice → bob`.
-  static func describe(_ event: SessionEvent) -> String {
-    switch event {
-    case .loggedIn(let username): "login \(display(username))"
-    case .loggedOut(let username): "logout \(display(username))"
-    case .usernameChanged(let from, let to): "rename \(display(from)) → \(display(to))"
-    }
-  }
-
   /// Text safe for a terminal: `(none)` for nil; control characters (C0, DEL, C1), U+2028,
   /// U+2029 and format characters but U+200D (bidirectional controls, zero-width spaces…),
   /// which only an edit in the sqlite3 shell can store in a username, shown as
   /// `\u{1B}`-style escapes.
-  static func display(_ text: String?) -> String {
-    guard let text else { return "(none)" }
-    var output = ""
-    for scalar in text.unicodeScalars {
-      if scalar.isEscapedInOutput {
-        output += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
-      } else {
-        output.unicodeScalars.append(scalar)
-      }
-    }
-    return output
-  }
+  static func display(_ text: String?) -> String { text.escapedForTerminal }
 
   private static func padded(_ text: String, _ width: Int) -> String {
     text + String(repeating: " ", count: max(0, width - text.count))

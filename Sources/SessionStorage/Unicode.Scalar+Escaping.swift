@@ -6,7 +6,7 @@ extension Unicode.Scalar {
   /// U+200D ZERO WIDTH JOINER, which emoji such as 👩‍💻 need and which moves nothing.
   /// Valid usernames contain none of them (a ZWJ only between emoji, tags only in a
   /// subdivision flag, which is shown escaped); a `sqlite3` edit can store any.
-  var isEscapedInOutput: Bool {
+  package var isEscapedInOutput: Bool {
     if (0x20..<0x7F).contains(value) { return false }
     switch properties.generalCategory {
     case .control, .lineSeparator, .paragraphSeparator: return true
@@ -14,4 +14,25 @@ extension Unicode.Scalar {
     default: return false
     }
   }
+}
+
+extension String {
+  /// The text safe for a terminal: every scalar of ``Unicode/Scalar/isEscapedInOutput`` as a
+  /// `\u{1B}`-style escape; the rest as it is.
+  package var escapedForTerminal: String {
+    var output = ""
+    for scalar in unicodeScalars {
+      if scalar.isEscapedInOutput {
+        output += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+      } else {
+        output.unicodeScalars.append(scalar)
+      }
+    }
+    return output
+  }
+}
+
+extension Optional<String> {
+  /// ``Swift/String/escapedForTerminal``, or `(none)` for nil.
+  package var escapedForTerminal: String { self?.escapedForTerminal ?? "(none)" }
 }

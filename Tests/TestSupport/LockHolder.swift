@@ -1,0 +1,35 @@
+import Foundation
+
+/// Another process (Python's sqlite3 module) holding a database's write lock: it begins an
+/// IMMEDIATE transaction and keeps it until it is released (killed, which releases every
+/// lock it has, as a crash would).
+public final class LockHolder {
+  private let child: ChildProcess
+  private var released = false
+
+  /// Takes the write lock on `path`; returns once it is held.
+  public init(_ path: String, scratch: String) throws {
+    let script = """
+      import sqlite3, sys, time
+      db = sqlite3.connect(sys.argv[1], isolation_level=None)
+      db.execute("BEGIN IMMEDIATE")
+      print("locked", flush=True)
+      time.sleep(60)
+      """
+    child = try ChildProcess(
+      "/usr/bin/python3", ["-c", script, path], environment: [:], stdout: .pipe, stderr: scratch)
+    guard try child.readLine() == "locked" else {
+      throw ChildProcess.SpawnError(description: "python3 did not take the write lock on \(path)")
+    }
+  }
+
+  /// Releases the lock (the process ends).
+  public func release() {
+    guard !released else { return }
+    released = true
+    child.send(SIGKILL)
+    _ = child.wait()
+  }
+
+  deinit { release() }
+}
