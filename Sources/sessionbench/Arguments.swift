@@ -21,7 +21,8 @@ enum Command: Equatable {
                       (default: all of them, in this order)
 
     OPTIONS:
-      --quick         shrink every scenario to seconds (a smoke test; figures not meant to be quoted)
+      --quick         shrink every scenario to seconds (a smoke test; figures not meant to be quoted,
+                      and the aims are not judged on them)
       --json FILE     also write the figures as a JSON array of
                       {"scenario", "metric", "ours", "baseline"} objects
       --list          print the scenario names

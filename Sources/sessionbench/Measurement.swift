@@ -18,6 +18,10 @@ struct Measurement {
       case .bytesPerChange: "bytes/change"
       }
     }
+
+    /// Whether a larger figure is the better one: throughput; for times, CPU and bytes the
+    /// smaller is better. The same holds for the ratio ours ÷ raw.
+    var higherIsBetter: Bool { self == .opsPerSecond }
   }
 
   let scenario: String

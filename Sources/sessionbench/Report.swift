@@ -2,10 +2,27 @@ import Foundation
 
 /// Prints the figures as a table for people and writes them as JSON for machines.
 enum Report {
-  /// The table: one line per figure, with ours, the baseline and the ratio.
+  /// What a run prints on standard output: the table, then the aims. The aims are judged
+  /// only in a full run; a quick run's figures come from samples too small to hold against
+  /// them (and are not to be quoted), so it says so instead of printing verdicts.
+  static func output(_ measurements: [Measurement], verdicts: [Verdict], quick: Bool) -> String {
+    var text = table(measurements) + "\n"
+    if !verdicts.isEmpty {
+      text +=
+        quick
+        ? "\naims: not judged (quick run)\n"
+        : "\naims (ours/raw from this run):\n" + self.verdicts(verdicts) + "\n"
+    }
+    if quick { text += "\n(--quick: smoke-test sizes; do not quote these figures)\n" }
+    return text
+  }
+
+  /// The table: one line per figure, with which way is better, ours, the baseline and the
+  /// ratio.
   static func table(_ measurements: [Measurement]) -> String {
     var lines = [
-      pad("scenario", 22) + pad("metric", 14) + left("ours", 13) + left("raw", 13) + left("ours/raw", 10)
+      pad("scenario", 22) + pad("metric", 14) + pad("better", 7) + left("ours", 13) + left("raw", 13)
+        + left("ours/raw", 10)
     ]
     lines.append(String(repeating: "─", count: lines[0].count))
     var previous = ""
@@ -13,8 +30,9 @@ enum Report {
       let name = measurement.scenario == previous ? "" : measurement.scenario
       previous = measurement.scenario
       lines.append(
-        pad(name, 22) + pad(measurement.metric.label, 14) + left(number(measurement.ours), 13)
-          + left(measurement.baseline.map(number) ?? "–", 13)
+        pad(name, 22) + pad(measurement.metric.label, 14)
+          + pad(measurement.metric.higherIsBetter ? "higher" : "lower", 7)
+          + left(number(measurement.ours), 13) + left(measurement.baseline.map(number) ?? "–", 13)
           + left(measurement.ratio.map { String(format: "%.2f×", $0) } ?? "–", 10))
     }
     return lines.joined(separator: "\n")

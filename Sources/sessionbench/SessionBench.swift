@@ -51,12 +51,7 @@ enum SessionBench {
         failed = true
       }
     }
-    print(Report.table(measurements))
-    if !verdicts.isEmpty {
-      print("\naims (ours/raw from this run):")
-      print(Report.verdicts(verdicts))
-    }
-    if quick { print("\n(--quick: smoke-test sizes; do not quote these figures)") }
+    print(Report.output(measurements, verdicts: verdicts, quick: quick), terminator: "")
     if let json {
       try Report.json(measurements).write(toFile: json, atomically: true, encoding: .utf8)
     }

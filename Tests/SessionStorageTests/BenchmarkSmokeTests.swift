@@ -3,7 +3,8 @@ import TestSupport
 import Testing
 
 /// `sessionbench --quick` runs every scenario end to end and writes well-formed JSON. No
-/// figure is judged here: speed is measured by the benchmark, never asserted by a test.
+/// figure is judged here (nor by the quick run itself): speed is measured by the benchmark,
+/// never asserted by a test.
 @Suite(.timeLimit(.minutes(5))) struct BenchmarkSmokeTests {
   @Test func quickRunCoversEveryScenarioWithWellFormedFigures() async throws {
     let dir = try TemporaryDirectory()
@@ -31,5 +32,9 @@ import Testing
       #expect(row["baseline"] is NSNull || (row["baseline"] as? Double)?.isFinite == true, "\(row)")
     }
     #expect(result.stdout.contains("ours/raw") || result.stdout.contains("×"))
+    // A quick run's figures are not to be quoted: it judges no aim on them.
+    #expect(result.stdout.hasPrefix("scenario              metric        better "), "\(result.stdout)")
+    #expect(result.stdout.contains("\naims: not judged (quick run)\n"), "\(result.stdout)")
+    #expect(!result.stdout.contains("MISSED") && !result.stdout.contains("\nmet "), "\(result.stdout)")
   }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// `help`, `-h`/`--help` at every level, and the completion script.
+/// `help` and `-h`/`--help` at every level (the completion script: ``CompletionTests``).
 @Suite(.serialized, .timeLimit(.minutes(1))) struct HelpTests {
   static let commands = [
     "status", "login", "logout", "rename", "watch", "history", "compact", "migrate", "check", "help",
@@ -89,40 +89,5 @@ import Testing
     #expect(
       compact.contains(
         "\nUSAGE: sessionctl compact (--keep <n> | --before <cursor>) [--db <path>]\n       [--json]\n"))
-  }
-
-  @Test func completionScriptCompletes() throws {
-    let sandbox = try Sandbox()
-    let outcome = try sandbox.run(["completion", "bash"])
-    #expect(outcome.status == 0)
-    #expect(outcome.stderr == "")
-    #expect(outcome.stdout.contains("complete -F _sessionctl sessionctl"))
-    let script = sandbox.path("completion.bash")
-    try Data(outcome.stdout.utf8).write(to: URL(fileURLWithPath: script))
-    try Data().write(to: URL(fileURLWithPath: sandbox.path("data.db")))
-
-    func complete(_ words: [String]) throws -> [String] {
-      let quoted = words.map { "'\($0)'" }.joined(separator: " ")
-      let program = """
-        source '\(script)'; cd '\(sandbox.root)'
-        COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count - 1); _sessionctl
-        printf '%s\\n' "${COMPREPLY[@]}"
-        """
-      let result = try sandbox.runProgram(
-        "/bin/bash", ["--norc", "-c", program], environment: sandbox.environment)
-      #expect(result.status == 0, "\(result)")
-      return result.lines.filter { !$0.isEmpty }.sorted()
-    }
-
-    #expect(try complete(["sessionctl", "wa"]) == ["watch"])
-    #expect(try complete(["sessionctl", "--db", "x.db", "st"]) == ["status"])
-    #expect(try complete(["sessionctl", ""]) == Self.commands.sorted())
-    #expect(try complete(["sessionctl", "watch", "--l"]) == ["--limit"])
-    #expect(try complete(["sessionctl", "login", "--"]) == ["--db", "--help", "--json"])
-    #expect(try complete(["sessionctl", "--"]) == ["--db", "--help", "--json", "--version"])
-    #expect(try complete(["sessionctl", "help", "com"]) == ["compact", "completion"])
-    #expect(try complete(["sessionctl", "completion", ""]) == ["bash"])
-    #expect(try complete(["sessionctl", "--db", "da"]) == ["data.db"])
-    #expect(try complete(["sessionctl", "history", "--since", ""]) == [])
   }
 }
