@@ -1,7 +1,7 @@
 import Synchronization
 
 /// The in-process ``WakeSignal``: `signal()` wakes every waiter at once. It can start and
-/// stop a helper (such as a ``ChangeWatcher``) with its first and last listener.
+/// stop a helper (such as a `ChangeWatcher`) with its first and last listener.
 public final class Beacon: WakeSignal {
   private struct Waiters: ~Copyable {
     var generation: UInt64 = 0

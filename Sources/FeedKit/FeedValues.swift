@@ -15,7 +15,7 @@ public struct FeedValues<Change: Sendable, Value: Equatable & Sendable>: AsyncSe
   /// reading one (and does not deliver its state again).
   let start: SnapshotSubscription<Change, Value>?
 
-  /// Starts with a snapshot read when iteration begins, or after ``start``.
+  /// Starts with a snapshot read when iteration begins, or after the one it was made from.
   public func makeAsyncIterator() -> Iterator { Iterator(feed: feed, state: state, start: start) }
 
   /// Reads a snapshot, then follows the changes after it.

@@ -50,7 +50,7 @@ public final class InMemorySessionStore: SessionRepository {
     return try feed.history(from: start, limit: limit)
   }
 
-  /// Signs in as `username` (validated like ``SessionStore/logIn(as:)-(String)``).
+  /// Signs in as `username` (validated like ``SessionStore``'s).
   @discardableResult
   public func logIn(as username: String) throws -> SessionEntry? { try write(try .login(username: username)) }
 

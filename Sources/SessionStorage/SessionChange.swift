@@ -97,7 +97,7 @@ extension FeedEntry: Codable where Change == SessionChange {
 }
 
 extension SnapshotSubscription where Change == SessionChange, Snapshot == SessionState {
-  /// Each state after ``state``, consecutive equal states dropped: for a view model that
-  /// showed ``state`` already (one read), then follows from its ``cursor``.
+  /// Each state after the snapshot's `state`, consecutive equal states dropped: for a view
+  /// model that showed that state already (one read), then follows from its `cursor`.
   public var values: SessionValues { values(\.change.after) }
 }

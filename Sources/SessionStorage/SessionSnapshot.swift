@@ -6,7 +6,7 @@
 public struct SessionSnapshot: Sendable, Hashable, Codable, CustomStringConvertible {
   /// The state at ``cursor``.
   public var state: SessionState
-  /// The newest entry included in ``state`` (``Cursor/zero`` before the first change).
+  /// The newest entry included in ``state`` (`Cursor.zero` before the first change).
   public var cursor: Cursor
 
   /// Creates a snapshot.

@@ -41,7 +41,7 @@ public final class SessionStore: Sendable {
     public var safetyPollInterval: Duration
     /// Whether a store that creates its file also creates the missing directories above it,
     /// with mode 0700 (only the owner may enter). Off by default: a mistyped path is an
-    /// error that names the missing directory, not a new directory tree. ``defaultPath`` is
+    /// error that names the missing directory, not a new directory tree. ``SessionStore/defaultPath(environment:)`` is
     /// usually opened with it on.
     public var createsMissingDirectories: Bool
 
@@ -121,13 +121,13 @@ public final class SessionStore: Sendable {
 
   /// Signs out. The username is kept, so an app can offer "continue as …" and `status`
   /// can say who signed out; the ``SessionEvent/loggedOut(username:)`` event names them.
-  /// Blocks the calling thread like ``logIn(as:)-(String)``.
+  /// Blocks the calling thread like the synchronous `logIn(as:)`.
   /// - Returns: the committed change, or nil when nobody was signed in.
   @discardableResult
   public func logOut() throws -> SessionEntry? { try write(.logout) }
 
   /// Changes the username and leaves the login state as it is. Blocks the calling thread
-  /// like ``logIn(as:)-(String)``.
+  /// like the synchronous `logIn(as:)`.
   /// - Returns: the committed change, or nil when the username is already `username`.
   @discardableResult
   public func rename(to username: String) throws -> SessionEntry? { try write(.rename(to: username)) }
@@ -144,11 +144,11 @@ public final class SessionStore: Sendable {
     try await write(.login(username: username))
   }
 
-  /// Signs out, off the caller's actor (see ``logIn(as:)-(String)``'s `async` variant).
+  /// Signs out, off the caller's actor (see the `async` `logIn(as:)`).
   @discardableResult
   public func logOut() async throws -> SessionEntry? { try await write(.logout) }
 
-  /// Changes the username, off the caller's actor (see ``logIn(as:)-(String)``'s `async` variant).
+  /// Changes the username, off the caller's actor (see the `async` `logIn(as:)`).
   @discardableResult
   public func rename(to username: String) async throws -> SessionEntry? {
     try await write(.rename(to: username))
