@@ -24,9 +24,7 @@ import Synchronization
 package final class ChangeWatcher: Sendable {
   /// How this watcher is woken: notifications, or a poll and the reason.
   package let mode: WakeMode
-  private let stopPipe: (read: Int32, write: Int32)?
-  private let stopFlag = StopFlag()
-  private let finished = DispatchSemaphore(value: 0)
+  private let stopSignal: StopSignal
 
   /// Starts watching.
   /// - Parameters:
@@ -53,13 +51,15 @@ package final class ChangeWatcher: Sendable {
   ) {
     var fds: [Int32] = [0, 0]
     var reasons: [String] = []
+    var ends: (read: Int32, write: Int32)?
     if pipe(&fds) == 0 {
       for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-      stopPipe = (fds[0], fds[1])
+      ends = (fds[0], fds[1])
     } else {
-      stopPipe = nil
       reasons.append(SystemLimits.explain(errno, call: "pipe"))
     }
+    let stopSignal = StopSignal(pipe: ends)
+    self.stopSignal = stopSignal
     var events: Int32 = -1
     switch notifications(directory) {
     case .success(let fd): events = fd
@@ -70,33 +70,24 @@ package final class ChangeWatcher: Sendable {
       ? .notifications(pollInterval: pollInterval)
       : .polling(interval: pollInterval, reason: reasons.joined(separator: "; "))
     let loop = WatchLoop(
-      fileNames: fileNames, events: events, stopFD: stopPipe?.read ?? -1, stopFlag: stopFlag,
+      fileNames: fileNames, events: events, stopFD: ends?.read ?? -1, stopSignal: stopSignal,
       pollMilliseconds: Int32(
         clamping: pollInterval.components.seconds * 1000 + pollInterval.components.attoseconds
           / 1_000_000_000_000_000),
       hasChanged: hasChanged, onChange: onChange)
-    let finished = self.finished
     let thread = Thread {
       loop.run()
-      finished.signal()
+      stopSignal.closePipe()
     }
     thread.name = "ChangeWatcher"
     thread.start()
   }
 
-  /// Stops the thread and waits until it has closed its files. Safe to call twice.
-  package func stop() {
-    guard stopFlag.set() else { return }
-    if let stopPipe {
-      var byte: UInt8 = 1
-      _ = write(stopPipe.write, &byte, 1)
-    }
-    finished.wait()
-    if let stopPipe {
-      close(stopPipe.read)
-      close(stopPipe.write)
-    }
-  }
+  /// Tells the thread to stop, without waiting for it: the thread closes its descriptors as
+  /// it exits, at most one callback later. Releasing the last subscription on the main
+  /// actor therefore costs a `write` and a `close`, not the thread's wind-down. Safe to call
+  /// twice.
+  package func stop() { stopSignal.request() }
 
   deinit { stop() }
 
@@ -128,19 +119,44 @@ struct WatchSetupFailure: Error {
   init(errno code: Int32, call: String) { reason = SystemLimits.explain(code, call: call) }
 }
 
-/// Set once, when the watcher stops; read by its thread when it has no stop descriptor.
-private final class StopFlag: Sendable {
-  private let value = Mutex(false)
+/// How a watcher is told to stop: a flag its thread looks at, and a pipe that wakes the
+/// thread's `poll`. ``request()`` writes to the pipe and closes its write end; the thread
+/// closes what is left as it exits. Both under one lock, so the byte is only ever written
+/// while the read end is open (never a `SIGPIPE`).
+private final class StopSignal: Sendable {
+  private let requested = Mutex(false)
+  private let pipe: Mutex<(read: Int32, write: Int32)?>
 
-  /// Sets the flag; true the first time.
-  func set() -> Bool {
-    value.withLock { stopped in
-      defer { stopped = true }
-      return !stopped
+  init(pipe ends: (read: Int32, write: Int32)?) { pipe = Mutex(ends) }
+
+  /// Asks the thread to stop, without waiting for it. Safe to call twice.
+  func request() {
+    let first = requested.withLock { requested in
+      defer { requested = true }
+      return !requested
+    }
+    guard first else { return }
+    pipe.withLock { ends in
+      guard let open = ends, open.write >= 0 else { return }
+      var byte: UInt8 = 1
+      _ = write(open.write, &byte, 1)
+      close(open.write)
+      ends = (open.read, -1)
     }
   }
 
-  var isSet: Bool { value.withLock { $0 } }
+  var isRequested: Bool { requested.withLock { $0 } }
+
+  /// Closes the pipe; the thread calls this as it exits.
+  func closePipe() {
+    pipe.withLock { ends in
+      if let open = ends {
+        if open.write >= 0 { close(open.write) }
+        close(open.read)
+      }
+      ends = nil
+    }
+  }
 }
 
 /// The watcher thread's loop; owns the inotify descriptor.
@@ -148,7 +164,7 @@ private struct WatchLoop: Sendable {
   let fileNames: Set<String>
   let events: Int32
   let stopFD: Int32
-  let stopFlag: StopFlag
+  let stopSignal: StopSignal
   let pollMilliseconds: Int32
   let hasChanged: @Sendable () -> Bool
   let onChange: @Sendable () -> Void
@@ -203,7 +219,7 @@ private struct WatchLoop: Sendable {
   private func waitForEvent(events: Int32, timeout: Int32) -> Wake {
     var remaining = timeout
     while true {
-      if stopFlag.isSet { return .stop }
+      if stopSignal.isRequested { return .stop }
       let slice = stopFD >= 0 ? remaining : min(remaining, 50)
       var fds: [pollfd] = []
       if stopFD >= 0 { fds.append(pollfd(fd: stopFD, events: Int16(POLLIN), revents: 0)) }

@@ -2,7 +2,13 @@
 ///
 /// Entries are pulled from the log in pages, so a slow subscriber falls behind without
 /// slowing writers or queueing in memory. Iteration ends (returns nil) when the task is
-/// cancelled; dropping the iterator releases the subscription's wake-up registration.
+/// cancelled, and an iterator that ended (returned nil or threw) stays ended.
+///
+/// A subscription registers for wake-ups when it is created, so that ``wakeMode`` can
+/// say at once how it will learn of other processes' commits: while a subscription or
+/// one of its iterators is kept, the store's cross-process watcher (a thread and an
+/// inotify descriptor) keeps running, even if nothing iterates. An iterator releases the
+/// registration when it ends; drop the subscription (and its iterators) to release it.
 public struct FeedSubscription<Change: Sendable, Snapshot: Sendable>: AsyncSequence, Sendable {
   /// Each element is one committed entry.
   public typealias Element = FeedEntry<Change>
@@ -38,7 +44,8 @@ public struct FeedSubscription<Change: Sendable, Snapshot: Sendable>: AsyncSeque
     let feed: Feed<Change, Snapshot>
     /// The cursor of the last entry delivered (or the start).
     public private(set) var cursor: Cursor
-    let listener: WakeListener
+    /// The wake-up registration, until iteration ends.
+    private var listener: WakeListener?
     private var buffer: ArraySlice<Element> = []
     /// The entry delivered last: each read checks that the log still holds it.
     private var last: Element?
@@ -50,18 +57,25 @@ public struct FeedSubscription<Change: Sendable, Snapshot: Sendable>: AsyncSeque
       self.last = last
     }
 
-    /// The next entry, waiting for one to commit; nil once the task is cancelled.
+    /// The next entry, waiting for one to commit; nil once the task is cancelled, and from
+    /// then on (also after a throw), whichever task asks.
     public mutating func next(isolation actor: isolated (any Actor)? = #isolation) async throws -> Element? {
-      while !Task.isCancelled {
+      while listener != nil, !Task.isCancelled {
         if let entry = buffer.popFirst() {
           cursor = entry.cursor
           last = entry
           return entry
         }
         let generation = feed.signal.generation
-        buffer = try feed.read(after: cursor, last: last, limit: feed.pageSize)[...]
+        do {
+          buffer = try feed.read(after: cursor, last: last, limit: feed.pageSize)[...]
+        } catch {
+          listener = nil
+          throw error
+        }
         if buffer.isEmpty { await feed.signal.wait(past: generation) }
       }
+      listener = nil
       return nil
     }
 

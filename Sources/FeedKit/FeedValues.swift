@@ -24,6 +24,7 @@ public struct FeedValues<Change: Sendable, Value: Equatable & Sendable>: AsyncSe
     let state: @Sendable (FeedEntry<Change>) -> Value
     private var changes: FeedSubscription<Change, Value>.Iterator?
     private var last: Value?
+    private var ended = false
 
     init(
       feed: Feed<Change, Value>, state: @escaping @Sendable (FeedEntry<Change>) -> Value,
@@ -35,8 +36,27 @@ public struct FeedValues<Change: Sendable, Value: Equatable & Sendable>: AsyncSe
       last = start?.state
     }
 
-    /// The next distinct state; nil once the task is cancelled.
+    /// The next distinct state; nil once the task is cancelled, and from then on (also after
+    /// a throw), whichever task asks.
     public mutating func next(isolation actor: isolated (any Actor)? = #isolation) async throws -> Value? {
+      do {
+        guard !ended, let value = try await following(isolation: actor) else {
+          end()
+          return nil
+        }
+        return value
+      } catch {
+        end()
+        throw error
+      }
+    }
+
+    private mutating func end() {
+      ended = true
+      changes = nil
+    }
+
+    private mutating func following(isolation actor: isolated (any Actor)?) async throws -> Value? {
       while !Task.isCancelled {
         guard var iterator = changes else {
           let start = try feed.snapshotAndChanges()

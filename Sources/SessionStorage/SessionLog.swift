@@ -108,6 +108,15 @@ final class SessionLog: FeedSource {
     }
   }
 
+  /// The newest change ever recorded, as `session_feed_tip` keeps it (compaction never
+  /// deletes it): what subscribers were last woken for. Throws once the file was replaced.
+  func tip() throws -> String {
+    if let reason = replaced.withLock({ $0 }) { throw SessionStorageError(.fileReplaced, reason, path: path) }
+    return try reader.withLock { try $0.scalarText(Self.tipSQL) } ?? ""
+  }
+
+  static let tipSQL = "SELECT seq || '@' || at FROM session_feed_tip WHERE id = 1"
+
   /// `PRAGMA data_version` of the reader: it moves with every commit of another connection.
   func dataVersion() throws -> Int64 {
     try reader.withLock { try $0.scalarInt("PRAGMA data_version") ?? 0 }

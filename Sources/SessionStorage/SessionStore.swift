@@ -72,6 +72,8 @@ public final class SessionStore: Sendable {
   /// The feed of changes, for building subscriptions.
   var feed: Feed<SessionChange, SessionState> { database.feed }
   var log: SessionLog { database.log }
+  /// The wake-up signal of the file's subscribers, for tests that count wake-ups.
+  var beacon: Beacon { database.beacon }
 
   /// Opens the store at `path`, creating it (mode 0600) and applying pending migrations.
   ///
@@ -181,24 +183,19 @@ public final class SessionStore: Sendable {
   /// Runs the write on the database's write queue, off the caller's actor; cancelling the
   /// task stops a wait for the lock.
   private func write(_ write: SessionWrite) async throws -> SessionEntry? {
-    let cancelled = Atomic(false)
+    let job = QueuedWrite(self)
     return try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation { continuation in
-        database.writeQueue.async {
-          continuation.resume(
-            with: Result {
-              try self.write(write, isCancelled: { cancelled.load(ordering: .relaxed) })
-            })
-        }
+        database.writeQueue.async { continuation.resume(with: job.run(write)) }
       }
     } onCancel: {
-      cancelled.store(true, ordering: .relaxed)
+      job.cancel()
     }
   }
 
   /// Runs the write as one conditional UPDATE in an IMMEDIATE transaction and returns the
   /// entry its trigger wrote, or nil when the WHERE clause found nothing to change.
-  private func write(_ write: SessionWrite, isCancelled: (@Sendable () -> Bool)? = nil) throws
+  fileprivate func write(_ write: SessionWrite, isCancelled: (@Sendable () -> Bool)? = nil) throws
     -> SessionEntry?
   {
     let (sql, bindings) = write.statement
@@ -210,7 +207,7 @@ public final class SessionStore: Sendable {
     } catch let error as SessionStorageError where error.code == .busy && isCancelled?() == true {
       throw CancellationError()
     }
-    if entry != nil { database.beacon.signal() }
+    if let entry { database.wake(after: entry) }
     return entry
   }
 
@@ -248,5 +245,21 @@ public final class SessionStore: Sendable {
         return entry
       }
     }
+  }
+}
+
+/// A write waiting on the write queue. It lets go of its store before the caller resumes, so
+/// that a store released right after `await store.logIn(as:)` closes its file at once.
+private final class QueuedWrite: Sendable {
+  private let store: Mutex<SessionStore?>
+  private let cancelled = Atomic(false)
+
+  init(_ store: SessionStore) { self.store = Mutex(store) }
+
+  func cancel() { cancelled.store(true, ordering: .relaxed) }
+
+  func run(_ write: SessionWrite) -> Result<SessionEntry?, any Error> {
+    guard let store = store.withLock({ $0.take() }) else { return .success(nil) }
+    return Result { try store.write(write, isCancelled: { [self] in cancelled.load(ordering: .relaxed) }) }
   }
 }

@@ -22,6 +22,10 @@ final class SharedDatabase: Sendable {
   let beacon: Beacon
   let feed: Feed<SessionChange, SessionState>
   private let writer: Mutex<Writer?>
+  /// One wake-up per commit: a commit of this process wakes subscribers as it returns,
+  /// and the cross-process watcher, which sees the same commit move `PRAGMA data_version`,
+  /// then finds nothing new and stays quiet.
+  private let wakes = WakeOnce()
   /// Where async writes wait for the writer, off their callers' actors.
   let writeQueue = DispatchQueue(label: "SessionStorage.write")
 
@@ -99,8 +103,18 @@ final class SharedDatabase: Sendable {
     let watch = CrossProcessWatch(
       path: path, pollInterval: options.safetyPollInterval, dataVersion: { [log] in try log.dataVersion() },
       replaced: { [log] in log.noticeReplacement() })
+    let log = self.log
     beacon = Beacon(
-      activate: { beacon in beacon.report(watch.start { [weak beacon] in beacon?.signal() }) },
+      activate: { [wakes] beacon in
+        beacon.report(
+          watch.start { [weak beacon, weak log] in
+            // Another process's commit, or one of ours seen again: wake only for a new one.
+            // A tip that cannot be read (a replaced file) wakes them: their read says why.
+            // Held weakly: a watcher winding down must not keep the file open.
+            guard let beacon, let log else { return }
+            if wakes.isNew(try? log.tip()) { beacon.signal() }
+          })
+      },
       deactivate: { watch.stop() })
     feed = Feed(source: log, signal: beacon)
   }
@@ -210,6 +224,28 @@ final class SharedDatabase: Sendable {
       current.connection.isCancelled = isCancelled
       defer { current.connection.isCancelled = nil }
       return try body(current.connection)
+    }
+  }
+}
+
+extension SharedDatabase {
+  /// Wakes subscribers for a commit this process made.
+  func wake(after entry: SessionEntry) {
+    _ = wakes.isNew("\(entry.cursor)@\(Timestamp.format(entry.time))")
+    beacon.signal()
+  }
+}
+
+/// Which change subscribers were last woken for (``SessionLog/tip()``).
+final class WakeOnce: Sendable {
+  private let wokenFor = Mutex<String?>(nil)
+
+  /// Records that subscribers are woken for `tip`; whether it is another one than last time
+  /// (an unknown tip always is).
+  func isNew(_ tip: String?) -> Bool {
+    wokenFor.withLock { woken in
+      defer { woken = tip }
+      return tip == nil || tip != woken
     }
   }
 }

@@ -4,6 +4,7 @@ enum Scenarios {
     "write-normal", "write-full", "read", "deliver-local", "deliver-remote", "deliver-external", "fanout",
     "deliver-slow-fsync",
     "idle",
+    "release",
     "history",
   ]
 
@@ -19,6 +20,7 @@ enum Scenarios {
     case "deliver-slow-fsync": try SlowFsyncScenario.run(scale: scale)
     case "idle": try IdleScenario.run(scale: scale)
     case "history": try HistoryScenario.run(scale: scale)
+    case "release": try ReleaseScenario.run(scale: scale)
     default: throw BenchError("unknown scenario \(name)")
     }
   }

@@ -136,6 +136,41 @@ import Testing
     #expect(try await task.value <= 1)
   }
 
+  /// An iterator that returned nil stays ended, whichever task asks next, and releases its
+  /// registration; one that threw returns nil afterwards.
+  @Test func anEndedIteratorStaysEnded() async throws {
+    let log = ArrayLog()
+    // Iterators are not Sendable; the test hands one from a cancelled task to a live one,
+    // as the reporter did, on purpose.
+    nonisolated(unsafe) var iterator = try log.feed.changes(from: .now).makeAsyncIterator()
+    #expect(log.beacon.listenerCount == 1)
+    let cancelled = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      return try await iterator.next()
+    }
+    #expect(try await cancelled.value == nil)
+    #expect(log.beacon.listenerCount == 0, "the ended iterator released its registration")
+    log.append(1)
+    #expect(try await iterator.next() == nil, "a live task gets nothing from an ended iterator")
+
+    nonisolated(unsafe) var values = log.feed.values(\.change).makeAsyncIterator()
+    let cancelledValues = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      return try await values.next()
+    }
+    #expect(try await cancelledValues.value == nil)
+    log.append(2)
+    #expect(try await values.next() == nil)
+
+    let compacted = ArrayLog()
+    for value in 1...3 { compacted.append(value) }
+    var failing = try compacted.feed.changes(from: .after(Cursor(0))).makeAsyncIterator()
+    compacted.compact(before: Cursor(3))
+    await #expect(throws: FeedError.self) { try await failing.next() }
+    compacted.append(4)
+    #expect(try await failing.next() == nil, "after a throw, nil")
+  }
+
   @Test func droppingTheLastSubscriptionReleasesTheListener() throws {
     let log = ArrayLog()
     do {
@@ -231,7 +266,8 @@ import Testing
       directory: dir.path, fileNames: [], pollInterval: .milliseconds(20),
       hasChanged: { true }, onChange: { calls.withLock { $0 += 1 } })
     #expect(await eventually { calls.withLock { $0 } >= 2 })
-    watcher.stop()
+    watcher.stop()  // does not wait: a callback under way may still finish
+    try await Task.sleep(for: .milliseconds(30))
     let after = calls.withLock { $0 }
     try await Task.sleep(for: .milliseconds(100))
     #expect(calls.withLock { $0 } == after, "nothing runs after stop")

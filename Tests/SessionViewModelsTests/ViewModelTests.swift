@@ -136,4 +136,52 @@ import Testing
     #expect(model.writeError == nil)
     #expect(await eventually { !model.isLoggedIn && model.greeting == "Signed out" })
   }
+
+  /// Another process alternates the session between (alice, signed in) and (bob, signed
+  /// out) as fast as it can while thousands of view models are created: each starts with a
+  /// committed pair (one read, a snapshot), and its greeting agrees with its fields.
+  @Test func viewModelsCreatedDuringAlternatingCommitsStartFromACommittedState() async throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.file("session.db")
+    let store = try SessionStore(path: path)
+    try await store.logIn(as: "alice")
+    let script = """
+      import sqlite3, sys
+      db = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+      db.execute("PRAGMA synchronous = OFF")
+      print("alternating", flush=True)
+      while True:
+          db.execute("UPDATE session SET username = 'bob', is_logged_in = 0")
+          db.execute("UPDATE session SET username = 'alice', is_logged_in = 1")
+      """
+    let alternator = try ChildProcess(
+      "/usr/bin/python3", ["-c", script, path], environment: [:], stdout: .pipe,
+      stderr: dir.file("python.err"))
+    defer {
+      alternator.send(SIGKILL)
+      _ = alternator.wait()
+    }
+    #expect(try alternator.readLine() == "alternating")
+    let headBefore = try store.snapshot().cursor
+    var torn: [String] = []
+    var created = 0
+    let deadline = ContinuousClock.now + .seconds(10)
+    // At least 3,000 view models, and until the other process committed 300 times (or 10 s
+    // passed, on a loaded machine). Other tests run on the main actor too: yield to them.
+    while try created < 3000
+      || (store.snapshot().cursor.value - headBefore.value < 300 && ContinuousClock.now < deadline)
+    {
+      created += 1
+      if created % 100 == 0 { await Task.yield() }
+      let model = ProfileViewModel(session: store)
+      let pair = "\(model.username ?? "nil")/\(model.isLoggedIn)"
+      if pair != "alice/true" && pair != "bob/false" { torn.append(pair) }
+      if model.greeting != Greeting.text(username: model.username, isLoggedIn: model.isLoggedIn) {
+        torn.append("greeting \(model.greeting) for \(pair)")
+      }
+    }
+    let commits = try store.snapshot().cursor.value - headBefore.value
+    #expect(commits >= 50, "the other process committed \(commits) times while \(created) were created")
+    #expect(torn.isEmpty, "states never committed: \(torn.prefix(10))")
+  }
 }

@@ -304,9 +304,9 @@ import Testing
     let sandbox = try Sandbox()
     let outcome = try sandbox.run(["--version"])
     #expect(outcome.status == 0)
-    #expect(outcome.stdout == "sessionctl 0.1.0\n")
+    #expect(outcome.stdout == "sessionctl 1.0.0\n")
     #expect(outcome.stderr == "")
-    #expect(try sandbox.run(["--version", "--json"]).stdout == #"{"version":"0.1.0"}"# + "\n")
+    #expect(try sandbox.run(["--version", "--json"]).stdout == #"{"version":"1.0.0"}"# + "\n")
     #expect(!sandbox.exists(sandbox.home + "/.local"))
   }
 }

@@ -5,7 +5,7 @@ import SessionStorage
 /// ``SessionStore`` and turns every outcome into output and an exit status.
 struct SessionCtl: Sendable {
   /// The version `--version` prints.
-  static let version = "0.1.0"
+  static let version = "1.0.0"
   /// The origin recorded on sessionctl's writes.
   static let origin = "sessionctl"
 
