@@ -93,11 +93,8 @@ public final class SessionStore: Sendable {
       throw SessionStorageError(
         .invalidOrigin, "origin '\(options.origin)' must be 1 to 64 printable characters and not 'external'")
     }
-    let path = try FileCheck.resolve(path)
-    if options.createsMissingDirectories && !options.readOnly { try FileCheck.makeDirectories(above: path) }
-    self.path = path
     self.options = options
-    (database, appliedMigrations) = try SharedDatabase.open(path, options)
+    (self.path, database, appliedMigrations) = try Opener.open(path, options)
   }
 
   /// The current state.

@@ -70,7 +70,7 @@ struct SessionCtl: Sendable {
       fail(error.message)
       return error.exitCode
     case let error as SessionStorageError:
-      fail(error.description)
+      fail(error.description + (error.code == .needsMigration ? " (run 'sessionctl migrate')" : ""))
       return error.code == .invalidUsername ? .invalidInput : .failure
     case let error as FeedError:
       fail(error.description + Self.hint(for: error))
