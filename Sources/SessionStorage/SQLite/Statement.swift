@@ -29,15 +29,10 @@ final class Statement {
     switch value {
     case .null: rc = sqlite3_bind_null(handle, index)
     case .integer(let number): rc = sqlite3_bind_int64(handle, index, number)
-    case .double(let number): rc = sqlite3_bind_double(handle, index, number)
     case .text(let text):
       // withCString lends the string's own NUL-terminated bytes; passing `text` directly
       // would copy them into a temporary array first.
       rc = text.withCString { sqlite3_bind_text(handle, index, $0, -1, csqlite_transient()) }
-    case .blob(let bytes):
-      rc = bytes.withUnsafeBytes {
-        sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), csqlite_transient())
-      }
     }
     guard rc == SQLITE_OK else { throw connection.failure(rc, sql: sql) }
   }
@@ -59,8 +54,6 @@ final class Statement {
 
   func int64(at index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
 
-  func double(at index: Int32) -> Double { sqlite3_column_double(handle, index) }
-
   /// Column `index` as text, or nil for NULL. Throws when the bytes are not valid UTF-8.
   func text(at index: Int32) throws -> String? {
     guard let bytes = rawText(at: index) else { return nil }
@@ -75,14 +68,6 @@ final class Statement {
   /// values someone else may have written, which are read and reported, never trusted.
   func lossyText(at index: Int32) -> String? {
     rawText(at: index).map { String(decoding: $0, as: UTF8.self) }
-  }
-
-  /// Column `index` as bytes, or nil for NULL.
-  func blob(at index: Int32) -> [UInt8]? {
-    guard !isNull(at: index) else { return nil }
-    let count = Int(sqlite3_column_bytes(handle, index))
-    guard count > 0, let base = sqlite3_column_blob(handle, index) else { return [] }
-    return [UInt8](UnsafeRawBufferPointer(start: base, count: count))
   }
 
   private func rawText(at index: Int32) -> UnsafeBufferPointer<UInt8>? {
