@@ -3,10 +3,17 @@ import Synchronization
 
 /// A ``SessionRepository`` without a file, for tests and previews.
 ///
-/// Not a mock: it validates usernames, skips no-op writes, numbers entries with cursors
-/// that never repeat, serves `.now`, `.beginning`, `.after(cursor)`, snapshot-then-changes
-/// and values exactly like ``SessionStore``, and raises `cursorCompacted` after
-/// ``compact(keepingLast:)``. The same contract tests run against both.
+/// Not a mock: it keeps ``SessionStore``'s contract, result for result and error for error.
+/// It validates usernames and origins by the same rules, skips no-op writes (a name that
+/// differs only in its Unicode normalization is the same name), numbers entries with
+/// cursors that never repeat, keeps times to the millisecond as the file does, serves
+/// `.now`, `.beginning`, `.after(cursor)`, `.afterEntry(cursor, time:)`,
+/// snapshot-then-changes and values alike, compacts by count or cursor with the same
+/// ``SessionStore/Compaction`` result, and raises the same `FeedError`s. A differential test
+/// applies random sequences of every operation to both stores and compares every result.
+///
+/// What it cannot do: another process or the sqlite3 shell cannot change it, so it never
+/// records the origin `external`.
 public final class InMemorySessionStore: SessionRepository {
   /// The origin recorded on this store's writes.
   public let origin: String
@@ -14,12 +21,29 @@ public final class InMemorySessionStore: SessionRepository {
   private let beacon = Beacon()
   private let feed: Feed<SessionChange, SessionState>
 
-  /// Creates a store holding `state` with an empty feed.
-  public init(
-    state: SessionState = SessionState(username: nil, isLoggedIn: false, updatedAt: Date()),
-    origin: String = "memory"
+  /// Creates a store holding `state` (its time rounded to the millisecond) with an empty
+  /// feed, whose writes record the origin `memory`: for previews.
+  public convenience init(
+    state: SessionState = SessionState(username: nil, isLoggedIn: false, updatedAt: Date())
   ) {
+    self.init(state: state, validOrigin: "memory")
+  }
+
+  /// Creates a store holding `state` (its time rounded to the millisecond) with an empty
+  /// feed, whose writes record `origin`.
+  /// - Throws: `invalidOrigin` for an origin ``SessionStore/init(path:options:)`` refuses too:
+  ///   empty, longer than 64 characters, holding a control character, or `external`.
+  public convenience init(
+    state: SessionState = SessionState(username: nil, isLoggedIn: false, updatedAt: Date()), origin: String
+  ) throws {
+    try Origin.validate(origin)
+    self.init(state: state, validOrigin: origin)
+  }
+
+  private init(state: SessionState, validOrigin origin: String) {
     self.origin = origin
+    var state = state
+    state.updatedAt = Timestamp.rounded(state.updatedAt)
     log = MemoryLog(state: state)
     feed = Feed(source: log, signal: beacon)
   }
@@ -78,11 +102,29 @@ public final class InMemorySessionStore: SessionRepository {
     try write(try .rename(to: username))
   }
 
+  /// The oldest kept cursor and the newest cursor.
+  public func bounds() -> FeedBounds { log.bounds() }
+
   /// Deletes all but the newest `count` entries; cursors are never reused.
+  /// - Returns: what was deleted, as ``SessionStore/compact(keepingLast:)`` returns it.
   /// - Throws: `invalidArgument` for a negative count, like ``SessionStore/compact(keepingLast:)``.
-  public func compact(keepingLast count: Int) throws {
+  public func compact(keepingLast count: Int) throws -> SessionStore.Compaction {
     try SessionStorageError.requireNonNegative(count, "the number of entries to keep")
-    log.current.withLock { $0.entries = Array($0.entries.suffix(count)) }
+    return try log.compact { $0.entries.dropLast(count).count }
+  }
+
+  /// Deletes every entry older than `cursor` (the entry at `cursor` is kept); cursors are
+  /// never reused.
+  /// - Returns: what was deleted, as ``SessionStore/compact(before:)`` returns it.
+  /// - Throws: `cursorAhead(requested:head:)` for a cursor beyond the log, like
+  ///   ``SessionStore/compact(before:)``.
+  public func compact(before cursor: Cursor) throws -> SessionStore.Compaction {
+    try log.compact { log in
+      if let next = log.head.next, cursor > next {
+        throw FeedError.cursorAhead(requested: cursor, head: log.head)
+      }
+      return log.entries.prefix { $0.cursor < cursor }.count
+    }
   }
 
   private func write(_ write: SessionWrite) throws -> SessionEntry? {
@@ -93,7 +135,7 @@ public final class InMemorySessionStore: SessionRepository {
           .cursorsExhausted,
           "the feed's cursor reached the largest integer (\(log.head)); no change can follow")
       }
-      let now = Date()
+      let now = Timestamp.rounded(Date())  // to the millisecond, as the file keeps times
       let state = SessionState(username: after.username, isLoggedIn: after.isLoggedIn, updatedAt: now)
       log.head = next
       let entry = SessionEntry(
@@ -131,4 +173,15 @@ final class MemoryLog: FeedSource {
   }
 
   func snapshot() -> (state: SessionState, cursor: Cursor) { current.withLock { ($0.state, $0.head) } }
+
+  /// Deletes the oldest entries, as many as `count` says of the entries kept, and returns
+  /// what was deleted and the bounds afterwards.
+  func compact(_ count: (Contents) throws -> Int) throws -> SessionStore.Compaction {
+    try current.withLock { log in
+      let removed = try count(log)
+      log.entries.removeFirst(removed)
+      return SessionStore.Compaction(
+        removed: removed, bounds: FeedBounds(oldest: log.entries.first?.cursor, head: log.head))
+    }
+  }
 }

@@ -83,14 +83,10 @@ public final class SessionStore: Sendable {
   /// - Throws: ``SessionStorageError``: a missing directory (unless
   ///   ``Options/createsMissingDirectories``), a file that is not a database, someone else's
   ///   database, a newer schema, mismatching migrations, a missing file in read-only mode.
-  ///   Such a file is left byte-identical.
+  ///   Such a file is left byte-identical. `invalidOrigin` for an origin that is empty, longer
+  ///   than 64 characters, holds a control character or is `external`.
   public init(path: String, options: Options = Options()) throws {
-    guard !options.origin.isEmpty, options.origin.count <= 64, options.origin != "external",
-      options.origin.unicodeScalars.allSatisfy({ $0.properties.generalCategory != .control })
-    else {
-      throw SessionStorageError(
-        .invalidOrigin, "origin '\(options.origin)' must be 1 to 64 printable characters and not 'external'")
-    }
+    try Origin.validate(options.origin)
     let path = try FileCheck.resolve(path)
     if options.createsMissingDirectories && !options.readOnly { try FileCheck.makeDirectories(above: path) }
     self.path = path
