@@ -193,7 +193,7 @@ public final class SessionStore: Sendable {
   }
 
   /// Runs the write as one conditional UPDATE in an IMMEDIATE transaction and returns the
-  /// entry its trigger wrote, or nil when the WHERE clause found nothing to change.
+  /// entry its trigger wrote, or nil when nothing changed (see `committed`).
   private func write(_ write: SessionWrite, isCancelled: (@Sendable () -> Bool)? = nil) throws
     -> SessionEntry?
   {
@@ -210,7 +210,29 @@ public final class SessionStore: Sendable {
     return entry
   }
 
+  /// Runs the write's UPDATE in an IMMEDIATE transaction and returns the entry its trigger
+  /// wrote, or nil when nothing changed.
+  ///
+  /// Nothing changed also when only the username's bytes would: the file holds another
+  /// normalization of the same name, or the same text as a BLOB (stored by another client),
+  /// which Swift's `String` equality takes for the same name. The trigger compares bytes and
+  /// writes an entry, with no events; that write is rolled back, as ``InMemorySessionStore``
+  /// makes no entry for it. It costs nothing on the common path: the entry is read anyway.
   private func committed(_ sql: String, _ bindings: [SQLiteValue], isCancelled: (@Sendable () -> Bool)?)
+    throws
+    -> SessionEntry?
+  {
+    do {
+      return try changed(sql, bindings, isCancelled: isCancelled)
+    } catch is OnlyBytesChanged {
+      return nil
+    }
+  }
+
+  /// Thrown inside the write's transaction to roll back an entry with no events.
+  private struct OnlyBytesChanged: Error {}
+
+  private func changed(_ sql: String, _ bindings: [SQLiteValue], isCancelled: (@Sendable () -> Bool)?)
     throws
     -> SessionEntry?
   {
@@ -241,6 +263,7 @@ public final class SessionStore: Sendable {
               + "the trigger session_feed with its SQL in migrations/0001_session_and_feed.sql",
             path: path)
         }
+        guard !entry.events.isEmpty else { throw OnlyBytesChanged() }
         return entry
       }
     }
