@@ -86,20 +86,24 @@ public final class InMemorySessionStore: SessionRepository {
   @discardableResult
   public func rename(to username: String) throws -> SessionEntry? { try write(try .rename(to: username)) }
 
-  /// Signs in as `username`; the same as the synchronous variant (memory does not block).
+  /// Signs in as `username`, like the synchronous variant (memory does not block). As with
+  /// ``SessionStore``, a task cancelled before the write throws `CancellationError` (after
+  /// the username's validation) and writes nothing.
   @discardableResult
   public func logIn(as username: String) async throws -> SessionEntry? {
-    try write(try .login(username: username))
+    try write(try .login(username: username), unlessCancelled: true)
   }
 
-  /// Signs out, keeping the username.
+  /// Signs out, keeping the username; a cancelled task writes nothing (see the `async`
+  /// `logIn(as:)`).
   @discardableResult
-  public func logOut() async throws -> SessionEntry? { try write(.logout) }
+  public func logOut() async throws -> SessionEntry? { try write(.logout, unlessCancelled: true) }
 
-  /// Changes the username, keeping the login state.
+  /// Changes the username, keeping the login state; a cancelled task writes nothing (see the
+  /// `async` `logIn(as:)`).
   @discardableResult
   public func rename(to username: String) async throws -> SessionEntry? {
-    try write(try .rename(to: username))
+    try write(try .rename(to: username), unlessCancelled: true)
   }
 
   /// The oldest kept cursor and the newest cursor.
@@ -127,7 +131,10 @@ public final class InMemorySessionStore: SessionRepository {
     }
   }
 
-  private func write(_ write: SessionWrite) throws -> SessionEntry? {
+  /// Applies `write`; from an `async` variant (`unlessCancelled`), only if the task is not
+  /// cancelled, no-op or not, as ``SessionStore``'s `async` writes.
+  private func write(_ write: SessionWrite, unlessCancelled: Bool = false) throws -> SessionEntry? {
+    if unlessCancelled { try Task.checkCancellation() }
     let entry = try log.current.withLock { log throws -> SessionEntry? in
       guard let after = write.applied(to: log.state) else { return nil }
       guard let next = log.head.next else {

@@ -189,6 +189,31 @@ import Testing
     await #expect(try store.logIn(as: "a")?.origin == origin)
   }
 
+  /// Found by the differential test (seed 1): memory wrote from a cancelled task.
+  @Test(arguments: Kind.allCases)
+  func anAsyncWriteFromACancelledTaskThrowsAndWritesNothing(_ kind: Kind) async throws {
+    let subject = try kind.make()
+    let store = subject.repository
+    try await store.logIn(as: "a")
+    let writes: [@Sendable () async throws -> SessionEntry?] = [
+      { try await store.logIn(as: "b") }, { try await store.rename(to: "b") }, { try await store.logOut() },
+      { try await store.logIn(as: "a") },  // a no-op throws too
+    ]
+    for write in writes {
+      let task = Task {
+        withUnsafeCurrentTask { $0?.cancel() }
+        return try await write()
+      }
+      await #expect(throws: CancellationError.self) { try await task.value }
+    }
+    let invalid = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      return try await store.logIn(as: "")
+    }
+    await #expect(throws: SessionStorageError.self, "the name is validated first") { try await invalid.value }
+    #expect(try store.history(from: .beginning, limit: 10).count == 1)
+  }
+
   /// The file keeps times to the millisecond; memory keeps them alike.
   @Test(arguments: Kind.allCases)
   func timesAreOnAMillisecond(_ kind: Kind) async throws {
