@@ -23,27 +23,21 @@ public final class InMemorySessionStore: SessionRepository {
 
   /// Creates a store holding `state` (its time rounded to the millisecond) with an empty
   /// feed, whose writes record the origin `memory`: for previews.
-  public convenience init(
-    state: SessionState = SessionState(username: nil, isLoggedIn: false, updatedAt: Date())
-  ) {
-    self.init(state: state, validOrigin: "memory")
+  public init(state: SessionState = SessionState(username: nil, isLoggedIn: false, updatedAt: Date())) {
+    origin = "memory"
+    log = MemoryLog(state: state)
+    feed = Feed(source: log, signal: beacon)
   }
 
   /// Creates a store holding `state` (its time rounded to the millisecond) with an empty
   /// feed, whose writes record `origin`.
   /// - Throws: `invalidOrigin` for an origin ``SessionStore/init(path:options:)`` refuses too:
   ///   empty, longer than 64 characters, holding a control character, or `external`.
-  public convenience init(
+  public init(
     state: SessionState = SessionState(username: nil, isLoggedIn: false, updatedAt: Date()), origin: String
   ) throws {
     try Origin.validate(origin)
-    self.init(state: state, validOrigin: origin)
-  }
-
-  private init(state: SessionState, validOrigin origin: String) {
     self.origin = origin
-    var state = state
-    state.updatedAt = Timestamp.rounded(state.updatedAt)
     log = MemoryLog(state: state)
     feed = Feed(source: log, signal: beacon)
   }
@@ -166,7 +160,12 @@ final class MemoryLog: FeedSource {
 
   let current: Mutex<Contents>
 
-  init(state: SessionState) { current = Mutex(Contents(state: state)) }
+  /// A log holding `state`, its time rounded to the millisecond as the file keeps times.
+  init(state: SessionState) {
+    var state = state
+    state.updatedAt = Timestamp.rounded(state.updatedAt)
+    current = Mutex(Contents(state: state))
+  }
 
   func entries(after cursor: Cursor, limit: Int) -> [SessionEntry] {
     current.withLock { log in
