@@ -89,7 +89,7 @@ public struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
     var lastIsGone = false
     if let last, let before = cursor.previous {
       // One query that starts at `last` itself.
-      entries = try source.entries(after: before, limit: limit + 1)
+      entries = try source.entries(after: before, limit: limit == .max ? limit : limit + 1)
       if let first = entries.first, first.cursor == cursor {
         guard Self.sameMillisecond(first.time, last.time), first.origin == last.origin else {
           throw FeedError.historyRewritten(

@@ -3,10 +3,17 @@ import Synchronization
 
 /// A ``SessionRepository`` without a file, for tests and previews.
 ///
-/// Not a mock: it validates usernames, skips no-op writes, numbers entries with cursors
-/// that never repeat, serves `.now`, `.beginning`, `.after(cursor)`, snapshot-then-changes
-/// and values exactly like ``SessionStore``, and raises `cursorCompacted` after
-/// ``compact(keepingLast:)``. The same contract tests run against both.
+/// Not a mock: it keeps ``SessionStore``'s contract, result for result and error for error.
+/// It validates usernames and origins by the same rules, skips no-op writes (a name that
+/// differs only in its Unicode normalization is the same name), numbers entries with
+/// cursors that never repeat, keeps times to the millisecond as the file does, serves
+/// `.now`, `.beginning`, `.after(cursor)`, `.afterEntry(cursor, time:)`,
+/// snapshot-then-changes and values alike, compacts by count or cursor with the same
+/// ``SessionStore/Compaction`` result, and raises the same `FeedError`s. A differential test
+/// applies random sequences of every operation to both stores and compares every result.
+///
+/// What it cannot do: another process or the sqlite3 shell cannot change it, so it never
+/// records the origin `external`.
 public final class InMemorySessionStore: SessionRepository {
   /// The origin recorded on this store's writes.
   public let origin: String
@@ -14,11 +21,22 @@ public final class InMemorySessionStore: SessionRepository {
   private let beacon = Beacon()
   private let feed: Feed<SessionChange, SessionState>
 
-  /// Creates a store holding `state` with an empty feed.
+  /// Creates a store holding `state` (its time rounded to the millisecond) with an empty
+  /// feed, whose writes record the origin `memory`: for previews.
+  public init(state: SessionState = SessionState(username: nil, isLoggedIn: false, updatedAt: Date())) {
+    origin = "memory"
+    log = MemoryLog(state: state)
+    feed = Feed(source: log, signal: beacon)
+  }
+
+  /// Creates a store holding `state` (its time rounded to the millisecond) with an empty
+  /// feed, whose writes record `origin`.
+  /// - Throws: `invalidOrigin` for an origin ``SessionStore/init(path:options:)`` refuses too:
+  ///   empty, longer than 64 characters, holding a control character, or `external`.
   public init(
-    state: SessionState = SessionState(username: nil, isLoggedIn: false, updatedAt: Date()),
-    origin: String = "memory"
-  ) {
+    state: SessionState = SessionState(username: nil, isLoggedIn: false, updatedAt: Date()), origin: String
+  ) throws {
+    try Origin.validate(origin)
     self.origin = origin
     log = MemoryLog(state: state)
     feed = Feed(source: log, signal: beacon)
@@ -62,30 +80,55 @@ public final class InMemorySessionStore: SessionRepository {
   @discardableResult
   public func rename(to username: String) throws -> SessionEntry? { try write(try .rename(to: username)) }
 
-  /// Signs in as `username`; the same as the synchronous variant (memory does not block).
+  /// Signs in as `username`, like the synchronous variant (memory does not block). As with
+  /// ``SessionStore``, a task cancelled before the write throws `CancellationError` (after
+  /// the username's validation) and writes nothing.
   @discardableResult
   public func logIn(as username: String) async throws -> SessionEntry? {
-    try write(try .login(username: username))
+    try write(try .login(username: username), unlessCancelled: true)
   }
 
-  /// Signs out, keeping the username.
+  /// Signs out, keeping the username; a cancelled task writes nothing (see the `async`
+  /// `logIn(as:)`).
   @discardableResult
-  public func logOut() async throws -> SessionEntry? { try write(.logout) }
+  public func logOut() async throws -> SessionEntry? { try write(.logout, unlessCancelled: true) }
 
-  /// Changes the username, keeping the login state.
+  /// Changes the username, keeping the login state; a cancelled task writes nothing (see the
+  /// `async` `logIn(as:)`).
   @discardableResult
   public func rename(to username: String) async throws -> SessionEntry? {
-    try write(try .rename(to: username))
+    try write(try .rename(to: username), unlessCancelled: true)
   }
+
+  /// The oldest kept cursor and the newest cursor.
+  public func bounds() -> FeedBounds { log.bounds() }
 
   /// Deletes all but the newest `count` entries; cursors are never reused.
+  /// - Returns: what was deleted, as ``SessionStore/compact(keepingLast:)`` returns it.
   /// - Throws: `invalidArgument` for a negative count, like ``SessionStore/compact(keepingLast:)``.
-  public func compact(keepingLast count: Int) throws {
+  public func compact(keepingLast count: Int) throws -> SessionStore.Compaction {
     try SessionStorageError.requireNonNegative(count, "the number of entries to keep")
-    log.current.withLock { $0.entries = Array($0.entries.suffix(count)) }
+    return try log.compact { $0.entries.dropLast(count).count }
   }
 
-  private func write(_ write: SessionWrite) throws -> SessionEntry? {
+  /// Deletes every entry older than `cursor` (the entry at `cursor` is kept); cursors are
+  /// never reused.
+  /// - Returns: what was deleted, as ``SessionStore/compact(before:)`` returns it.
+  /// - Throws: `cursorAhead(requested:head:)` for a cursor beyond the log, like
+  ///   ``SessionStore/compact(before:)``.
+  public func compact(before cursor: Cursor) throws -> SessionStore.Compaction {
+    try log.compact { log in
+      if let next = log.head.next, cursor > next {
+        throw FeedError.cursorAhead(requested: cursor, head: log.head)
+      }
+      return log.entries.prefix { $0.cursor < cursor }.count
+    }
+  }
+
+  /// Applies `write`; from an `async` variant (`unlessCancelled`), only if the task is not
+  /// cancelled, no-op or not, as ``SessionStore``'s `async` writes.
+  private func write(_ write: SessionWrite, unlessCancelled: Bool = false) throws -> SessionEntry? {
+    if unlessCancelled { try Task.checkCancellation() }
     let entry = try log.current.withLock { log throws -> SessionEntry? in
       guard let after = write.applied(to: log.state) else { return nil }
       guard let next = log.head.next else {
@@ -93,7 +136,7 @@ public final class InMemorySessionStore: SessionRepository {
           .cursorsExhausted,
           "the feed's cursor reached the largest integer (\(log.head)); no change can follow")
       }
-      let now = Date()
+      let now = Timestamp.rounded(Date())  // to the millisecond, as the file keeps times
       let state = SessionState(username: after.username, isLoggedIn: after.isLoggedIn, updatedAt: now)
       log.head = next
       let entry = SessionEntry(
@@ -117,7 +160,12 @@ final class MemoryLog: FeedSource {
 
   let current: Mutex<Contents>
 
-  init(state: SessionState) { current = Mutex(Contents(state: state)) }
+  /// A log holding `state`, its time rounded to the millisecond as the file keeps times.
+  init(state: SessionState) {
+    var state = state
+    state.updatedAt = Timestamp.rounded(state.updatedAt)
+    current = Mutex(Contents(state: state))
+  }
 
   func entries(after cursor: Cursor, limit: Int) -> [SessionEntry] {
     current.withLock { log in
@@ -131,4 +179,15 @@ final class MemoryLog: FeedSource {
   }
 
   func snapshot() -> (state: SessionState, cursor: Cursor) { current.withLock { ($0.state, $0.head) } }
+
+  /// Deletes the oldest entries, as many as `count` says of the entries kept, and returns
+  /// what was deleted and the bounds afterwards.
+  func compact(_ count: (Contents) throws -> Int) throws -> SessionStore.Compaction {
+    try current.withLock { log in
+      let removed = try count(log)
+      log.entries.removeFirst(removed)
+      return SessionStore.Compaction(
+        removed: removed, bounds: FeedBounds(oldest: log.entries.first?.cursor, head: log.head))
+    }
+  }
 }

@@ -8,6 +8,13 @@ public struct SessionChange: Sendable, Hashable, CustomStringConvertible {
   /// The state after the change.
   public let after: SessionState
   /// The typed events derived from ``before`` and ``after``.
+  ///
+  /// Empty when another client (the sqlite3 shell, another program) changed only the bytes
+  /// of the username: stored another Unicode normalization of the same name (`Jose\u{301}`
+  /// for `Jos\u{E9}`), or the same text as a BLOB. The file recorded a change, but Swift,
+  /// which compares strings by canonical equivalence, sees the same name before and after.
+  /// The library itself never writes such a change: a write that would change only those
+  /// bytes is a no-op, in ``SessionStore`` and ``InMemorySessionStore`` alike.
   public let events: [SessionEvent]
 
   /// Creates a change, deriving its events.

@@ -255,7 +255,7 @@ extension SessionStore {
   private static func checkUsername(on connection: Connection) throws -> (passed: Bool, detail: String) {
     do {
       if let name = try connection.scalarText("SELECT username FROM session WHERE id = 1"),
-        try Username.validated(name) != name
+        !(try Username.validated(name)).utf8.elementsEqual(name.utf8)  // Swift's == ignores normalization
       {
         return (false, "username is not in Unicode NFC")
       }

@@ -1,7 +1,8 @@
 import FeedKit
 
 extension SessionStore {
-  /// What a compaction did.
+  /// What a compaction did: the result of both stores' compactions (``SessionStore`` and
+  /// ``InMemorySessionStore``), so that code written against one reads the other's alike.
   public struct Compaction: Sendable, Equatable {
     /// How many entries were deleted.
     public var removed: Int

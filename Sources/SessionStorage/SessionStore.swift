@@ -85,14 +85,10 @@ public final class SessionStore: Sendable {
   /// - Throws: ``SessionStorageError``: a missing directory (unless
   ///   ``Options/createsMissingDirectories``), a file that is not a database, someone else's
   ///   database, a newer schema, mismatching migrations, a missing file in read-only mode.
-  ///   Such a file is left byte-identical.
+  ///   Such a file is left byte-identical. `invalidOrigin` for an origin that is empty, longer
+  ///   than 64 characters, holds a control character or is `external`.
   public init(path: String, options: Options = Options()) throws {
-    guard !options.origin.isEmpty, options.origin.count <= 64, options.origin != "external",
-      options.origin.unicodeScalars.allSatisfy({ $0.properties.generalCategory != .control })
-    else {
-      throw SessionStorageError(
-        .invalidOrigin, "origin '\(options.origin)' must be 1 to 64 printable characters and not 'external'")
-    }
+    try Origin.validate(options.origin)
     self.options = options
     (self.path, database, appliedMigrations) = try Opener.open(path, options)
   }
@@ -191,7 +187,7 @@ public final class SessionStore: Sendable {
   }
 
   /// Runs the write as one conditional UPDATE in an IMMEDIATE transaction and returns the
-  /// entry its trigger wrote, or nil when the WHERE clause found nothing to change.
+  /// entry its trigger wrote, or nil when nothing changed (see `committed`).
   fileprivate func write(_ write: SessionWrite, isCancelled: (@Sendable () -> Bool)? = nil) throws
     -> SessionEntry?
   {
@@ -208,7 +204,29 @@ public final class SessionStore: Sendable {
     return entry
   }
 
+  /// Runs the write's UPDATE in an IMMEDIATE transaction and returns the entry its trigger
+  /// wrote, or nil when nothing changed.
+  ///
+  /// Nothing changed also when only the username's bytes would: the file holds another
+  /// normalization of the same name, or the same text as a BLOB (stored by another client),
+  /// which Swift's `String` equality takes for the same name. The trigger compares bytes and
+  /// writes an entry, with no events; that write is rolled back, as ``InMemorySessionStore``
+  /// makes no entry for it. It costs nothing on the common path: the entry is read anyway.
   private func committed(_ sql: String, _ bindings: [SQLiteValue], isCancelled: (@Sendable () -> Bool)?)
+    throws
+    -> SessionEntry?
+  {
+    do {
+      return try changed(sql, bindings, isCancelled: isCancelled)
+    } catch is OnlyBytesChanged {
+      return nil
+    }
+  }
+
+  /// Thrown inside the write's transaction to roll back an entry with no events.
+  private struct OnlyBytesChanged: Error {}
+
+  private func changed(_ sql: String, _ bindings: [SQLiteValue], isCancelled: (@Sendable () -> Bool)?)
     throws
     -> SessionEntry?
   {
@@ -239,6 +257,7 @@ public final class SessionStore: Sendable {
               + "the trigger session_feed with its SQL in migrations/0001_session_and_feed.sql",
             path: path)
         }
+        guard !entry.events.isEmpty else { throw OnlyBytesChanged() }
         return entry
       }
     }

@@ -9,9 +9,7 @@ public enum Timestamp {
   /// `date` formatted, to the nearest millisecond: a time read from the file went through
   /// a `Double`, and rounding prints it as the text it was read from.
   public static func format(_ date: Date) -> String {
-    let totalMilliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
-    let milliseconds = Int(totalMilliseconds.modulo(1000))
-    let seconds = (totalMilliseconds - Int64(milliseconds)) / 1000
+    let (seconds, milliseconds) = millisecondParts(date)
     let days = (seconds - seconds.modulo(86_400)) / 86_400
     let secondOfDay = Int(seconds.modulo(86_400))
     let (year, month, day) = civil(fromDays: days)
@@ -21,6 +19,23 @@ public enum Timestamp {
     }
     return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):"
       + "\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(milliseconds, 3))Z"
+  }
+
+  /// `date` to the nearest millisecond, as the file keeps times: the very `Date` that
+  /// ``parse(_:)`` returns for ``format(_:)``'s text of it. A store without a file
+  /// (``InMemorySessionStore``) rounds its times with it, so that both stores' times compare alike.
+  static func rounded(_ date: Date) -> Date {
+    let (seconds, milliseconds) = millisecondParts(date)
+    // The same arithmetic as `parse`, so that the two give equal values.
+    return Date(timeIntervalSince1970: Double(seconds) + Double(milliseconds) / 1000)
+  }
+
+  /// The whole seconds since 1970 (rounded down) and the milliseconds after them (0–999)
+  /// of `date` rounded to the nearest millisecond.
+  private static func millisecondParts(_ date: Date) -> (seconds: Int64, milliseconds: Int) {
+    let totalMilliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
+    let milliseconds = Int(totalMilliseconds.modulo(1000))
+    return ((totalMilliseconds - Int64(milliseconds)) / 1000, milliseconds)
   }
 
   /// Parses `text`; nil when it is not in the feed's format (e.g. typed by hand).

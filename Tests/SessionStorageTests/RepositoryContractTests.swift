@@ -7,25 +7,30 @@ import Testing
 
 /// One contract, two stores: `InMemorySessionStore` must behave like `SessionStore`.
 @Suite(.timeLimit(.minutes(1))) struct RepositoryContractTests {
-  /// A store under test, with the one maintenance call the contract needs.
+  /// A store under test, with the maintenance calls the contract needs.
   struct Subject: Sendable {
     let repository: any SessionRepository
-    let compact: @Sendable (Int) throws -> Void
+    let compact: @Sendable (Int) throws -> SessionStore.Compaction
+    let compactBefore: @Sendable (Cursor) throws -> SessionStore.Compaction
     let keep: TemporaryDirectory?
   }
 
   enum Kind: String, CaseIterable, Sendable {
     case sqlite, memory
 
-    func make() throws -> Subject {
+    func make(origin: String = "contract") throws -> Subject {
       switch self {
       case .sqlite:
         let dir = try TemporaryDirectory()
-        let store = try SessionStore(path: dir.file("session.db"), options: .init(origin: "contract"))
-        return Subject(repository: store, compact: { _ = try store.compact(keepingLast: $0) }, keep: dir)
+        let store = try SessionStore(path: dir.file("session.db"), options: .init(origin: origin))
+        return Subject(
+          repository: store, compact: { try store.compact(keepingLast: $0) },
+          compactBefore: { try store.compact(before: $0) }, keep: dir)
       case .memory:
-        let store = InMemorySessionStore(origin: "contract")
-        return Subject(repository: store, compact: { try store.compact(keepingLast: $0) }, keep: nil)
+        let store = try InMemorySessionStore(origin: origin)
+        return Subject(
+          repository: store, compact: { try store.compact(keepingLast: $0) },
+          compactBefore: { try store.compact(before: $0) }, keep: nil)
       }
     }
   }
@@ -117,12 +122,126 @@ import Testing
     let subject = try kind.make()
     let store = subject.repository
     for name in ["a", "b", "c", "d"] { try await store.rename(to: name) }
-    try subject.compact(1)
+    _ = try subject.compact(1)
     #expect(throws: FeedError.cursorCompacted(requested: Cursor(1), oldestAvailable: Cursor(4))) {
       try store.changes(from: .after(Cursor(1)))
     }
-    try subject.compact(0)
+    _ = try subject.compact(0)
     #expect(try store.history(from: .beginning, limit: 10).isEmpty)
     await #expect(try store.rename(to: "e")?.cursor == Cursor(5))
+  }
+
+  @Test(arguments: Kind.allCases)
+  func compactionsReturnWhatTheyRemoved(_ kind: Kind) async throws {
+    let subject = try kind.make()
+    let store = subject.repository
+    for name in ["a", "b", "c", "d"] { try await store.rename(to: name) }
+    #expect(
+      try subject.compact(2) == .init(removed: 2, bounds: FeedBounds(oldest: Cursor(3), head: Cursor(4))))
+    #expect(
+      try subject.compact(.max) == .init(removed: 0, bounds: FeedBounds(oldest: Cursor(3), head: Cursor(4))))
+    #expect(
+      try subject.compactBefore(Cursor(4))
+        == .init(removed: 1, bounds: FeedBounds(oldest: Cursor(4), head: Cursor(4))))
+    #expect(throws: FeedError.cursorAhead(requested: Cursor(6), head: Cursor(4))) {
+      try subject.compactBefore(Cursor(6))
+    }
+    #expect(
+      try subject.compactBefore(Cursor(-1))
+        == .init(removed: 0, bounds: FeedBounds(oldest: Cursor(4), head: Cursor(4))))
+    #expect(
+      try subject.compactBefore(Cursor(5))
+        == .init(removed: 1, bounds: FeedBounds(oldest: nil, head: Cursor(4))))
+    await #expect(try store.rename(to: "e")?.cursor == Cursor(5))
+  }
+
+  /// The crash of issue 18 (`prefix` with a negative count) and the silent emptying.
+  @Test(arguments: Kind.allCases)
+  func negativeLimitsAndCountsAreInvalidArguments(_ kind: Kind) async throws {
+    let subject = try kind.make()
+    let store = subject.repository
+    try await store.logIn(as: "a")
+    for limit in [-1, Int.min] {
+      #expect(code(of: { try store.history(from: .beginning, limit: limit) }) == .invalidArgument)
+    }
+    for count in [-1, Int.min] {
+      #expect(code(of: { try subject.compact(count) }) == .invalidArgument)
+    }
+    #expect(try store.history(from: .beginning, limit: 10).count == 1, "nothing was removed")
+  }
+
+  @Test(arguments: ["", "external", String(repeating: "o", count: 65), "new\nline", "nul\u{0}"])
+  func bothStoresRefuseTheSameOrigins(_ origin: String) throws {
+    for kind in Kind.allCases {
+      #expect(code(of: { try kind.make(origin: origin) }) == .invalidOrigin)
+    }
+    let messages = Kind.allCases.map { kind in
+      #expect(throws: SessionStorageError.self) { try kind.make(origin: origin) }?.message
+    }
+    #expect(messages[0] == messages[1])
+  }
+
+  @Test(arguments: Kind.allCases)
+  func originsUpTo64CharactersAreAccepted(_ kind: Kind) async throws {
+    let origin = String(repeating: "🧪", count: 64)
+    let subject = try kind.make(origin: origin)
+    let store = subject.repository
+    await #expect(try store.logIn(as: "a")?.origin == origin)
+  }
+
+  /// Found by the differential test (seed 1): memory wrote from a cancelled task.
+  @Test(arguments: Kind.allCases)
+  func anAsyncWriteFromACancelledTaskThrowsAndWritesNothing(_ kind: Kind) async throws {
+    let subject = try kind.make()
+    let store = subject.repository
+    try await store.logIn(as: "a")
+    let writes: [@Sendable () async throws -> SessionEntry?] = [
+      { try await store.logIn(as: "b") }, { try await store.rename(to: "b") }, { try await store.logOut() },
+      { try await store.logIn(as: "a") },  // a no-op throws too
+    ]
+    for write in writes {
+      let task = Task {
+        withUnsafeCurrentTask { $0?.cancel() }
+        return try await write()
+      }
+      await #expect(throws: CancellationError.self) { try await task.value }
+    }
+    let invalid = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      return try await store.logIn(as: "")
+    }
+    await #expect(throws: SessionStorageError.self, "the name is validated first") { try await invalid.value }
+    #expect(try store.history(from: .beginning, limit: 10).count == 1)
+  }
+
+  /// The file keeps times to the millisecond; memory keeps them alike.
+  @Test(arguments: Kind.allCases)
+  func timesAreOnAMillisecond(_ kind: Kind) async throws {
+    let subject = try kind.make()
+    let store = subject.repository
+    func onMillisecond(_ date: Date) -> Bool { Timestamp.parse(Timestamp.format(date)) == date }
+    #expect(onMillisecond(try store.state.updatedAt))
+    let entry = try #require(try await store.logIn(as: "a"))
+    #expect(onMillisecond(entry.time))
+    #expect(onMillisecond(entry.before.updatedAt))
+    #expect(entry.after.updatedAt == entry.time)
+    #expect(try store.state.updatedAt == entry.time)
+    #expect(try store.history(from: .beginning, limit: 1).first?.time == entry.time)
+  }
+
+  @Test func aPreviewStoreRoundsTheTimeItIsGiven() {
+    let state = SessionState(username: "a", isLoggedIn: true, updatedAt: Date(timeIntervalSince1970: 1.23456))
+    #expect(InMemorySessionStore(state: state).state.updatedAt == Date(timeIntervalSince1970: 1.235))
+    #expect(InMemorySessionStore(state: state).origin == "memory")
+  }
+}
+
+/// The code of the `SessionStorageError` that `body` throws, or nil.
+private func code(of body: () throws -> some Any) -> SessionStorageError.Code? {
+  do {
+    _ = try body()
+    return nil
+  } catch {
+    return (error as? SessionStorageError)?.code
   }
 }

@@ -1,6 +1,7 @@
 import Foundation
-import SessionStorage
 import Testing
+
+@testable import SessionStorage
 
 @Suite struct TimestampTests {
   @Test(arguments: [
@@ -33,5 +34,16 @@ import Testing
     #expect(Timestamp.format(date).hasSuffix(".689Z"))
     #expect(Timestamp.format(Date(timeIntervalSince1970: 0.0004)) == "1970-01-01T00:00:00.000Z")
     #expect(Timestamp.format(Date(timeIntervalSince1970: 0.9996)) == "1970-01-01T00:00:01.000Z")
+  }
+
+  @Test(arguments: [
+    0.0, 0.0004, 0.9996, -0.0015, 1_780_000_000.6894, 1_780_000_000.6895, 253_402_300_799.9991,
+  ])
+  func roundedIsTheTimeTheFileGivesBack(_ seconds: Double) throws {
+    let date = Date(timeIntervalSince1970: seconds)
+    let rounded = Timestamp.rounded(date)
+    #expect(rounded == Timestamp.parse(Timestamp.format(date)))
+    #expect(Timestamp.format(rounded) == Timestamp.format(date))
+    #expect(Timestamp.rounded(rounded) == rounded)
   }
 }
