@@ -1,5 +1,5 @@
 /// A positional argument of a type, declared once and used both in the command's spec and
-/// to read the value: `try parsed.required(Login.username)` is a `String`.
+/// to read the value: `try parsed.required(Self.username)` is a `String`.
 package struct Argument<Value: ExpressibleByArgument>: ArgumentDeclaration {
   package let argumentSpec: ArgumentSpec
 

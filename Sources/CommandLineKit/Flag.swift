@@ -1,4 +1,4 @@
-/// An option that is present or absent, such as `--json`: `parsed[Root.json]` is a `Bool`.
+/// An option that is present or absent, such as `--json`: `parsed[Self.json]` is a `Bool`.
 package struct Flag: OptionDeclaration {
   package let optionSpec: OptionSpec
 

@@ -1,5 +1,5 @@
 /// An option that takes a value of a type, declared once and used both in the command's
-/// spec and to read the value: `parsed[Watch.limit]` is an `Int?`.
+/// spec and to read the value: `parsed[Self.limit]` is an `Int?`.
 ///
 /// ```swift
 /// static let limit = Option<Int>("limit", short: "n", placeholder: "n", help: "Stop after this many.")

@@ -1,6 +1,6 @@
 /// What ``ArgumentParser`` found: the command chosen, its options and its arguments, as
 /// text. Commands read typed values through their declarations: `parsed[Self.limit]`,
-/// `parsed[Root.json]`, `try parsed.required(Self.username)`.
+/// `parsed[Self.json]`, `try parsed.required(Self.username)`.
 package struct ParsedArguments: Sendable, Equatable {
   /// The subcommand names after the tool's name: `["watch"]`; `[]` for the root.
   package var commandPath: [String] = []
