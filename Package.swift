@@ -23,17 +23,20 @@ let package = Package(
       dependencies: ["EmbedMigrationsTool"]
     ),
     .target(name: "FeedKit"),
+    .target(name: "CommandLineKit"),
     .target(
       name: "SessionStorage",
       dependencies: ["FeedKit", "CSQLite"],
       plugins: ["EmbedMigrations"]
     ),
     .target(name: "SessionViewModels", dependencies: ["SessionStorage"]),
-    .executableTarget(name: "sessionctl", dependencies: ["FeedKit", "SessionStorage", "SessionViewModels"]),
-    .executableTarget(name: "sessionbench", dependencies: ["SessionStorage", "CSQLite"]),
-    .executableTarget(name: "sessiontorture", dependencies: ["SessionStorage"]),
+    .executableTarget(
+      name: "sessionctl", dependencies: ["CommandLineKit", "FeedKit", "SessionStorage", "SessionViewModels"]),
+    .executableTarget(name: "sessionbench", dependencies: ["CommandLineKit", "SessionStorage", "CSQLite"]),
+    .executableTarget(name: "sessiontorture", dependencies: ["CommandLineKit", "SessionStorage"]),
     .target(name: "TestSupport", path: "Tests/TestSupport"),
     .testTarget(name: "FeedKitTests", dependencies: ["FeedKit", "TestSupport"]),
+    .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
     .testTarget(
       name: "SessionStorageTests",
       dependencies: ["SessionStorage", "CSQLite", "TestSupport", "sessiontorture", "sessionbench"]

@@ -1,120 +1,66 @@
-import SessionStorage
+import CommandLineKit
 
-/// What the command line asked for. Parsing is deliberately small: a few flags, options
-/// with a value (`--db PATH` or `--db=PATH`), and positional scenario names.
+/// What the command line asked for: the benchmark itself, or one of the hidden child
+/// commands its scenarios start.
 enum Command: Equatable {
-  case help
+  case help([String])
   case list
   case bench(quick: Bool, json: String?, scenarios: [String])
   case childSubscriber(path: String)
   case childRawWatcher(path: String)
 
-  static let usage = "usage: sessionbench [--quick] [--json FILE] [SCENARIO…]"
+  static let quickFlag = Flag(
+    "quick",
+    help: "Shrink every scenario to seconds (a smoke test: figures not meant to be quoted, and the aims "
+      + "are not judged on them).")
+  static let jsonFile = Option<String>(
+    "json", placeholder: "file",
+    help: #"Also write the figures as a JSON array of {"scenario", "metric", "ours", "baseline"} objects."#,
+    completesFiles: true)
+  static let listFlag = Flag("list", help: "Print the scenario names.")
+  static let scenarioNames = Argument<String>(
+    "scenario",
+    help: Scenarios.names.joined(separator: ", ") + " (default: all of them, in this order).",
+    isOptional: true,
+    isRepeating: true)
+  static let database = Option<String>(
+    "db", placeholder: "path", help: "The database file.", isRequired: true)
 
-  static let helpText = """
-    OVERVIEW: Benchmarks SessionStorage against raw SQLite calls, side by side in one run.
+  /// `sessionbench child-subscriber --db PATH` (BENCHMARKS.md).
+  static let childSubscriber = CommandSpec(
+    "child-subscriber", abstract: "A subscriber in another process (for deliver-remote and idle).",
+    options: [database],
+    isHidden: true)
+  /// `sessionbench child-raw-watcher --db PATH` (BENCHMARKS.md).
+  static let childRawWatcher = CommandSpec(
+    "child-raw-watcher", abstract: "The raw watcher process the remote scenarios compare with.",
+    options: [database],
+    isHidden: true)
 
-    \(usage)
-
-    ARGUMENTS:
-      SCENARIO        \(Scenarios.names.joined(separator: ", "))
-                      (default: all of them, in this order)
-
-    OPTIONS:
-      --quick         shrink every scenario to seconds (a smoke test; figures not meant to be quoted,
-                      and the aims are not judged on them)
-      --json FILE     also write the figures as a JSON array of
-                      {"scenario", "metric", "ours", "baseline"} objects
-      --list          print the scenario names
-      -h, --help      show this help
-
-    See BENCHMARKS.md for what each scenario measures.
-    """
+  /// The tool's command line.
+  static let root = CommandSpec(
+    "sessionbench", abstract: "Benchmarks SessionStorage against raw SQLite calls, side by side in one run.",
+    discussion: "See BENCHMARKS.md for what each scenario measures.", arguments: [scenarioNames],
+    options: [quickFlag, jsonFile, listFlag], subcommands: [childSubscriber, childRawWatcher])
 
   /// Parses the arguments after the program name.
-  static func parse(_ arguments: [String]) throws(UsageError) -> Command {
-    var parser = Parser(arguments)
-    switch arguments.first {
-    case "child-subscriber":
-      parser.skip()
-      parser.usage = "usage: sessionbench child-subscriber --db PATH"
-      let path = try parser.required("--db")
-      try parser.finish()
-      return .childSubscriber(path: path)
-    case "child-raw-watcher":
-      parser.skip()
-      parser.usage = "usage: sessionbench child-raw-watcher --db PATH"
-      let path = try parser.required("--db")
-      try parser.finish()
-      return .childRawWatcher(path: path)
+  /// - Throws: ``UsageError`` or ``InvalidValue``.
+  static func parse(_ arguments: [String]) throws -> Command {
+    let parsed = try ArgumentParser(root: root).parse(arguments)
+    if parsed.helpRequested { return .help(parsed.commandPath) }
+    switch parsed.commandPath.first {
+    case childSubscriber.name: return .childSubscriber(path: try parsed.required(database))
+    case childRawWatcher.name: return .childRawWatcher(path: try parsed.required(database))
     default:
-      if parser.flag("-h") || parser.flag("--help") { return .help }
-      if parser.flag("--list") { return .list }
-      let quick = parser.flag("--quick")
-      let json = try parser.value("--json")
-      let scenarios = parser.remaining
-      if let option = scenarios.first(where: { $0.hasPrefix("-") }) {
-        throw UsageError("unknown option '\(option)'")
-      }
+      if parsed[listFlag] { return .list }
+      let scenarios = try parsed.values(of: scenarioNames)
       if let unknown = scenarios.first(where: { !Scenarios.names.contains($0) }) {
-        throw UsageError(
-          "unknown scenario '\(unknown)' (scenarios: \(Scenarios.names.joined(separator: ", ")))")
+        throw parsed.usageError(
+          .invalid("unknown scenario '\(unknown)' (scenarios: \(Scenarios.names.joined(separator: ", ")))"))
       }
-      return .bench(quick: quick, json: json, scenarios: scenarios.isEmpty ? Scenarios.names : scenarios)
+      return .bench(
+        quick: parsed[quickFlag], json: try parsed[jsonFile],
+        scenarios: scenarios.isEmpty ? Scenarios.names : scenarios)
     }
-  }
-}
-
-/// A command line that does not parse; exits with status 64.
-struct UsageError: Error, CustomStringConvertible {
-  let description: String
-  /// The usage line of the command that was meant.
-  let usage: String
-
-  init(_ description: String, usage: String = Command.usage) {
-    self.description = description
-    self.usage = usage
-  }
-}
-
-/// Takes flags and options out of an argument list; what is left is positional.
-private struct Parser {
-  private(set) var remaining: [String]
-  /// The usage line errors carry.
-  var usage = Command.usage
-
-  init(_ arguments: [String]) { remaining = arguments }
-
-  mutating func skip() { remaining.removeFirst() }
-
-  /// Removes `name` wherever it is; true when it was there.
-  mutating func flag(_ name: String) -> Bool {
-    guard let index = remaining.firstIndex(of: name) else { return false }
-    remaining.remove(at: index)
-    return true
-  }
-
-  /// Removes `name VALUE` or `name=VALUE` and returns the value.
-  mutating func value(_ name: String) throws(UsageError) -> String? {
-    if let index = remaining.firstIndex(where: { $0.hasPrefix(name + "=") }) {
-      let value = String(remaining.remove(at: index).dropFirst(name.count + 1))
-      guard !value.isEmpty else { throw UsageError("\(name) needs a value", usage: usage) }
-      return value
-    }
-    guard let index = remaining.firstIndex(of: name) else { return nil }
-    guard index + 1 < remaining.count else { throw UsageError("\(name) needs a value", usage: usage) }
-    let value = remaining[index + 1]
-    remaining.removeSubrange(index...index + 1)
-    return value
-  }
-
-  mutating func required(_ name: String) throws(UsageError) -> String {
-    guard let value = try value(name) else { throw UsageError("missing \(name)", usage: usage) }
-    return value
-  }
-
-  /// Fails on anything left over.
-  func finish() throws(UsageError) {
-    if let extra = remaining.first { throw UsageError("unexpected argument '\(extra)'", usage: usage) }
   }
 }

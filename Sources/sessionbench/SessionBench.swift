@@ -1,19 +1,21 @@
+import CommandLineKit
 import Foundation
 
 /// The program: parses the command line, runs the scenarios or a hidden child command.
 enum SessionBench {
   static func main(_ arguments: [String]) -> Int32 {
     let command: Command
+    let formatter = HelpFormatter(root: Command.root)
     do {
       command = try Command.parse(arguments)
     } catch {
-      warn("sessionbench: \(error)\n\(error.usage)\nSee 'sessionbench --help'.")
+      warn(formatter.diagnosis(of: error)?.joined(separator: "\n") ?? "sessionbench: error: \(error)")
       return 64
     }
     do {
       switch command {
-      case .help:
-        print(Command.helpText)
+      case .help(let path):
+        print(formatter.help(for: path), terminator: "")
       case .list:
         print(Scenarios.names.joined(separator: "\n"))
       case .childSubscriber(let path):

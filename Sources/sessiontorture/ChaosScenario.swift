@@ -1,3 +1,4 @@
+import CommandLineKit
 import Foundation
 
 /// `chaos`: random steps drawn from a seed — store instances opened and released (by
@@ -8,7 +9,23 @@ import Foundation
 ///
 /// On a failure it prints the seed, the step and the problem, then looks for the shortest
 /// failing run: the prefix up to the failing step, replayed, then with steps left out.
-struct ChaosScenario {
+struct ChaosScenario: TortureScenario {
+  static let seed = Option<UInt64>(
+    "seed", help: "The seed the steps are drawn from (default: a random one); with --long, the first.")
+  static let steps = Option<Int>("steps", placeholder: "n", help: "Steps per run (default 300).")
+  static let sessionctl = Option<String>(
+    "sessionctl", placeholder: "path", help: "The sessionctl binary (without it, no sessionctl steps).",
+    completesFiles: true)
+  static let shrinkSeconds = Option<Int>(
+    "shrink-seconds", placeholder: "seconds",
+    help: "How long a failure may be shrunk to the shortest failing run (default 60).")
+
+  static let spec = CommandSpec(
+    "chaos",
+    abstract: "Random steps (instances, processes, shell, kills, compaction, subscribers) checked against "
+      + "a model after every step.",
+    options: [seed, steps, Torture.long, sessionctl, shrinkSeconds])
+
   let path: String
   let seed: UInt64
   let steps: Int
@@ -16,15 +33,13 @@ struct ChaosScenario {
   let sessionctl: String?
   let shrinkSeconds: Int
 
-  init(_ options: Options) throws {
-    path = try options.string("db")
-    let seedText = try options.string("seed", String(UInt32.random(in: 0...UInt32.max)))
-    guard let seed = UInt64(seedText) else { throw UsageError(message: "--seed takes a whole number") }
-    self.seed = seed
-    steps = try options.int("steps", 300)
-    deadline = options.deadline
-    sessionctl = try? options.string("sessionctl")
-    shrinkSeconds = try options.int("shrink-seconds", 60)
+  init(_ arguments: ParsedArguments) throws {
+    path = try arguments.required(Torture.db)
+    seed = try arguments[Self.seed] ?? UInt64(UInt32.random(in: 0...UInt32.max))
+    steps = try arguments[Self.steps] ?? 300
+    deadline = try Torture.deadline(arguments)
+    sessionctl = try arguments[Self.sessionctl]
+    shrinkSeconds = try arguments[Self.shrinkSeconds] ?? 60
   }
 
   /// The steps of `seed`, in order.

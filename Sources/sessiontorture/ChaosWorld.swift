@@ -46,7 +46,7 @@ final class ChaosWorld {
     for suffix in ["", "-wal", "-shm", ".link", ".backup"] { unlink(path + suffix) }
     // The file exists before the first step, so every spelling can name it.
     instances.append(try SessionStore(path: path, options: .init(origin: "chaos")))
-    guard symlink(path, path + ".link") == 0 else { throw UsageError(message: "cannot link to \(path)") }
+    guard symlink(path, path + ".link") == 0 else { throw TortureFailure("cannot link to \(path)") }
   }
 
   /// How many entries and values subscribers received (and were checked), so far.
@@ -145,7 +145,7 @@ final class ChaosWorld {
       guard childSubscribers.count < 2 else { return }
       let child = try Child(Child.selfPath, ["subscribe", "--db", path, "--count", "0"])
       guard child.waitForLine(timeout: 30, { $0 == "ready" }) else {
-        throw UsageError(message: "a subscriber process did not start")
+        throw TortureFailure("a subscriber process did not start")
       }
       childSubscribers.append((child, try currentHead()))
     case .stopChildSubscriber(let index):
@@ -194,7 +194,7 @@ final class ChaosWorld {
         ])
     case .settle:
       let problems = settle()
-      if !problems.isEmpty { throw UsageError(message: problems.joined(separator: "; ")) }
+      if !problems.isEmpty { throw TortureFailure(problems.joined(separator: "; ")) }
     }
   }
 
@@ -204,15 +204,15 @@ final class ChaosWorld {
     let trigger = try Self.sqlite3(
       path, "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'session_feed'")
     guard !trigger.isEmpty else {
-      throw UsageError(message: "the feed trigger is missing before the tamper step")
+      throw TortureFailure("the feed trigger is missing before the tamper step")
     }
     _ = try Self.sqlite3(path, "DROP TRIGGER session_feed")
     defer { _ = try? Self.sqlite3(path, trigger + ";") }  // the repair; the check after the step verifies it
     if let store = instance(index), !store.options.readOnly {
       do {
         let entry = try store.rename(to: "tampered")
-        throw UsageError(
-          message: "a write on a file without its feed trigger succeeded: \(String(describing: entry))")
+        throw TortureFailure(
+          "a write on a file without its feed trigger succeeded: \(String(describing: entry))")
       } catch let error as SessionStorageError where error.code == .tamperedSchema {}
     }
     do {
@@ -222,7 +222,7 @@ final class ChaosWorld {
     }
     // Sharing the open connections is allowed; a new process must refuse.
     let child = try Child(Child.selfPath, ["read", "--db", path, "--count", "1"], quiet: true)
-    if child.wait() == 0 { throw UsageError(message: "a new process opened a file without its feed trigger") }
+    if child.wait() == 0 { throw TortureFailure("a new process opened a file without its feed trigger") }
   }
 
   /// Renames a copy of the last backup over the file. Writes through the old connections
@@ -233,11 +233,11 @@ final class ChaosWorld {
     guard let backedUp else { return }
     let copy = path + ".replacement"
     _ = try Self.sqlite3(backupPath, ".backup '\(copy)'")
-    guard Glibc.rename(copy, path) == 0 else { throw UsageError(message: "cannot rename over \(path)") }
+    guard Glibc.rename(copy, path) == 0 else { throw TortureFailure("cannot rename over \(path)") }
     if let store = instance(index), !store.options.readOnly {
       do {
         let entry = try store.rename(to: "lost")
-        throw UsageError(message: "a write into a replaced file succeeded: \(String(describing: entry))")
+        throw TortureFailure("a write into a replaced file succeeded: \(String(describing: entry))")
       } catch let error as SessionStorageError where error.code == .fileReplaced {}
     }
     // Live subscribers notice within the poll; give them two seconds to end on their own.
@@ -252,7 +252,7 @@ final class ChaosWorld {
     for suffix in ["-wal", "-shm"] { unlink(path + suffix) }
     rewind(to: backedUp)
     instances.append(try SessionStore(path: path, options: .init(origin: "chaos-reopened")))
-    if blind > 0 { throw UsageError(message: "\(blind) subscriber(s) did not notice the replaced file") }
+    if blind > 0 { throw TortureFailure("\(blind) subscriber(s) did not notice the replaced file") }
   }
 
   /// The UPDATE and the feed row it wrote, in one IMMEDIATE transaction: prints
@@ -298,7 +298,7 @@ final class ChaosWorld {
     let before = try currentHead()
     let python = try Child(
       prefix[0], prefix.dropFirst() + ["python3", "-c", script, path, Self.updateSQL(action)])
-    guard python.wait() == 0 else { throw UsageError(message: "the python client failed") }
+    guard python.wait() == 0 else { throw TortureFailure("the python client failed") }
     acknowledge(outside: python.output.joined(separator: "\n"), before: before)
   }
 
@@ -313,7 +313,7 @@ final class ChaosWorld {
     let child = try Child(sessionctl, ["--db", path, "--json"] + command)
     guard child.wait() == 0, let line = child.output.last,
       let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-    else { throw UsageError(message: "sessionctl \(action) failed") }
+    else { throw TortureFailure("sessionctl \(action) failed") }
     guard object["type"] as? String == "change", let cursor = object["cursor"] as? Int,
       let after = object["after"] as? [String: Any]
     else { return }
@@ -326,7 +326,7 @@ final class ChaosWorld {
   /// Runs the sqlite3 shell, a fresh process that comes and goes like any other client.
   static func sqlite3(_ path: String, _ sql: String) throws -> String {
     let shell = try Child("/usr/bin/sqlite3", ["-bail", "-cmd", ".timeout 30000", path, sql])
-    guard shell.wait() == 0 else { throw UsageError(message: "sqlite3 failed on: \(sql)") }
+    guard shell.wait() == 0 else { throw TortureFailure("sqlite3 failed on: \(sql)") }
     return shell.output.joined(separator: "\n")
   }
 

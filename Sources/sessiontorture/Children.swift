@@ -5,17 +5,15 @@ import Synchronization
 
 /// The processes the scenarios spawn.
 enum Children {
-  /// Writes `--count` changes (0: until killed), printing each acknowledged cursor as soon
+  /// Writes `count` changes (0: until killed), printing each acknowledged cursor as soon
   /// as it is committed. Names are unique per origin and step, so no write is a no-op even
   /// with other writers racing: a login, a rename, and every fourth step a logout.
-  static func write(_ options: Options) throws -> Int32 {
-    let origin = try options.string("origin", "torture")
+  static func write(path: String, count: Int, origin: String, instances: Int) throws -> Int32 {
     // Several instances on the file, written through in turn: they share one set of
     // connections, and a kill must lose nothing any of them acknowledged.
-    let stores = try (0..<max(1, try options.int("instances", 1))).map { _ in
-      try SessionStore(path: try options.string("db"), options: .init(origin: origin))
+    let stores = try (0..<max(1, instances)).map { _ in
+      try SessionStore(path: path, options: .init(origin: origin))
     }
-    let count = try options.int("count", 0)
     var step = 0
     while count == 0 || step < count {
       let store = stores[step % stores.count]
@@ -34,17 +32,16 @@ enum Children {
   }
 
   /// Reads the state repeatedly, as an app's screens would.
-  static func read(_ options: Options) throws -> Int32 {
-    let store = try SessionStore(path: try options.string("db"), options: .init(readOnly: true))
-    for _ in 0..<(try options.int("count", 1000)) { _ = try store.state }
+  static func read(path: String, count: Int) throws -> Int32 {
+    let store = try SessionStore(path: path, options: .init(readOnly: true))
+    for _ in 0..<count { _ = try store.state }
     return 0
   }
 
   /// Prints "cursor origin" for each of the next N changes (0: until stopped); "ready" once
   /// subscribed; "ended DESCRIPTION" (exit 3) when the feed ends with a `FeedError`.
-  static func subscribe(_ options: Options) throws -> Int32 {
-    let store = try SessionStore(path: try options.string("db"), options: .init(readOnly: true))
-    let count = try options.int("count", 1)
+  static func subscribe(path: String, count: Int) throws -> Int32 {
+    let store = try SessionStore(path: path, options: .init(readOnly: true))
     let changes = try store.changes(from: .now)
     Torture.emit("ready")
     let done = DispatchSemaphore(value: 0)

@@ -1,10 +1,23 @@
+import CommandLineKit
 import Foundation
 import SessionStorage
 
 /// Writers in several processes, readers, subscribers and an outside client at once: every
 /// change reaches every subscriber exactly once, in commit order, and no writer sees
 /// SQLITE_BUSY.
-struct ConcurrencyScenario {
+struct ConcurrencyScenario: TortureScenario {
+  static let writers = Option<Int>("writers", placeholder: "n", help: "Writer processes (default 4).")
+  static let writes = Option<Int>("writes", placeholder: "n", help: "Writes by each writer (default 250).")
+  static let readers = Option<Int>("readers", placeholder: "n", help: "Reader processes (default 2).")
+  static let subscribers = Option<Int>(
+    "subscribers", placeholder: "n", help: "Subscriber processes (default 2).")
+  static let external = Option<Int>(
+    "external", placeholder: "n", help: "Writes by the outside Python client (default 100).")
+
+  static let spec = CommandSpec(
+    "concurrency", abstract: "Writers, readers, subscribers and a Python client at once.",
+    options: [writers, writes, readers, subscribers, external])
+
   let path: String
   let writers: Int
   let writes: Int
@@ -12,13 +25,13 @@ struct ConcurrencyScenario {
   let subscribers: Int
   let external: Int
 
-  init(_ options: Options) throws {
-    path = try options.string("db")
-    writers = try options.int("writers", 4)
-    writes = try options.int("writes", 250)
-    readers = try options.int("readers", 2)
-    subscribers = try options.int("subscribers", 2)
-    external = try options.int("external", 100)
+  init(_ arguments: ParsedArguments) throws {
+    path = try arguments.required(Torture.db)
+    writers = try arguments[Self.writers] ?? 4
+    writes = try arguments[Self.writes] ?? 250
+    readers = try arguments[Self.readers] ?? 2
+    subscribers = try arguments[Self.subscribers] ?? 2
+    external = try arguments[Self.external] ?? 100
   }
 
   /// An outside client: Python's sqlite3 module, each UPDATE in its own IMMEDIATE

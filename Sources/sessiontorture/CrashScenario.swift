@@ -1,16 +1,23 @@
+import CommandLineKit
 import Foundation
 import SessionStorage
 
 /// A writer killed with SIGKILL at random moments loses nothing it acknowledged.
-struct CrashScenario {
+struct CrashScenario: TortureScenario {
+  static let trials = Option<Int>("trials", placeholder: "n", help: "How many kills (default 50).")
+
+  static let spec = CommandSpec(
+    "crash", abstract: "Kill a writer with SIGKILL at random moments, verify after each.",
+    options: [trials, Torture.long])
+
   let path: String
   let trials: Int
   let deadline: Date?
 
-  init(_ options: Options) throws {
-    path = try options.string("db")
-    trials = try options.int("trials", 50)
-    deadline = options.deadline
+  init(_ arguments: ParsedArguments) throws {
+    path = try arguments.required(Torture.db)
+    trials = try arguments[Self.trials] ?? 50
+    deadline = try Torture.deadline(arguments)
   }
 
   func run() throws -> Int32 {

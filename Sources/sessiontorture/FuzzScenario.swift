@@ -1,9 +1,20 @@
+import CommandLineKit
 import Foundation
 import Synchronization
 
 /// Random argument vectors against `sessionctl`: none may end it by a signal it did not
 /// ask for, exit with an undocumented status, or leave an invalid store behind.
-struct FuzzScenario {
+struct FuzzScenario: TortureScenario {
+  static let sessionctl = Option<String>(
+    "sessionctl", placeholder: "path", help: "The sessionctl binary to run.", completesFiles: true,
+    isRequired: true)
+  static let count = Option<Int>("count", placeholder: "n", help: "How many vectors (default 10000).")
+  static let seed = Option<UInt64>("seed", help: "The seed the vectors are drawn from (default: the time).")
+
+  static let spec = CommandSpec(
+    "fuzz-cli", abstract: "Random argument vectors against sessionctl.",
+    options: [sessionctl, count, seed, Torture.long])
+
   let sessionctl: String
   let path: String
   let count: Int
@@ -14,13 +25,13 @@ struct FuzzScenario {
   /// cursor, and the two signals the driver sends to a `watch` it stops.
   static let documented: Set<Int32> = [0, 1, 64, 65, 66, 130, 143]
 
-  init(_ options: Options) throws {
+  init(_ arguments: ParsedArguments) throws {
     // Absolute now: the scenario changes into its scratch directory.
-    sessionctl = URL(fileURLWithPath: try options.string("sessionctl")).standardizedFileURL.path
-    path = URL(fileURLWithPath: try options.string("db")).standardizedFileURL.path
-    count = try options.int("count", 10_000)
-    seed = UInt64(try options.int("seed", Int(Date().timeIntervalSince1970)))
-    deadline = options.deadline
+    sessionctl = URL(fileURLWithPath: try arguments.required(Self.sessionctl)).standardizedFileURL.path
+    path = URL(fileURLWithPath: try arguments.required(Torture.db)).standardizedFileURL.path
+    count = try arguments[Self.count] ?? 10_000
+    seed = try arguments[Self.seed] ?? UInt64(Date().timeIntervalSince1970)
+    deadline = try Torture.deadline(arguments)
   }
 
   func run() throws -> Int32 {
@@ -30,7 +41,7 @@ struct FuzzScenario {
     try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
     // Vectors name relative paths (`--db -1`): they must land in the scratch directory.
     guard FileManager.default.changeCurrentDirectoryPath(scratch) else {
-      throw UsageError(message: "cannot enter \(scratch)")
+      throw TortureFailure("cannot enter \(scratch)")
     }
     let environment = [
       "SESSIONCTL_DB=\(path)", "HOME=\(scratch)", "XDG_DATA_HOME=\(scratch)/data", "PATH=/usr/bin:/bin",

@@ -1,52 +1,56 @@
+import CommandLineKit
 import Foundation
-import SessionStorage
 
-/// The driver's commands and their options.
+/// The driver's command line: the scenarios (a type each) and the children they spawn,
+/// listed once in ``commands``.
 enum Torture {
-  static let usage = """
-    USAGE: sessiontorture <scenario> --db PATH [options]
+  /// Every command, in the order help lists them.
+  static let commands =
+    [
+      TortureCommand.scenario(CrashScenario.self), .scenario(ConcurrencyScenario.self),
+      .scenario(ChaosScenario.self), .scenario(FuzzScenario.self),
+    ] + children
 
-    SCENARIOS:
-      crash --trials N [--long SECONDS]     kill a writer with SIGKILL at random moments, verify after each
-      concurrency [--writers 4] [--writes 250] [--readers 2] [--subscribers 2] [--external 100]
-                                            writers, readers, subscribers and a Python client at once
-      chaos [--seed S] [--steps 300] [--long SECONDS] [--sessionctl PATH] [--shrink-seconds 60]
-                                            random steps (instances, processes, shell, kills, compaction,
-                                            subscribers) checked against a model after every step
-      fuzz-cli --sessionctl PATH [--count 10000] [--seed N] [--long SECONDS]
-                                            random argument vectors against sessionctl
-    CHILDREN (spawned by the scenarios):
-      write --count N [--origin NAME] [--instances K]
-                                            alternate login/logout through K instances; print each
-                                            acknowledged cursor (0 = forever)
-      read --count N                        read the state N times
-      subscribe --count N                   print "cursor origin" for each of the next N changes (0 = forever)
+  /// `--db <path>`, which every command needs.
+  static let db = Option<String>(
+    "db", placeholder: "path", help: "The database file.", isInherited: true, completesFiles: true,
+    isRequired: true)
+  /// `--long <seconds>`, for the scenarios that can run for as long as one likes.
+  static let long = Option<Double>(
+    "long", placeholder: "seconds", help: "Run until this much time has passed instead of a fixed count.")
 
-    Prints one JSON summary line; exits 0 when every check held, 1 otherwise, 64 on bad usage.
-    """
+  /// The tool's command.
+  static let root = CommandSpec(
+    "sessiontorture", abstract: "Runs the reliability scenarios against a SessionStorage database.",
+    discussion: """
+      Each scenario prints one JSON summary line and exits 0 when every check held, 1
+      otherwise, 64 on bad usage. write, read and subscribe are the children the scenarios
+      spawn.
+      """,
+    options: [db], subcommands: commands.map(\.spec))
 
   static func run(_ arguments: [String]) -> Int32 {
-    guard let scenario = arguments.first, let options = Options(arguments.dropFirst()) else {
-      FileHandle.standardError.write(Data(usage.utf8))
-      return 64
-    }
+    let formatter = HelpFormatter(root: root)
     do {
-      switch scenario {
-      case "write": return try Children.write(options)
-      case "read": return try Children.read(options)
-      case "subscribe": return try Children.subscribe(options)
-      case "crash": return try CrashScenario(options).run()
-      case "concurrency": return try ConcurrencyScenario(options).run()
-      case "chaos": return try ChaosScenario(options).run()
-      case "fuzz-cli": return try FuzzScenario(options).run()
-      default:
-        FileHandle.standardError.write(Data("sessiontorture: unknown scenario '\(scenario)'\n\(usage)".utf8))
-        return 64
+      let parsed = try ArgumentParser(root: root).parse(arguments)
+      if parsed.helpRequested {
+        print(formatter.help(for: parsed.commandPath), terminator: "")
+        return 0
       }
+      guard let name = parsed.commandPath.first, let command = commands.first(where: { $0.spec.name == name })
+      else { throw parsed.usageError(.missingCommand) }
+      return try command.run(parsed)
     } catch {
-      FileHandle.standardError.write(Data("sessiontorture: error: \(error)\n".utf8))
-      return 1
+      let usage = formatter.diagnosis(of: error)
+      let lines = usage ?? ["sessiontorture: error: \(error)"]
+      FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+      return usage == nil ? 1 : 64
     }
+  }
+
+  /// When `--long` ends, if it was given.
+  static func deadline(_ arguments: ParsedArguments) throws(InvalidValue) -> Date? {
+    try arguments[long].map { Date().addingTimeInterval($0) }
   }
 
   /// Writes one line to standard output at once (children report through pipes).
@@ -54,38 +58,4 @@ enum Torture {
     let bytes = Array((line + "\n").utf8)
     bytes.withUnsafeBytes { _ = Foundation.write(1, $0.baseAddress, $0.count) }
   }
-}
-
-/// `--name value` pairs.
-struct Options {
-  private var values: [String: String] = [:]
-
-  init?(_ arguments: ArraySlice<String>) {
-    var rest = arguments[...]
-    while let name = rest.popFirst() {
-      guard name.hasPrefix("--"), let value = rest.popFirst() else { return nil }
-      values[String(name.dropFirst(2))] = value
-    }
-  }
-
-  func string(_ name: String, _ fallback: String? = nil) throws -> String {
-    guard let value = values[name] ?? fallback else { throw UsageError(message: "--\(name) is required") }
-    return value
-  }
-
-  func int(_ name: String, _ fallback: Int) throws -> Int {
-    guard let text = values[name] else { return fallback }
-    guard let value = Int(text), value >= 0 else {
-      throw UsageError(message: "--\(name) takes a whole number")
-    }
-    return value
-  }
-
-  /// `--long SECONDS`: run until that much time has passed instead of a fixed count.
-  var deadline: Date? { values["long"].flatMap(Double.init).map { Date().addingTimeInterval($0) } }
-}
-
-struct UsageError: Error, CustomStringConvertible {
-  var message: String
-  var description: String { message }
 }

@@ -1,23 +1,20 @@
+import CommandLineKit
 import Foundation
 import SessionStorage
 
-/// The sessionctl tool: parses a command line, runs the command against a
-/// ``SessionStore`` and turns every outcome into output and an exit status.
+/// The sessionctl tool: parses a command line against ``root``, runs the command it names
+/// (one of ``commands``) and turns every outcome into output and an exit status.
 struct SessionCtl: Sendable {
   /// The version `--version` prints.
   static let version = "1.0.0"
   /// The origin recorded on sessionctl's writes.
   static let origin = "sessionctl"
 
-  /// The process environment (for `$SESSIONCTL_DB`, `$XDG_DATA_HOME`, `$HOME`).
-  let environment: [String: String]
-  /// Where results go.
-  var output = LineWriter.standardOutput
-  /// Where errors go.
-  var errors = LineWriter.standardError
+  /// What commands run with; its options are filled in from each command line.
+  var context: CommandContext
 
   init(environment: [String: String]) {
-    self.environment = environment
+    context = CommandContext(environment: environment)
   }
 
   /// Runs a command line given as argv's bytes (without the program name): an argument
@@ -45,13 +42,40 @@ struct SessionCtl: Sendable {
   func run(_ arguments: [String]) async -> Int32 {
     // A closed pipe must surface as EPIPE on write, not kill the process.
     signal(SIGPIPE, SIG_IGN)
-    let parser = ArgumentParser(root: Self.commands)
     do {
-      let invocation = try Invocation(try parser.parse(arguments), commands: Self.commands)
-      return try await execute(invocation).rawValue
+      let parsed = try ArgumentParser(root: Self.root).parse(arguments)
+      var context = self.context
+      context.options = try GlobalOptions(parsed)
+      return try await Self.execute(parsed, in: context).rawValue
     } catch {
       return report(error).rawValue
     }
+  }
+
+  /// Help, `--version`, or the command the line names, built from it and run.
+  private static func execute(_ parsed: ParsedArguments, in context: CommandContext) async throws -> ExitCode
+  {
+    if parsed.helpRequested {
+      try context.output.write(help(for: parsed.commandPath), terminated: false)
+      return .success
+    }
+    if parsed[GlobalOptions.version] {
+      guard parsed.commandPath.isEmpty else {
+        throw parsed.usageError(.invalid("'--version' cannot be combined with a command"))
+      }
+      try context.output.write(context.presenter.version(version))
+      return .success
+    }
+    guard let name = parsed.commandPath.first else { throw parsed.usageError(.missingCommand) }
+    guard let command = commands.first(where: { $0.spec.name == name }) else {
+      throw parsed.usageError(.unknownCommand(name, suggestion: nil))
+    }
+    return try await command.init(parsed).run(context)
+  }
+
+  /// The help page of the command at `path` (`[]`: the tool's own).
+  static func help(for path: [String]) -> String {
+    HelpFormatter(root: root).help(for: path)
   }
 
   /// Prints `error` on stderr the way its kind asks, and returns its exit status.
@@ -60,20 +84,21 @@ struct SessionCtl: Sendable {
     case is LineWriter.Closed:
       return .success
     case let usage as UsageError:
-      let helpTopic = usage.commandPath.first.map { " " + $0 } ?? ""
-      fail(usage.message)
+      context.fail(usage.message)
       // Harmless to swallow, as in `fail`: with stderr gone there is nobody to tell.
-      try? errors.write("Usage: " + HelpFormatter(root: Self.commands).usage(for: usage.commandPath))
-      try? errors.write("See 'sessionctl help\(helpTopic)'.")
+      try? context.errors.write(HelpFormatter(root: Self.root).lines(after: usage))
       return .usage
+    case let error as InvalidValue:
+      context.fail(error.message)
+      return .invalidInput
     case let error as CLIError:
-      fail(error.message)
+      context.fail(error.message)
       return error.exitCode
     case let error as SessionStorageError:
-      fail(error.description + (error.code == .needsMigration ? " (run 'sessionctl migrate')" : ""))
+      context.fail(error.description + (error.code == .needsMigration ? " (run 'sessionctl migrate')" : ""))
       return error.code == .invalidUsername ? .invalidInput : .failure
     case let error as FeedError:
-      fail(error.description + Self.hint(for: error))
+      context.fail(error.description + Self.hint(for: error))
       switch error {
       case .cursorCompacted: return .cursorCompacted
       case .historyRewritten: return .historyRewritten
@@ -81,7 +106,7 @@ struct SessionCtl: Sendable {
       case .noCursorBefore: return .failure  // a row inserted by hand, not the user's input
       }
     default:
-      fail(String(describing: error))
+      context.fail(String(describing: error))
       return .failure
     }
   }
@@ -95,54 +120,5 @@ struct SessionCtl: Sendable {
     case .noCursorBefore: " (sessionctl: --since 0)"
     case .cursorAhead: ""
     }
-  }
-
-  /// Writes `sessionctl: error: MESSAGE` on stderr.
-  func fail(_ message: String) {
-    // Harmless to swallow: when stderr itself is gone there is nobody left to tell; the
-    // exit status still says it.
-    try? errors.write("sessionctl: error: " + Presenter.display(message))
-  }
-
-  private func execute(_ invocation: Invocation) async throws -> ExitCode {
-    let presenter = Presenter(json: invocation.json)
-    switch invocation.command {
-    case .help(let path):
-      try output.write(HelpFormatter(root: Self.commands).help(for: path), terminated: false)
-      return .success
-    case .version:
-      try output.write(presenter.version(Self.version))
-      return .success
-    case .completion:
-      try output.write(BashCompletion(root: Self.commands).script, terminated: false)
-      return .success
-    default:
-      break
-    }
-    let location = try DatabaseLocation.resolve(option: invocation.databaseOption, environment: environment)
-    switch invocation.command {
-    case .status: return try await status(location, presenter)
-    case .login(let username): return try login(username, location, presenter)
-    case .logout: return try logout(location, presenter)
-    case .rename(let username): return try rename(username, location, presenter)
-    case .history(let since, let limit): return try history(location, presenter, since: since, limit: limit)
-    case .watch(let since, let limit): return try await watch(location, presenter, since: since, limit: limit)
-    case .compact(let retention): return try compact(retention, location, presenter)
-    case .migrate: return try migrate(location, presenter)
-    case .check: return try check(location, presenter)
-    case .help, .version, .completion: return .success
-    }
-  }
-
-  /// Opens the file without writing; a missing file is an error, and nothing is created.
-  func openForReading(_ location: DatabaseLocation) throws -> SessionStore {
-    try SessionStore(path: location.path, options: .init(origin: Self.origin, readOnly: true))
-  }
-
-  /// Opens the file for writing, creating it (and the default directory) when missing.
-  func openForWriting(_ location: DatabaseLocation) throws -> SessionStore {
-    try SessionStore(
-      path: location.path,
-      options: .init(origin: Self.origin, createsMissingDirectories: location.source == .dataHome))
   }
 }

@@ -1,15 +1,20 @@
 /// Renders usage lines and help pages in swift-argument-parser's layout: OVERVIEW, USAGE,
 /// ARGUMENTS, OPTIONS, SUBCOMMANDS.
-struct HelpFormatter: Sendable {
+package struct HelpFormatter: Sendable {
   /// The tool's command.
-  let root: CommandSpec
+  package let root: CommandSpec
   /// The width text is wrapped to.
-  var width = 80
+  package var width = 80
+
+  package init(root: CommandSpec, width: Int = 80) {
+    self.root = root
+    self.width = width
+  }
 
   private static let labelWidth = 24
 
   /// The usage line of the command at `path`, without the `USAGE:` prefix.
-  func usage(for path: [String]) -> String {
+  package func usage(for path: [String]) -> String {
     guard let chain = root.chain(to: path) else { return root.name }
     let command = chain[chain.count - 1]
     var parts = chain.map(\.name)
@@ -18,16 +23,16 @@ struct HelpFormatter: Sendable {
     if let override = command.usageOverride {
       parts.append(override)
       let own = Set(command.options.map(\.name))
-      parts += scope.filter { !own.contains($0.name) }.map { "[\($0.synopsis)]" }
+      parts += scope.filter { !own.contains($0.name) }.map(Self.usageWord)
     } else {
-      parts += scope.map { "[\($0.synopsis)]" }
+      parts += scope.map(Self.usageWord)
     }
-    if !command.subcommands.isEmpty { parts.append("<subcommand>") }
+    if !command.visibleSubcommands.isEmpty { parts.append("<subcommand>") }
     return parts.joined(separator: " ")
   }
 
   /// The help page of the command at `path`, ending in a newline.
-  func help(for path: [String]) -> String {
+  package func help(for path: [String]) -> String {
     guard let chain = root.chain(to: path) else { return "" }
     let command = chain[chain.count - 1]
     var sections: [String] = []
@@ -45,18 +50,49 @@ struct HelpFormatter: Sendable {
     }
     sections.append(
       (["OPTIONS:"] + chain.optionsInScope.map { row(label(for: $0), $0.help) }).joined(separator: "\n"))
-    if !command.subcommands.isEmpty {
-      let rows = command.subcommands.map { row($0.name, $0.abstract) }
-      let helpName = ([root.name] + path).joined(separator: " ")
-      sections.append(
-        (["SUBCOMMANDS:"] + rows + ["", "  See '\(helpName) help <subcommand>' for detailed help."])
-          .joined(separator: "\n"))
+    if !command.visibleSubcommands.isEmpty {
+      let rows = command.visibleSubcommands.map { row($0.name, $0.abstract) }
+      let more = "  See '\(helpCommand(for: path + ["<subcommand>"]))' for detailed help."
+      sections.append((["SUBCOMMANDS:"] + rows + ["", more]).joined(separator: "\n"))
     }
     return sections.joined(separator: "\n\n") + "\n"
   }
 
+  /// What to type for the help of the command at `path`: `tool help <command>` when the
+  /// root has a `help` command, else `tool <command> --help`.
+  package func helpCommand(for path: [String]) -> String {
+    guard root.subcommand(named: "help") != nil else {
+      return ([root.name] + path + ["--help"]).joined(separator: " ")
+    }
+    return ([root.name, "help"] + path).joined(separator: " ")
+  }
+
+  /// The lines that follow a usage error's message: the usage line of the command it was
+  /// about, and where to read more.
+  package func lines(after error: UsageError) -> [String] {
+    [
+      "Usage: " + usage(for: error.commandPath),
+      "See '\(helpCommand(for: Array(error.commandPath.prefix(1))))'.",
+    ]
+  }
+
+  /// What a tool prints on stderr for a line it cannot run: `tool: error: MESSAGE` and, for
+  /// a ``UsageError``, the lines after it; nil for an error that is not about the line.
+  package func diagnosis(of error: any Error) -> [String]? {
+    switch error {
+    case let usage as UsageError: ["\(root.name): error: \(usage.message)"] + lines(after: usage)
+    case let invalid as InvalidValue: ["\(root.name): error: \(invalid.message)"]
+    default: nil
+    }
+  }
+
+  /// `[--json]`, or `--db <path>` for a required option.
+  private static func usageWord(_ option: OptionSpec) -> String {
+    option.isRequired ? option.synopsis : "[\(option.synopsis)]"
+  }
+
   /// `-n, --limit <n>` or `--db <path>`.
-  func label(for option: OptionSpec) -> String {
+  package func label(for option: OptionSpec) -> String {
     (option.shortSpelling.map { $0 + ", " } ?? "") + option.synopsis
   }
 

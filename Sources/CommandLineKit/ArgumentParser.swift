@@ -3,7 +3,9 @@
 ///
 /// The rules, like those of git and swift-argument-parser:
 /// - Subcommand names come first (`sessionctl watch …`); options may appear anywhere after
-///   the command that declares them, and inherited (global) options anywhere at all.
+///   the command that declares them, and inherited (global) options anywhere at all. A
+///   command with both subcommands and arguments takes a word that names no subcommand as
+///   its first argument.
 /// - `--name value` and `--name=value`; `-n value`, `-nvalue`, and grouped flags `-jh`, whose
 ///   last member may take a value (`-jn5`, `-jn 5`).
 /// - A value is taken from the next word unless that word looks like an option (starts
@@ -13,13 +15,16 @@
 /// - A value option given twice is an error; a flag given twice is the same as once.
 /// - `-h`/`--help` anywhere (before `--`) asks for the help of the deepest command named,
 ///   and the rest of the line is then not validated.
-struct ArgumentParser: Sendable {
+/// - A command takes as many arguments as it declares; a repeating last one takes the rest.
+package struct ArgumentParser: Sendable {
   /// The tool's command.
-  let root: CommandSpec
+  package let root: CommandSpec
+
+  package init(root: CommandSpec) { self.root = root }
 
   /// Parses `arguments` (without the tool's own name).
   /// - Throws: the first ``UsageError`` found, unless help was requested.
-  func parse(_ arguments: [String]) throws(UsageError) -> ParsedArguments {
+  package func parse(_ arguments: [String]) throws(UsageError) -> ParsedArguments {
     var state = State(root: root)
     var index = 0
     var optionsEnded = false
@@ -40,7 +45,7 @@ struct ArgumentParser: Sendable {
   }
 
   /// Whether `word` is read as an option: a dash followed by something that is not a digit.
-  static func looksLikeOption(_ word: String) -> Bool {
+  package static func looksLikeOption(_ word: String) -> Bool {
     guard word.hasPrefix("-"), word.count > 1 else { return false }
     let second = word[word.index(after: word.startIndex)]
     return !second.isNumber
@@ -69,8 +74,10 @@ extension ArgumentParser {
           result.commandPath.append(word)
           return
         }
-        let suggestion = NearestMatch.suggestion(for: word, among: current.subcommands.map(\.name))
-        fail(.unknownCommand(word, suggestion: suggestion))
+        if current.arguments.isEmpty {
+          let suggestion = NearestMatch.suggestion(for: word, among: current.visibleSubcommands.map(\.name))
+          fail(.unknownCommand(word, suggestion: suggestion))
+        }
       }
       result.arguments.append(word)
     }
@@ -147,16 +154,20 @@ extension ArgumentParser {
       }
     }
 
-    func finish() throws(UsageError) -> ParsedArguments {
+    mutating func finish() throws(UsageError) -> ParsedArguments {
       if result.helpRequested { return result }
       if let firstError { throw firstError }
       let declared = current.arguments
-      if result.arguments.count > declared.count {
+      if result.arguments.count > declared.count, declared.last?.isRepeating != true {
         throw UsageError(
           .unexpectedArgument(result.arguments[declared.count]), commandPath: result.commandPath)
       }
       if let missing = declared.dropFirst(result.arguments.count).first(where: { !$0.isOptional }) {
         throw UsageError(.missingArgument(missing.name), commandPath: result.commandPath)
+      }
+      for (position, argument) in declared.enumerated() where position < result.arguments.count {
+        let taken = argument.isRepeating ? result.arguments[position...] : [result.arguments[position]]
+        result.argumentsByName[argument.name] = Array(taken)
       }
       return result
     }

@@ -1,8 +1,8 @@
 /// A named option of a command: a flag (`--json`) or an option that takes a value
 /// (`--limit <n>`), with an optional one-letter short name (`-n`).
-struct OptionSpec: Sendable, Equatable {
+package struct OptionSpec: Sendable, Equatable {
   /// Whether the option takes a value.
-  enum Kind: Sendable, Equatable {
+  package enum Kind: Sendable, Equatable {
     /// Present or absent; `--flag=value` is refused.
     case flag
     /// Takes one value, shown in help as `<placeholder>`.
@@ -10,21 +10,23 @@ struct OptionSpec: Sendable, Equatable {
   }
 
   /// The long name without its dashes: `db` for `--db`.
-  var name: String
+  package var name: String
   /// The short name without its dash: `n` for `-n`.
-  var short: Character?
+  package var short: Character?
   /// A flag or a value option.
-  var kind: Kind
+  package var kind: Kind
   /// One line for the help text.
-  var help: String
+  package var help: String
   /// Whether the subcommands of the declaring command accept it too (global options).
-  var isInherited: Bool
+  package var isInherited: Bool
   /// Whether shell completion offers file names for the value.
-  var completesFiles: Bool
+  package var completesFiles: Bool
+  /// Whether the command needs it: usage lines show it without brackets.
+  package var isRequired: Bool
 
-  init(
+  package init(
     _ name: String, short: Character? = nil, _ kind: Kind = .flag, help: String, isInherited: Bool = false,
-    completesFiles: Bool = false
+    completesFiles: Bool = false, isRequired: Bool = false
   ) {
     self.name = name
     self.short = short
@@ -32,19 +34,20 @@ struct OptionSpec: Sendable, Equatable {
     self.help = help
     self.isInherited = isInherited
     self.completesFiles = completesFiles
+    self.isRequired = isRequired
   }
 
   /// `--name`.
-  var longSpelling: String { "--" + name }
+  package var longSpelling: String { "--" + name }
 
   /// `-x`, when there is a short name.
-  var shortSpelling: String? { short.map { "-" + String($0) } }
+  package var shortSpelling: String? { short.map { "-" + String($0) } }
 
   /// Whether the option takes a value.
-  var takesValue: Bool { kind != .flag }
+  package var takesValue: Bool { kind != .flag }
 
   /// `--limit <n>` or `--json`: how usage lines and messages show it.
-  var synopsis: String {
+  package var synopsis: String {
     switch kind {
     case .flag: longSpelling
     case .value(let placeholder): "\(longSpelling) <\(placeholder)>"
@@ -52,5 +55,5 @@ struct OptionSpec: Sendable, Equatable {
   }
 
   /// The built-in `-h, --help` every command has.
-  static let help = OptionSpec("help", short: "h", help: "Show help information.")
+  package static let help = OptionSpec("help", short: "h", help: "Show help information.")
 }

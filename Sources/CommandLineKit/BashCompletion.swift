@@ -12,15 +12,20 @@
 ///   of options that complete files (`--db`), nothing for the others;
 /// - `--` ends the options (none is offered after it, and a word after it is an argument,
 ///   never the command);
-/// - a command's positional arguments are offered once each, in order.
-struct BashCompletion: Sendable {
+/// - a command's positional arguments are offered once each, in order (the root's own
+///   arguments and repeating arguments are not completed);
+/// - hidden commands, and the options only they declare, are left out.
+package struct BashCompletion: Sendable {
   /// The tool's command.
-  let root: CommandSpec
+  package let root: CommandSpec
+
+  package init(root: CommandSpec) { self.root = root }
 
   /// The script.
-  var script: String {
+  package var script: String {
     let function = "_" + root.name.map { $0.isLetter || $0.isNumber ? $0 : "_" }.map(String.init).joined()
-    let all = [root] + root.subcommands
+    let commands = root.visibleSubcommands
+    let all = [root] + commands
     let valueOptions = all.flatMap { $0.options.filter(\.takesValue) }
     let valueLongs = Set(valueOptions.map(\.longSpelling)).sorted()
     let valueLetters = Set(valueOptions.compactMap(\.short)).sorted().map(String.init)
@@ -32,13 +37,19 @@ struct BashCompletion: Sendable {
       "      \"\") options=\"\(spellings([root]))\" ;;"
     ]
     var wordCases = [
-      "      \":0\") words=\"\(root.subcommands.map(\.name).joined(separator: " "))\" ;;"
+      "      \":0\") words=\"\(commands.map(\.name).joined(separator: " "))\" ;;"
     ]
-    for command in root.subcommands {
+    for command in commands {
       optionCases.append("      \(command.name)) options=\"\(spellings([root, command]))\" ;;")
-      for (position, argument) in command.arguments.enumerated() where !argument.completions.isEmpty {
-        wordCases.append(
-          "      \(command.name):\(position)) words=\"\(argument.completions.joined(separator: " "))\" ;;")
+      for (position, argument) in command.arguments.enumerated() {
+        let words =
+          switch argument.completion {
+          case .none: [String]()
+          case .words(let words): words
+          case .commandNames: commands.map(\.name)
+          }
+        guard !words.isEmpty else { continue }
+        wordCases.append("      \(command.name):\(position)) words=\"\(words.joined(separator: " "))\" ;;")
       }
     }
     let valueLongCase =

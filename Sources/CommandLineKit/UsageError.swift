@@ -1,8 +1,8 @@
 /// A command line that does not fit the commands' specs. It carries the command it was
 /// parsing so the message can show that command's usage line.
-struct UsageError: Error, Sendable, Equatable {
+package struct UsageError: Error, Sendable, Equatable {
   /// What was wrong.
-  enum Problem: Sendable, Equatable {
+  package enum Problem: Sendable, Equatable {
     /// An option no command in scope declares, with the closest spelling that exists.
     case unknownOption(String, suggestion: String?)
     /// A word that is not a subcommand, with the closest subcommand name.
@@ -15,6 +15,8 @@ struct UsageError: Error, Sendable, Equatable {
     case repeatedOption(String)
     /// A required positional argument that is missing.
     case missingArgument(String)
+    /// A required option that is missing, as its synopsis (`--db <path>`).
+    case missingOption(String)
     /// A positional argument beyond those the command takes.
     case unexpectedArgument(String)
     /// A command with subcommands was given none.
@@ -24,17 +26,17 @@ struct UsageError: Error, Sendable, Equatable {
   }
 
   /// What was wrong.
-  var problem: Problem
+  package var problem: Problem
   /// The command being parsed when it went wrong (`[]` is the root).
-  var commandPath: [String]
+  package var commandPath: [String]
 
-  init(_ problem: Problem, commandPath: [String]) {
+  package init(_ problem: Problem, commandPath: [String]) {
     self.problem = problem
     self.commandPath = commandPath
   }
 
   /// The sentence after `error: `.
-  var message: String {
+  package var message: String {
     switch problem {
     case .unknownOption(let option, let suggestion):
       "unknown option '\(option)'" + (suggestion.map { ". Did you mean '\($0)'?" } ?? "")
@@ -44,6 +46,7 @@ struct UsageError: Error, Sendable, Equatable {
     case .unexpectedValue(let option, let value): "option '\(option)' takes no value (got '\(value)')"
     case .repeatedOption(let option): "option '\(option)' was given more than once"
     case .missingArgument(let name): "missing argument '<\(name)>'"
+    case .missingOption(let option): "missing option '\(option)'"
     case .unexpectedArgument(let argument): "unexpected argument '\(argument)'"
     case .missingCommand: "missing command"
     case .invalid(let sentence): sentence

@@ -1,12 +1,12 @@
 /// Picks the spelling a user most likely meant, for "Did you mean …?" suggestions.
-enum NearestMatch {
+package enum NearestMatch {
   /// The candidate closest to `typed`, or nil when none is close enough.
   ///
   /// Close means an edit distance (insertions, deletions, substitutions and swaps of two
   /// neighbours) of at most 1 for names up to 3 characters and 2 beyond, or that the
   /// candidate starts with what was typed (`--lim` → `--limit`). Leading dashes are
   /// ignored when measuring; ties go to the earlier candidate.
-  static func suggestion(for typed: String, among candidates: [String]) -> String? {
+  package static func suggestion(for typed: String, among candidates: [String]) -> String? {
     let bare = strippingDashes(typed)
     guard !bare.isEmpty else { return nil }
     let limit = bare.count <= 3 ? 1 : 2
@@ -21,7 +21,7 @@ enum NearestMatch {
   }
 
   /// The optimal-string-alignment distance between two strings, by characters.
-  static func editDistance(_ lhs: String, _ rhs: String) -> Int {
+  package static func editDistance(_ lhs: String, _ rhs: String) -> Int {
     let a = Array(lhs)
     let b = Array(rhs)
     if a.isEmpty { return b.count }

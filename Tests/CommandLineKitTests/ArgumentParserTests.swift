@@ -1,6 +1,5 @@
+import CommandLineKit
 import Testing
-
-@testable import sessionctl
 
 /// The parser as a library, on a small tool of its own.
 @Suite struct ArgumentParserTests {

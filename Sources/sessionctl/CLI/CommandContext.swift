@@ -1,0 +1,52 @@
+import SessionStorage
+
+/// What a command runs with: the global options, the environment, and where its output
+/// and errors go.
+struct CommandContext: Sendable {
+  /// `--db` and `--json`.
+  var options = GlobalOptions()
+  /// The process environment (for `$SESSIONCTL_DB`, `$XDG_DATA_HOME`, `$HOME`).
+  let environment: [String: String]
+  /// Where results go.
+  var output = LineWriter.standardOutput
+  /// Where errors go.
+  var errors = LineWriter.standardError
+
+  /// Text or JSON Lines, as `--json` asks.
+  var presenter: Presenter { Presenter(json: options.json) }
+
+  /// The database file: `--db`, else `$SESSIONCTL_DB`, else the default location.
+  /// - Throws: ``CLIError`` when none of them gives a path.
+  func location() throws(CLIError) -> DatabaseLocation {
+    try DatabaseLocation.resolve(option: options.db, environment: environment)
+  }
+
+  /// Opens the file without writing; a missing file is an error, and nothing is created.
+  func openForReading(_ location: DatabaseLocation) throws -> SessionStore {
+    try SessionStore(path: location.path, options: .init(origin: SessionCtl.origin, readOnly: true))
+  }
+
+  /// Opens the file for writing, creating it (and the default directory) when missing.
+  func openForWriting(_ location: DatabaseLocation) throws -> SessionStore {
+    try SessionStore(
+      path: location.path,
+      options: .init(origin: SessionCtl.origin, createsMissingDirectories: location.source == .dataHome))
+  }
+
+  /// Prints a write's change, or "no change" and why when it changed nothing.
+  func printWrite(_ entry: SessionEntry?, _ store: SessionStore, reason: () -> String) throws -> ExitCode {
+    if let entry {
+      try output.write(try presenter.change(entry))
+    } else {
+      try output.write(try presenter.noChange(reason(), store.snapshot()))
+    }
+    return .success
+  }
+
+  /// Writes `sessionctl: error: MESSAGE` on stderr.
+  func fail(_ message: String) {
+    // Harmless to swallow: when stderr itself is gone there is nobody left to tell; the
+    // exit status still says it.
+    try? errors.write("sessionctl: error: " + Presenter.display(message))
+  }
+}

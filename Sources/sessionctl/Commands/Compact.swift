@@ -1,0 +1,76 @@
+import CommandLineKit
+import SessionStorage
+
+extension SessionCtl {
+  /// `sessionctl compact`: what was removed and what is kept. A missing file is an error,
+  /// not created.
+  struct Compact: SessionCommand {
+    /// What `compact` deletes.
+    enum Retention: Sendable, Equatable {
+      /// All but the newest N changes.
+      case keep(Int)
+      /// Every change before a cursor.
+      case before(Cursor)
+    }
+
+    static let keep = Option<Int>("keep", placeholder: "n", help: "Keep the newest <n> changes.")
+    static let before = Option<Cursor>(
+      "before", placeholder: "cursor", help: "Delete the changes before <cursor>.")
+
+    static let spec = CommandSpec(
+      "compact", abstract: "Delete old changes from the feed.",
+      discussion: """
+        Give exactly one of --keep and --before. Cursors are never reused: after compaction
+        the head cursor stays where it was, and a reader resuming from a deleted cursor
+        gets exit status 66 with the oldest cursor still kept.
+        """,
+      options: [keep, before], usageOverride: "(--keep <n> | --before <cursor>)")
+
+    /// What to delete.
+    let retention: Retention
+
+    init(_ arguments: ParsedArguments) throws {
+      // Which of the two was given matters before what was given.
+      switch (arguments.contains(Self.keep), arguments.contains(Self.before)) {
+      case (true, false): retention = .keep(try arguments.required(Self.keep))
+      case (false, true): retention = .before(try arguments.required(Self.before))
+      case (true, true):
+        throw arguments.usageError(.invalid("give either '--keep <n>' or '--before <cursor>', not both"))
+      case (false, false):
+        throw arguments.usageError(.invalid("'compact' needs '--keep <n>' or '--before <cursor>'"))
+      }
+    }
+
+    func run(_ context: CommandContext) throws -> ExitCode {
+      let location = try context.location()
+      guard location.exists else {
+        throw CLIError(.failure, "\(location.path): no database here (nothing to compact)")
+      }
+      let store = try context.openForWriting(location)
+      let compaction =
+        switch retention {
+        case .keep(let count): try store.compact(keepingLast: count)
+        case .before(let cursor): try store.compact(before: cursor)
+        }
+      try context.output.write(context.presenter.compaction(compaction))
+      return .success
+    }
+  }
+}
+
+extension Presenter {
+  /// `compact`.
+  func compaction(_ compaction: SessionStore.Compaction) -> String {
+    let bounds = compaction.bounds
+    if json {
+      let value: JSONValue = [
+        "type": "compaction", "removed": .int(Int64(compaction.removed)),
+        "oldest": bounds.oldest.map { .int($0.value) } ?? .null, "head": .int(bounds.head.value),
+      ]
+      return value.encoded
+    }
+    let removed = "removed \(compaction.removed) \(compaction.removed == 1 ? "entry" : "entries")"
+    guard let oldest = bounds.oldest else { return removed + "; none kept (head \(bounds.head))" }
+    return removed + "; kept \(oldest)…\(bounds.head)"
+  }
+}
