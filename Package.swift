@@ -30,17 +30,20 @@ let package = Package(
     ),
     .target(name: "SessionViewModels", dependencies: ["SessionStorage"]),
     .executableTarget(name: "sessionctl", dependencies: ["FeedKit", "SessionStorage", "SessionViewModels"]),
-    .executableTarget(name: "sessionbench", dependencies: ["SessionStorage", "CSQLite"]),
-    .executableTarget(name: "sessiontorture", dependencies: ["SessionStorage"]),
+    .executableTarget(name: "sessionbench", dependencies: ["FeedKit", "SessionStorage", "CSQLite"]),
+    .executableTarget(name: "sessiontorture", dependencies: ["FeedKit", "SessionStorage"]),
     .target(name: "TestSupport", path: "Tests/TestSupport"),
     .testTarget(name: "FeedKitTests", dependencies: ["FeedKit", "TestSupport"]),
     .testTarget(
       name: "SessionStorageTests",
-      dependencies: ["SessionStorage", "CSQLite", "TestSupport", "sessiontorture", "sessionbench"]
+      dependencies: [
+        "FeedKit", "SessionStorage", "CSQLite", "TestSupport", "sessiontorture", "sessionbench",
+      ]
     ),
     .testTarget(
       name: "SessionViewModelsTests", dependencies: ["SessionViewModels", "SessionStorage", "TestSupport"]),
-    .testTarget(name: "sessionctlTests", dependencies: ["sessionctl", "SessionStorage", "TestSupport"]),
+    .testTarget(
+      name: "sessionctlTests", dependencies: ["sessionctl", "FeedKit", "SessionStorage", "TestSupport"]),
   ],
   swiftLanguageModes: [.v6]
 )
