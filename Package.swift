@@ -22,15 +22,19 @@ let package = Package(
       capability: .buildTool(),
       dependencies: ["EmbedMigrationsTool"]
     ),
-    .target(name: "FeedKit"),
+    // Internal: errno, EINTR retries, pipes, inotify records, limits; below FeedKit.
+    .target(name: "SystemKit"),
+    .target(name: "FeedKit", dependencies: ["SystemKit"]),
     .target(
       name: "SessionStorage",
-      dependencies: ["FeedKit", "CSQLite"],
+      dependencies: ["FeedKit", "SystemKit", "CSQLite"],
       plugins: ["EmbedMigrations"]
     ),
     .target(name: "SessionViewModels", dependencies: ["SessionStorage"]),
-    .executableTarget(name: "sessionctl", dependencies: ["FeedKit", "SessionStorage", "SessionViewModels"]),
-    .executableTarget(name: "sessionbench", dependencies: ["FeedKit", "SessionStorage", "CSQLite"]),
+    .executableTarget(
+      name: "sessionctl", dependencies: ["FeedKit", "SessionStorage", "SessionViewModels", "SystemKit"]),
+    .executableTarget(
+      name: "sessionbench", dependencies: ["FeedKit", "SessionStorage", "CSQLite", "SystemKit"]),
     .executableTarget(name: "sessiontorture", dependencies: ["FeedKit", "SessionStorage"]),
     .target(name: "TestSupport", path: "Tests/TestSupport"),
     .testTarget(name: "FeedKitTests", dependencies: ["FeedKit", "TestSupport"]),

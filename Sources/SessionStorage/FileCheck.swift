@@ -1,4 +1,5 @@
 import Foundation
+internal import SystemKit
 
 /// Looks at a path before it is used as a store, so that a file which is not a session
 /// store is refused without a byte written.
@@ -46,7 +47,7 @@ enum FileCheck {
           .notFound, "no database here (it is created by the first write)", path: path)
       }
       throw SessionStorageError(
-        .sqlite, "cannot inspect the file: \(String(cString: strerror(err)))", path: path)
+        .sqlite, "cannot inspect the file: \(Errno(rawValue: err))", path: path)
     }
     if (info.st_mode & S_IFMT) == S_IFDIR {
       throw SessionStorageError(.notADatabase, "this is a directory, not a database file", path: path)
@@ -87,7 +88,7 @@ enum FileCheck {
     guard err != EEXIST else { return }  // made by someone else meanwhile
     throw SessionStorageError(
       err == EACCES ? .permissionDenied : .sqlite,
-      "cannot create the directory \(directory): \(String(cString: strerror(err)))", path: path)
+      "cannot create the directory \(directory): \(Errno(rawValue: err))", path: path)
   }
 
   /// Throws for a file that is not a SQLite database or was cut off, reading its header
