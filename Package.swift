@@ -25,6 +25,8 @@ let package = Package(
     // Internal: errno, EINTR retries, pipes, inotify records, limits; below FeedKit.
     .target(name: "SystemKit"),
     .target(name: "FeedKit", dependencies: ["SystemKit"]),
+    // Internal: the one way to start a child process (tests, sessionbench, sessiontorture).
+    .target(name: "ProcessKit", dependencies: ["SystemKit"]),
     .target(
       name: "SessionStorage",
       dependencies: ["FeedKit", "SystemKit", "CSQLite"],
@@ -34,20 +36,22 @@ let package = Package(
     .executableTarget(
       name: "sessionctl", dependencies: ["FeedKit", "SessionStorage", "SessionViewModels", "SystemKit"]),
     .executableTarget(
-      name: "sessionbench", dependencies: ["FeedKit", "SessionStorage", "CSQLite", "SystemKit"]),
-    .executableTarget(name: "sessiontorture", dependencies: ["FeedKit", "SessionStorage"]),
-    .target(name: "TestSupport", path: "Tests/TestSupport"),
+      name: "sessionbench", dependencies: ["FeedKit", "SessionStorage", "CSQLite", "ProcessKit", "SystemKit"]),
+    .executableTarget(name: "sessiontorture", dependencies: ["FeedKit", "SessionStorage", "ProcessKit"]),
+    .target(name: "TestSupport", dependencies: ["ProcessKit"], path: "Tests/TestSupport"),
     .testTarget(name: "FeedKitTests", dependencies: ["FeedKit", "TestSupport"]),
     .testTarget(
       name: "SessionStorageTests",
       dependencies: [
-        "FeedKit", "SessionStorage", "CSQLite", "TestSupport", "sessiontorture", "sessionbench",
+        "FeedKit", "SessionStorage", "CSQLite", "ProcessKit", "TestSupport", "sessiontorture", "sessionbench",
       ]
     ),
     .testTarget(
-      name: "SessionViewModelsTests", dependencies: ["SessionViewModels", "SessionStorage", "TestSupport"]),
+      name: "SessionViewModelsTests",
+      dependencies: ["SessionViewModels", "SessionStorage", "ProcessKit", "TestSupport"]),
     .testTarget(
-      name: "sessionctlTests", dependencies: ["sessionctl", "FeedKit", "SessionStorage", "TestSupport"]),
+      name: "sessionctlTests",
+      dependencies: ["sessionctl", "FeedKit", "SessionStorage", "ProcessKit", "TestSupport"]),
   ],
   swiftLanguageModes: [.v6]
 )

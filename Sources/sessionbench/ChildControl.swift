@@ -1,7 +1,7 @@
 import Foundation
 import SystemKit
 
-/// The child side of ``ChildProcess``: lines out on stdout, commands in on stdin.
+/// The child side of ``BenchChild``: lines out on stdout, commands in on stdin.
 enum ChildControl {
   /// Writes one line to stdout with a single `write(2)`, so lines from several threads
   /// never interleave and each reaches the parent at once.
