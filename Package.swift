@@ -39,7 +39,7 @@ let package = Package(
       name: "sessionbench", dependencies: ["FeedKit", "SessionStorage", "CSQLite", "ProcessKit", "SystemKit"]),
     .executableTarget(name: "sessiontorture", dependencies: ["FeedKit", "SessionStorage", "ProcessKit"]),
     .target(name: "TestSupport", dependencies: ["ProcessKit"], path: "Tests/TestSupport"),
-    .testTarget(name: "FeedKitTests", dependencies: ["FeedKit", "TestSupport"]),
+    .testTarget(name: "FeedKitTests", dependencies: ["FeedKit", "SystemKit", "TestSupport"]),
     .testTarget(
       name: "SessionStorageTests",
       dependencies: [

@@ -105,9 +105,6 @@ package final class ChangeWatcher: Sendable {
 /// Why file notifications could not be set up.
 struct WatchSetupFailure: Error {
   var reason: String
-
-  init(reason: String) { self.reason = reason }
-  init(errno code: Int32, call: String) { reason = SystemLimits.explain(code, call: call) }
 }
 
 /// How a watcher is told to stop: a flag its thread looks at, and a pipe that wakes the

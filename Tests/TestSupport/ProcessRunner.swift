@@ -15,7 +15,7 @@ public struct ProcessResult: Sendable {
 /// such as `/usr/bin/sqlite3`.
 public enum ProcessRunner {
   /// The directory holding the built products (`.build/debug`), next to the test runner.
-  public static let productsDirectory = URL(fileURLWithPath: ChildProcess.currentExecutable)
+  private static let productsDirectory = URL(fileURLWithPath: ChildProcess.currentExecutable)
     .deletingLastPathComponent()
 
   /// The path of one of our executables, e.g. `sessionctl`.
