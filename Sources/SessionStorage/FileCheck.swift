@@ -62,10 +62,16 @@ enum FileCheck {
     return Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
   }
 
+  /// The directory holding `path`, absolute (a relative path is taken from the current
+  /// directory). Not `NSString.deletingLastPathComponent`: it traps on a one-character name.
+  private static func parent(of path: String) -> String {
+    URL(fileURLWithPath: path).deletingLastPathComponent().path
+  }
+
   /// Throws when the directory a new file would go into is missing: the store creates
   /// files, not directories (unless ``SessionStore/Options/createsMissingDirectories`` asked).
   static func requireDirectory(of path: String) throws {
-    let directory = (path as NSString).deletingLastPathComponent
+    let directory = parent(of: path)
     var info = stat()
     guard !directory.isEmpty, stat(directory, &info) != 0, errno == ENOENT else { return }
     throw SessionStorageError(
@@ -76,7 +82,7 @@ enum FileCheck {
 
   /// Creates the missing directories above `path` with mode 0700 (only its owner may enter).
   static func makeDirectories(above path: String) throws {
-    let directory = (path as NSString).deletingLastPathComponent
+    let directory = parent(of: path)
     var info = stat()
     guard !directory.isEmpty, stat(directory, &info) != 0 else { return }
     try makeDirectories(above: directory)
@@ -141,7 +147,7 @@ enum FileCheck {
           "permission denied: this user cannot write the file (\(owner)); open the store read-only to read it",
           path: path, resultCode: resultCode)
     }
-    let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+    let directory = parent(of: path)
     if access(directory, W_OK) != 0 {
       let reason =
         errno == EROFS
