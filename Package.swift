@@ -22,28 +22,42 @@ let package = Package(
       capability: .buildTool(),
       dependencies: ["EmbedMigrationsTool"]
     ),
-    .target(name: "FeedKit"),
+    // Internal: errno, EINTR retries, pipes, inotify records, limits; below FeedKit.
+    .target(name: "SystemKit"),
+    .target(name: "FeedKit", dependencies: ["SystemKit"]),
+    // Internal: the one way to start a child process (tests, sessionbench, sessiontorture).
+    .target(name: "ProcessKit", dependencies: ["SystemKit"]),
+    // Internal: the one argument parser, help and completion of the three executables.
     .target(name: "CommandLineKit"),
     .target(
       name: "SessionStorage",
-      dependencies: ["FeedKit", "CSQLite"],
+      dependencies: ["FeedKit", "SystemKit", "CSQLite"],
       plugins: ["EmbedMigrations"]
     ),
     .target(name: "SessionViewModels", dependencies: ["SessionStorage"]),
     .executableTarget(
-      name: "sessionctl", dependencies: ["CommandLineKit", "FeedKit", "SessionStorage", "SessionViewModels"]),
-    .executableTarget(name: "sessionbench", dependencies: ["CommandLineKit", "SessionStorage", "CSQLite"]),
-    .executableTarget(name: "sessiontorture", dependencies: ["CommandLineKit", "SessionStorage"]),
-    .target(name: "TestSupport", path: "Tests/TestSupport"),
-    .testTarget(name: "FeedKitTests", dependencies: ["FeedKit", "TestSupport"]),
+      name: "sessionctl",
+      dependencies: ["CommandLineKit", "FeedKit", "SessionStorage", "SessionViewModels", "SystemKit"]),
+    .executableTarget(
+      name: "sessionbench",
+      dependencies: ["CommandLineKit", "FeedKit", "SessionStorage", "CSQLite", "ProcessKit", "SystemKit"]),
+    .executableTarget(
+      name: "sessiontorture", dependencies: ["CommandLineKit", "FeedKit", "SessionStorage", "ProcessKit"]),
+    .target(name: "TestSupport", dependencies: ["ProcessKit"], path: "Tests/TestSupport"),
+    .testTarget(name: "FeedKitTests", dependencies: ["FeedKit", "SystemKit", "TestSupport"]),
     .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
     .testTarget(
       name: "SessionStorageTests",
-      dependencies: ["SessionStorage", "CSQLite", "TestSupport", "sessiontorture", "sessionbench"]
+      dependencies: [
+        "FeedKit", "SessionStorage", "CSQLite", "ProcessKit", "TestSupport", "sessiontorture", "sessionbench",
+      ]
     ),
     .testTarget(
-      name: "SessionViewModelsTests", dependencies: ["SessionViewModels", "SessionStorage", "TestSupport"]),
-    .testTarget(name: "sessionctlTests", dependencies: ["sessionctl", "SessionStorage", "TestSupport"]),
+      name: "SessionViewModelsTests",
+      dependencies: ["SessionViewModels", "SessionStorage", "ProcessKit", "TestSupport"]),
+    .testTarget(
+      name: "sessionctlTests",
+      dependencies: ["sessionctl", "FeedKit", "SessionStorage", "ProcessKit", "TestSupport"]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+internal import SystemKit
 
 #if canImport(Glibc)
   import Glibc
@@ -11,11 +12,11 @@ import Synchronization
 
 /// Notices commits made by other processes, without busy polling.
 ///
-/// On Linux a thread sleeps on `inotify` events for a few files of one directory (for a
-/// SQLite database: the file and its `-wal`; the directory is watched because the WAL is
-/// deleted and recreated as connections come and go). Every event is followed by
-/// `hasChanged` re-checks with a short back-off, since a file can be written before its
-/// commit becomes visible. A slow poll of `hasChanged` is the safety net.
+/// On Linux a thread sleeps on `inotify` events for a few files of one directory (the
+/// directory, not the files, is watched: a file that is deleted and created again stays
+/// watched). Every event is followed by `hasChanged` re-checks with a short back-off, since
+/// a file can be written before its commit becomes visible. A slow poll of `hasChanged` is
+/// the safety net.
 ///
 /// It never leaves a caller blind: when `inotify` cannot be set up (a descriptor limit,
 /// the inotify instance or watch limit, a platform without it) the poll is the mechanism,
@@ -31,7 +32,8 @@ package final class ChangeWatcher: Sendable {
   ///   - directory: the directory holding the files.
   ///   - fileNames: the names whose changes matter.
   ///   - pollInterval: how often `hasChanged` runs when nothing happens.
-  ///   - hasChanged: whether something committed since the last call (e.g. `PRAGMA data_version`).
+  ///   - hasChanged: whether something committed since the last call (a cheap read of the
+  ///     source's version).
   ///   - onChange: called on the watcher's thread when `hasChanged` said yes.
   package convenience init(
     directory: String, fileNames: Set<String>, pollInterval: Duration = .seconds(1),
@@ -49,14 +51,12 @@ package final class ChangeWatcher: Sendable {
     notifications: (String) -> Result<Int32, WatchSetupFailure>,
     hasChanged: @escaping @Sendable () -> Bool, onChange: @escaping @Sendable () -> Void
   ) {
-    var fds: [Int32] = [0, 0]
     var reasons: [String] = []
     var ends: (read: Int32, write: Int32)?
-    if pipe(&fds) == 0 {
-      for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-      ends = (fds[0], fds[1])
-    } else {
-      reasons.append(SystemLimits.explain(errno, call: "pipe"))
+    do {
+      ends = try Pipes.make()
+    } catch {
+      reasons.append(SystemLimits.explain(error.rawValue, call: "pipe"))
     }
     let stopSignal = StopSignal(pipe: ends)
     self.stopSignal = stopSignal
@@ -71,9 +71,7 @@ package final class ChangeWatcher: Sendable {
       : .polling(interval: pollInterval, reason: reasons.joined(separator: "; "))
     let loop = WatchLoop(
       fileNames: fileNames, events: events, stopFD: ends?.read ?? -1, stopSignal: stopSignal,
-      pollMilliseconds: Int32(
-        clamping: pollInterval.components.seconds * 1000 + pollInterval.components.attoseconds
-          / 1_000_000_000_000_000),
+      pollMilliseconds: Int32(clamping: pollInterval.milliseconds),
       hasChanged: hasChanged, onChange: onChange)
     let thread = Thread {
       loop.run()
@@ -94,15 +92,8 @@ package final class ChangeWatcher: Sendable {
   #if os(Linux)
     /// An inotify descriptor watching `directory`, or why there is none.
     static func inotify(_ directory: String) -> Result<Int32, WatchSetupFailure> {
-      let fd = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
-      guard fd >= 0 else { return .failure(WatchSetupFailure(errno: errno, call: "inotify_init1")) }
-      let mask = UInt32(IN_MODIFY | IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_CLOSE_WRITE)
-      guard inotify_add_watch(fd, directory, mask) >= 0 else {
-        let failure = WatchSetupFailure(errno: errno, call: "inotify_add_watch")
-        close(fd)
-        return .failure(failure)
-      }
-      return .success(fd)
+      Result { () throws(Inotify.Failure) in try Inotify.watch(directory) }
+        .mapError { WatchSetupFailure(reason: $0.description) }
     }
   #else
     static func inotify(_ directory: String) -> Result<Int32, WatchSetupFailure> {
@@ -114,9 +105,6 @@ package final class ChangeWatcher: Sendable {
 /// Why file notifications could not be set up.
 struct WatchSetupFailure: Error {
   var reason: String
-
-  init(reason: String) { self.reason = reason }
-  init(errno code: Int32, call: String) { reason = SystemLimits.explain(code, call: call) }
 }
 
 /// How a watcher is told to stop: a flag its thread looks at, and a pipe that wakes the
@@ -172,9 +160,9 @@ private struct WatchLoop: Sendable {
   /// Re-check delays after an event whose commit was not yet visible, in milliseconds.
   /// The last one repeats until ``lingerMilliseconds`` have passed since the event.
   static let backoff: [Int32] = [0, 1, 2, 5, 10, 20, 50]
-  /// How long re-checks go on after an event. A writer whose `fsync` is slow publishes
-  /// its commit (in SQLite's shared memory, which raises no file event) long after its
-  /// last write to the WAL: it is seen within 50 ms of becoming visible, not at the next
+  /// How long re-checks go on after an event. A writer whose `fsync` is slow may publish
+  /// its commit in a way that raises no file event (shared memory) long after its last
+  /// write to a watched file: it is seen within 50 ms of becoming visible, not at the next
   /// poll, as long as its `fsync` takes less than this.
   static let lingerMilliseconds: Int32 = 5_000
 
@@ -224,8 +212,9 @@ private struct WatchLoop: Sendable {
       var fds: [pollfd] = []
       if stopFD >= 0 { fds.append(pollfd(fd: stopFD, events: Int16(POLLIN), revents: 0)) }
       if events >= 0 { fds.append(pollfd(fd: events, events: Int16(POLLIN), revents: 0)) }
-      let ready = poll(&fds, nfds_t(fds.count), slice)
-      if ready < 0 { return errno == EINTR ? .timeout : .stop }
+      guard let ready = try? retryingOnInterrupt({ poll(&fds, nfds_t(fds.count), slice) }) else {
+        return .stop
+      }
       if stopFD >= 0, fds[0].revents != 0 { return .stop }
       if ready > 0 { return .event }
       remaining -= slice
@@ -235,24 +224,7 @@ private struct WatchLoop: Sendable {
 
   #if os(Linux)
     /// Reads every pending event; true when one concerned our files.
-    private func drain(_ fd: Int32) -> Bool {
-      var relevant = false
-      var buffer = [UInt8](repeating: 0, count: 4096)
-      while true {
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count > 0 else { return relevant }
-        var offset = 0
-        buffer.withUnsafeBytes { raw in
-          while offset + MemoryLayout<inotify_event>.size <= count {
-            let length = Int(raw.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
-            let nameStart = offset + MemoryLayout<inotify_event>.size
-            let nameBytes = raw[nameStart..<min(nameStart + length, count)].prefix { $0 != 0 }
-            if fileNames.contains(String(decoding: nameBytes, as: UTF8.self)) { relevant = true }
-            offset = nameStart + length
-          }
-        }
-      }
-    }
+    private func drain(_ fd: Int32) -> Bool { Inotify.drain(fd, names: fileNames) }
   #else
     private func drain(_ fd: Int32) -> Bool { false }
   #endif

@@ -2,9 +2,9 @@
 /// cursor order, and a number is never used twice.
 ///
 /// A cursor prints as its number and parses from it (`Cursor("42")`), and encodes in JSON
-/// as that number, as `sessionctl` prints it.
+/// as that number.
 public struct Cursor: Hashable, Comparable, Sendable, Codable, LosslessStringConvertible {
-  /// The number, as stored (`session_changes.seq` for sessions).
+  /// The number, as the feed's source stores it.
   public let value: Int64
 
   /// The cursor numbered `value`.

@@ -6,6 +6,11 @@ import Synchronization
 /// ``ChangeWatcher`` on the database's directory, re-checking `PRAGMA data_version` on the
 /// store's reader connection (which never writes, so the number moves with every commit of
 /// any other connection). Runs only while the store has subscribers.
+///
+/// The watched names are the file, its `-wal` and its `-journal`; the directory is watched
+/// because the WAL is deleted and recreated as connections come and go. SQLite writes the
+/// WAL frames before it publishes the commit in shared memory (which raises no file
+/// event), hence the watcher's re-checks after each event.
 final class CrossProcessWatch: Sendable {
   private let path: String
   private let pollInterval: Duration

@@ -1,4 +1,5 @@
 import Foundation
+internal import SystemKit
 
 /// Looks at a path before it is used as a store, so that a file which is not a session
 /// store is refused without a byte written.
@@ -46,7 +47,7 @@ enum FileCheck {
           .notFound, "no database here (it is created by the first write)", path: path)
       }
       throw SessionStorageError(
-        .sqlite, "cannot inspect the file: \(String(cString: strerror(err)))", path: path)
+        .sqlite, "cannot inspect the file: \(Errno(rawValue: err))", path: path)
     }
     if (info.st_mode & S_IFMT) == S_IFDIR {
       throw SessionStorageError(.notADatabase, "this is a directory, not a database file", path: path)
@@ -61,10 +62,16 @@ enum FileCheck {
     return Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
   }
 
+  /// The directory holding `path`, absolute (a relative path is taken from the current
+  /// directory). Not `NSString.deletingLastPathComponent`: it traps on a one-character name.
+  private static func parent(of path: String) -> String {
+    URL(fileURLWithPath: path).deletingLastPathComponent().path
+  }
+
   /// Throws when the directory a new file would go into is missing: the store creates
   /// files, not directories (unless ``SessionStore/Options/createsMissingDirectories`` asked).
   static func requireDirectory(of path: String) throws {
-    let directory = (path as NSString).deletingLastPathComponent
+    let directory = parent(of: path)
     var info = stat()
     guard !directory.isEmpty, stat(directory, &info) != 0, errno == ENOENT else { return }
     throw SessionStorageError(
@@ -75,7 +82,7 @@ enum FileCheck {
 
   /// Creates the missing directories above `path` with mode 0700 (only its owner may enter).
   static func makeDirectories(above path: String) throws {
-    let directory = (path as NSString).deletingLastPathComponent
+    let directory = parent(of: path)
     var info = stat()
     guard !directory.isEmpty, stat(directory, &info) != 0 else { return }
     try makeDirectories(above: directory)
@@ -87,7 +94,7 @@ enum FileCheck {
     guard err != EEXIST else { return }  // made by someone else meanwhile
     throw SessionStorageError(
       err == EACCES ? .permissionDenied : .sqlite,
-      "cannot create the directory \(directory): \(String(cString: strerror(err)))", path: path)
+      "cannot create the directory \(directory): \(Errno(rawValue: err))", path: path)
   }
 
   /// Throws for a file that is not a SQLite database or was cut off, reading its header
@@ -140,7 +147,7 @@ enum FileCheck {
           "permission denied: this user cannot write the file (\(owner)); open the store read-only to read it",
           path: path, resultCode: resultCode)
     }
-    let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+    let directory = parent(of: path)
     if access(directory, W_OK) != 0 {
       let reason =
         errno == EROFS

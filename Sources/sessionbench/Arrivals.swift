@@ -1,5 +1,6 @@
 import Dispatch
 import Synchronization
+import SystemKit
 
 /// Where subscribers report the entries they received, and where the writer waits until
 /// all of them have the entry it wrote (one write at a time).
@@ -38,8 +39,7 @@ final class Arrivals: Sendable {
 
   /// Waits until every subscriber reported the expected cursor; returns their times.
   func wait(timeout: Duration = .seconds(10)) throws -> [UInt64] {
-    let nanoseconds = Int(timeout.components.seconds) * 1_000_000_000
-    guard complete.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success else {
+    guard complete.wait(timeout: .now() + .milliseconds(Int(timeout.milliseconds))) == .success else {
       let (cursor, got, expected) = state.withLock { ($0.cursor, $0.times.count, $0.expected) }
       throw BenchError("only \(got) of \(expected) subscribers received cursor \(cursor) within \(timeout)")
     }

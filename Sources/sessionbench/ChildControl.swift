@@ -1,17 +1,15 @@
 import Foundation
+import SystemKit
 
-/// The child side of ``ChildProcess``: lines out on stdout, commands in on stdin.
+/// The child side of ``BenchChild``: lines out on stdout, commands in on stdin.
 enum ChildControl {
   /// Writes one line to stdout with a single `write(2)`, so lines from several threads
   /// never interleave and each reaches the parent at once.
   static func say(_ line: String) {
-    let bytes = Array((line + "\n").utf8)
-    var offset = 0
-    while offset < bytes.count {
-      let written = bytes[offset...].withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
-      if written < 0 && errno == EINTR { continue }
-      guard written > 0 else { _exit(0) }
-      offset += written
+    do {
+      try writeAll(STDOUT_FILENO, Array((line + "\n").utf8))
+    } catch {
+      _exit(0)
     }
   }
 
@@ -22,9 +20,10 @@ enum ChildControl {
       var pending: [UInt8] = []
       var chunk = [UInt8](repeating: 0, count: 256)
       while true {
-        let count = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
-        if count < 0 && errno == EINTR { continue }
-        guard count > 0 else { _exit(0) }
+        let count = try? retryingOnInterrupt {
+          chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+        }
+        guard let count, count > 0 else { _exit(0) }
         pending += chunk[0..<count]
         while let newline = pending.firstIndex(of: 0x0A) {
           let command = String(decoding: pending[..<newline], as: UTF8.self)

@@ -58,9 +58,9 @@ enum DeliverScenario {
       path: workspace.ours, options: .init(durability: .normal, origin: "sessionbench"))
     var ours = Side()
     var raw = Side()
-    let oursChild = try ChildProcess(["child-subscriber", "--db", workspace.ours], arrivals: ours.arrivals)
+    let oursChild = try BenchChild(["child-subscriber", "--db", workspace.ours], arrivals: ours.arrivals)
     defer { oursChild.finish() }
-    let rawChild = try ChildProcess(["child-raw-watcher", "--db", workspace.raw], arrivals: raw.arrivals)
+    let rawChild = try BenchChild(["child-raw-watcher", "--db", workspace.raw], arrivals: raw.arrivals)
     defer { rawChild.finish() }
     try oursChild.waitUntilReady()
     try rawChild.waitUntilReady()
@@ -97,12 +97,12 @@ enum DeliverScenario {
       path: workspace.ours, options: .init(durability: .normal, origin: "sessionbench"))
     var ours = Side()
     var raw = Side()
-    var children: [ChildProcess] = []
+    var children: [BenchChild] = []
     defer { for child in children { child.finish() } }
     for _ in 0..<remote {
       children.append(
-        try ChildProcess(["child-subscriber", "--db", workspace.ours], arrivals: ours.arrivals))
-      children.append(try ChildProcess(["child-raw-watcher", "--db", workspace.raw], arrivals: raw.arrivals))
+        try BenchChild(["child-subscriber", "--db", workspace.ours], arrivals: ours.arrivals))
+      children.append(try BenchChild(["child-raw-watcher", "--db", workspace.raw], arrivals: raw.arrivals))
     }
     for child in children { try child.waitUntilReady() }
     let subscribers = InProcessSubscribers()

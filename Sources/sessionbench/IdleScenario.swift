@@ -8,9 +8,9 @@ enum IdleScenario {
     let workspace = try Workspace("idle")
     try workspace.createRawSchema()
     _ = try SessionStore(path: workspace.ours, options: .init(origin: "sessionbench"))
-    let ours = try ChildProcess(["child-subscriber", "--db", workspace.ours], arrivals: nil)
+    let ours = try BenchChild(["child-subscriber", "--db", workspace.ours], arrivals: nil)
     defer { ours.finish() }
-    let raw = try ChildProcess(["child-raw-watcher", "--db", workspace.raw], arrivals: nil)
+    let raw = try BenchChild(["child-raw-watcher", "--db", workspace.raw], arrivals: nil)
     defer { raw.finish() }
     try ours.waitUntilReady()
     try raw.waitUntilReady()

@@ -1,5 +1,6 @@
 import Foundation
 import SessionStorage
+import SystemKit
 
 /// `release`: how long the thread that drops a store's last subscription is blocked. That
 /// drop stops the cross-process watcher; it must not wait for the watcher's thread to wind
@@ -48,13 +49,18 @@ private final class RawStoppableWatcher: Sendable {
   private let done = DispatchSemaphore(value: 0)
 
   init(directory: String) throws {
-    var fds: [Int32] = [0, 0]
-    guard pipe(&fds) == 0 else { throw BenchError("pipe failed") }
-    pipeEnds = (fds[0], fds[1])
-    let events = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
-    guard events >= 0 else { throw BenchError("inotify_init1 failed") }
-    _ = inotify_add_watch(events, directory, UInt32(IN_MODIFY))
-    let (readEnd, done) = (fds[0], done)
+    do {
+      pipeEnds = try Pipes.make()
+    } catch {
+      throw BenchError("pipe: \(error)")
+    }
+    let events: Int32
+    do {
+      events = try Inotify.watch(directory, for: UInt32(IN_MODIFY))
+    } catch {
+      throw BenchError("inotify: \(error)")
+    }
+    let (readEnd, done) = (pipeEnds.read, done)
     Thread.detachNewThread {
       var polled = [
         pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0),

@@ -1,5 +1,6 @@
 import FeedKit
 import Foundation
+import ProcessKit
 import SessionStorage
 
 /// The chaos driver's world: store instances, subscribers and processes on one file, and
@@ -9,7 +10,7 @@ final class ChaosWorld {
   let sessionctl: String?
   private(set) var instances: [SessionStore] = []
   private var subscribers: [ChaosSubscriber] = []
-  private var childSubscribers: [(child: Child, start: Int64)] = []
+  private var childSubscribers: [(child: ChildProcess, start: Int64)] = []
   /// Acknowledged cursors, with the state after them where the writer told it.
   private(set) var acknowledged: [Int64: ChaosState?] = [:]
   /// Cursors below this may have been compacted away.
@@ -54,7 +55,7 @@ final class ChaosWorld {
     deliveredBefore
       + subscribers.reduce(0) { sum, subscriber in
         sum + subscriber.record.withLock { $0.entries.count + $0.values.count }
-      } + childSubscribers.reduce(0) { $0 + $1.child.output.count - 1 }
+      } + childSubscribers.reduce(0) { $0 + $1.child.lines.count - 1 }
   }
   /// What subscribers released by a teardown had received.
   private var deliveredBefore = 0
@@ -143,8 +144,9 @@ final class ChaosWorld {
       subscribers.append(try ChaosSubscriber(resuming: previous, store))
     case .startChildSubscriber:
       guard childSubscribers.count < 2 else { return }
-      let child = try Child(Child.selfPath, ["subscribe", "--db", path, "--count", "0"])
-      guard child.waitForLine(timeout: 30, { $0 == "ready" }) else {
+      let child = try ChildProcess(
+        ChildProcess.currentExecutable, ["subscribe", "--db", path, "--count", "0"])
+      guard child.waitForLine(within: .seconds(30), where: { $0 == "ready" }) else {
         throw TortureFailure("a subscriber process did not start")
       }
       childSubscribers.append((child, try currentHead()))
@@ -154,14 +156,14 @@ final class ChaosWorld {
       child.kill(SIGTERM)
       child.wait()
     case .crashWriter(let writes, let count, let microseconds):
-      let writer = try Child(
-        Child.selfPath,
+      let writer = try ChildProcess(
+        ChildProcess.currentExecutable,
         ["write", "--db", path, "--count", String(writes), "--origin", "crash", "--instances", String(count)])
-      _ = writer.waitForLine(timeout: 10) { _ in true }
+      _ = writer.waitForLine { _ in true }
       usleep(UInt32(microseconds))
       writer.kill(SIGKILL)
       writer.wait()
-      for cursor in writer.output.compactMap(Int64.init) { acknowledged[cursor] = .some(nil) }
+      for cursor in writer.lines.compactMap(Int64.init) { acknowledged[cursor] = .some(nil) }
     case .checkpoint(let mode):
       _ = try Self.sqlite3(path, "PRAGMA wal_checkpoint(\(mode))")
     case .backup:
@@ -221,7 +223,8 @@ final class ChaosWorld {
       return
     }
     // Sharing the open connections is allowed; a new process must refuse.
-    let child = try Child(Child.selfPath, ["read", "--db", path, "--count", "1"], quiet: true)
+    let child = try ChildProcess(
+      ChildProcess.currentExecutable, ["read", "--db", path, "--count", "1"], stderr: .null)
     if child.wait() == 0 { throw TortureFailure("a new process opened a file without its feed trigger") }
   }
 
@@ -296,10 +299,10 @@ final class ChaosWorld {
       db.execute("COMMIT")
       """
     let before = try currentHead()
-    let python = try Child(
+    let python = try ChildProcess(
       prefix[0], prefix.dropFirst() + ["python3", "-c", script, path, Self.updateSQL(action)])
     guard python.wait() == 0 else { throw TortureFailure("the python client failed") }
-    acknowledge(outside: python.output.joined(separator: "\n"), before: before)
+    acknowledge(outside: python.lines.joined(separator: "\n"), before: before)
   }
 
   private func sessionctlWrite(_ action: ChaosStep.Action) throws {
@@ -310,8 +313,8 @@ final class ChaosWorld {
     case .logout: command = ["logout"]
     case .rename(let name): command = ["rename", name]
     }
-    let child = try Child(sessionctl, ["--db", path, "--json"] + command)
-    guard child.wait() == 0, let line = child.output.last,
+    let child = try ChildProcess(sessionctl, ["--db", path, "--json"] + command)
+    guard child.wait() == 0, let line = child.lines.last,
       let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
     else { throw TortureFailure("sessionctl \(action) failed") }
     guard object["type"] as? String == "change", let cursor = object["cursor"] as? Int,
@@ -325,9 +328,9 @@ final class ChaosWorld {
 
   /// Runs the sqlite3 shell, a fresh process that comes and goes like any other client.
   static func sqlite3(_ path: String, _ sql: String) throws -> String {
-    let shell = try Child("/usr/bin/sqlite3", ["-bail", "-cmd", ".timeout 30000", path, sql])
+    let shell = try ChildProcess("/usr/bin/sqlite3", ["-bail", "-cmd", ".timeout 30000", path, sql])
     guard shell.wait() == 0 else { throw TortureFailure("sqlite3 failed on: \(sql)") }
-    return shell.output.joined(separator: "\n")
+    return shell.lines.joined(separator: "\n")
   }
 
   /// The newest cursor ever handed out, as `SessionLog` computes it (compaction keeps it).
@@ -446,7 +449,7 @@ final class ChaosWorld {
       }
     }
     for (index, (child, start)) in childSubscribers.enumerated() {
-      let cursors = child.output.filter { $0 != "ready" }.compactMap { $0.split(separator: " ").first }
+      let cursors = child.lines.filter { $0 != "ready" }.compactMap { $0.split(separator: " ").first }
       for (offset, cursor) in cursors.enumerated() where Int64(cursor) != start + 1 + Int64(offset) {
         if cursor == "ended" { break }  // a FeedError, typed: the process said so and exited
         problems.append("subscriber process #\(index) printed \(cursor) as entry \(offset) after \(start)")
@@ -474,8 +477,8 @@ final class ChaosWorld {
         }
         + childSubscribers.compactMap { child, start in
           let last =
-            child.output.last.flatMap { $0.split(separator: " ").first }.flatMap { Int64($0) } ?? start
-          let ended = child.output.contains { $0.hasPrefix("ended") }
+            child.lines.last.flatMap { $0.split(separator: " ").first }.flatMap { Int64($0) } ?? start
+          let ended = child.lines.contains { $0.hasPrefix("ended") }
           return ended || last >= head ? nil : "a subscriber process is at \(last), the head at \(head)"
         }
       if behind.isEmpty { return [] }

@@ -1,5 +1,6 @@
 import CommandLineKit
 import Foundation
+import ProcessKit
 import SessionStorage
 
 /// Writers in several processes, readers, subscribers and an outside client at once: every
@@ -53,19 +54,20 @@ struct ConcurrencyScenario: TortureScenario {
     // Some changes may be no-ops only if the Python client repeats the current name; it never does.
     let total = writers * writes + external
     let listeners = try (0..<subscribers).map { _ in
-      try Child(Child.selfPath, ["subscribe", "--db", path, "--count", String(total)])
+      try ChildProcess(ChildProcess.currentExecutable, ["subscribe", "--db", path, "--count", String(total)])
     }
-    for listener in listeners where !listener.waitForLine(timeout: 30, { $0 == "ready" }) {
+    for listener in listeners where !listener.waitForLine(within: .seconds(30), where: { $0 == "ready" }) {
       problems.append("a subscriber did not start")
     }
     let writerChildren = try (0..<writers).map {
-      try Child(
-        Child.selfPath, ["write", "--db", path, "--count", String(writes), "--origin", "writer\($0)"])
+      try ChildProcess(
+        ChildProcess.currentExecutable,
+        ["write", "--db", path, "--count", String(writes), "--origin", "writer\($0)"])
     }
     let readerChildren = try (0..<readers).map { _ in
-      try Child(Child.selfPath, ["read", "--db", path, "--count", "2000"])
+      try ChildProcess(ChildProcess.currentExecutable, ["read", "--db", path, "--count", "2000"])
     }
-    let python = try Child("/usr/bin/env", ["python3", "-c", pythonWriter, path, String(external)])
+    let python = try ChildProcess("/usr/bin/env", ["python3", "-c", pythonWriter, path, String(external)])
 
     let workers =
       [("python", python)] + writerChildren.map { ("writer", $0) } + readerChildren.map { ("reader", $0) }
@@ -81,9 +83,9 @@ struct ConcurrencyScenario: TortureScenario {
     let expected = Array(stride(from: head + 1, through: head + Int64(total), by: 1))
     var sequences: [[String]] = []
     for listener in listeners {
-      let status = listener.wait(timeout: 60)
+      let status = (try? listener.wait(timeout: .seconds(60))) ?? 128 + SIGKILL
       if status != 0 { problems.append("a subscriber exited with \(status)") }
-      let received = listener.output.filter { $0 != "ready" }
+      let received = listener.lines.filter { $0 != "ready" }
       sequences.append(received)
       let cursors = received.compactMap { $0.split(separator: " ").first.flatMap { Int64($0) } }
       if cursors != expected {
@@ -99,7 +101,7 @@ struct ConcurrencyScenario: TortureScenario {
     if Set(sequences.map { $0.joined(separator: "\n") }).count > 1 {
       problems.append("subscribers disagree on the order of changes")
     }
-    let acknowledged = Set(writerChildren.flatMap { $0.output.compactMap(Int64.init) })
+    let acknowledged = Set(writerChildren.flatMap { $0.lines.compactMap(Int64.init) })
     if acknowledged.count != writers * writes {
       problems.append("writers acknowledged \(acknowledged.count) changes, not \(writers * writes)")
     }

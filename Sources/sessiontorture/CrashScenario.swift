@@ -1,5 +1,6 @@
 import CommandLineKit
 import Foundation
+import ProcessKit
 import SessionStorage
 
 /// A writer killed with SIGKILL at random moments loses nothing it acknowledged.
@@ -27,17 +28,18 @@ struct CrashScenario: TortureScenario {
     var trial = 0
     while deadline.map({ Date() < $0 }) ?? (trial < trials) {
       trial += 1
-      let writer = try Child(Child.selfPath, ["write", "--db", path, "--count", "0", "--origin", "crash"])
+      let writer = try ChildProcess(
+        ChildProcess.currentExecutable, ["write", "--db", path, "--count", "0", "--origin", "crash"])
       // Let it start (open, migrate) and then write for a random while, so kills land
       // anywhere: mid-transaction, mid-commit, between writes.
-      _ = writer.waitForLine(timeout: 10) { _ in true }
+      _ = writer.waitForLine { _ in true }
       usleep(UInt32.random(in: 0..<20_000, using: &generator))
       writer.kill(SIGKILL)
       let status = writer.wait()
       if status != 128 + SIGKILL {
         problems.append("trial \(trial): writer ended with \(status), not by SIGKILL")
       }
-      acknowledged.formUnion(writer.output.compactMap(Int64.init))
+      acknowledged.formUnion(writer.lines.compactMap(Int64.init))
       problems += try Verification.problems(path: path, acknowledged: acknowledged).map {
         "trial \(trial): \($0)"
       }

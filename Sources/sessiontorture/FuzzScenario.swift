@@ -1,5 +1,6 @@
 import CommandLineKit
 import Foundation
+import ProcessKit
 import Synchronization
 
 /// Random argument vectors against `sessionctl`: none may end it by a signal it did not
@@ -44,8 +45,8 @@ struct FuzzScenario: TortureScenario {
       throw TortureFailure("cannot enter \(scratch)")
     }
     let environment = [
-      "SESSIONCTL_DB=\(path)", "HOME=\(scratch)", "XDG_DATA_HOME=\(scratch)/data", "PATH=/usr/bin:/bin",
-      "LANG=C.UTF-8",
+      "SESSIONCTL_DB": path, "HOME": scratch, "XDG_DATA_HOME": "\(scratch)/data", "PATH": "/usr/bin:/bin",
+      "LANG": "C.UTF-8",
     ]
     let problems = Mutex<[String]>([])
     let ran = Mutex(0)
@@ -59,10 +60,16 @@ struct FuzzScenario: TortureScenario {
           return count
         }
         let argv = vectors.next(using: &random)
-        let status = Spawn.run(sessionctl, argv, environment: environment, stopAfter: 0.3)
-        if !Self.documented.contains(status) {
-          let shown = argv.map { String(decoding: $0, as: UTF8.self).debugDescription }.joined(separator: " ")
-          problems.withLock { $0.append("vector \(index) [\(shown)] exited with \(status)") }
+        let shown = {
+          argv.map { String(decoding: $0, as: UTF8.self).debugDescription }.joined(separator: " ")
+        }
+        do {
+          let status = try exitStatus(argv, environment: environment)
+          if !Self.documented.contains(status) {
+            problems.withLock { $0.append("vector \(index) [\(shown())] exited with \(status)") }
+          }
+        } catch {
+          problems.withLock { $0.append("vector \(index) [\(shown())]: \(error)") }
         }
         if index.isMultiple(of: 1000), let found = try? Verification.problems(path: path, acknowledged: []) {
           problems.withLock { $0 += found.map { "after vector \(index): \($0)" } }
@@ -76,6 +83,20 @@ struct FuzzScenario: TortureScenario {
     )
     for problem in found.prefix(50) { FileHandle.standardError.write(Data("problem: \(problem)\n".utf8)) }
     return found.isEmpty ? 0 : 1
+  }
+
+  /// Runs sessionctl with `argv`, output discarded; SIGTERM after 0.3 s (a `watch` without
+  /// a limit runs until told), SIGKILL a second later. The exit status, or 128 + the signal
+  /// that ended it; a SIGKILL of ours counts as the graceful stop it replaced (143).
+  private func exitStatus(_ argv: [[UInt8]], environment: [String: String]) throws -> Int32 {
+    let child = try ChildProcess(
+      sessionctl, rawArguments: argv, environment: environment, stdout: .null, stderr: .null)
+    if let status = child.status(within: .milliseconds(300)) { return status }
+    child.kill(SIGTERM)
+    if let status = child.status(within: .seconds(1)) { return status }
+    child.kill(SIGKILL)
+    let status = child.wait()
+    return child.termination == .signalled(SIGKILL) ? 143 : status
   }
 }
 
@@ -131,51 +152,5 @@ struct SplitMix64: RandomNumberGenerator {
     z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
     z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
     return z ^ (z >> 31)
-  }
-}
-
-/// posix_spawn with byte arguments, output discarded.
-enum Spawn {
-  /// Runs `executable` with `arguments`; sends SIGTERM after `stopAfter` seconds (a
-  /// `watch` without a limit runs until told), SIGKILL a second later. Returns the exit
-  /// status, or 128 + the signal that ended it.
-  static func run(_ executable: String, _ arguments: [[UInt8]], environment: [String], stopAfter: Double)
-    -> Int32
-  {
-    func cString(_ bytes: [UInt8]) -> UnsafeMutablePointer<CChar>? {
-      let pointer = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
-      for (index, byte) in bytes.enumerated() { pointer[index] = CChar(bitPattern: byte) }
-      pointer[bytes.count] = 0
-      return pointer
-    }
-    let argv = [cString(Array(executable.utf8))] + arguments.map(cString) + [nil]
-    let envp = environment.map { cString(Array($0.utf8)) } + [nil]
-    defer { for pointer in argv + envp { pointer?.deallocate() } }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    for fd in [0, 1, 2] {
-      posix_spawn_file_actions_addopen(&actions, Int32(fd), "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
-    }
-    var pid: pid_t = 0
-    guard posix_spawn(&pid, executable, &actions, nil, argv, envp) == 0 else { return -1 }
-    let start = Date()
-    var sent: Int32 = 0
-    var status: Int32 = 0
-    while waitpid(pid, &status, WNOHANG) == 0 {
-      let elapsed = Date().timeIntervalSince(start)
-      if sent == 0 && elapsed > stopAfter {
-        kill(pid, SIGTERM)
-        sent = SIGTERM
-      } else if sent == SIGTERM && elapsed > stopAfter + 1 {
-        kill(pid, SIGKILL)
-        sent = SIGKILL
-      }
-      usleep(500)
-    }
-    let signal = status & 0x7f
-    if signal == 0 { return (status >> 8) & 0xff }
-    // Killed by the driver's own SIGKILL: report as the graceful stop it replaced, unless it was another signal.
-    return signal == SIGKILL && sent == SIGKILL ? 143 : 128 + signal
   }
 }

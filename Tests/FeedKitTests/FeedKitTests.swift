@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SystemKit
 import TestSupport
 import Testing
 
@@ -296,7 +297,9 @@ import Testing
     let calls = Mutex(0)
     let watcher = ChangeWatcher(
       directory: dir.path, fileNames: ["db"], pollInterval: .milliseconds(20),
-      notifications: { _ in .failure(WatchSetupFailure(errno: ENOSPC, call: "inotify_add_watch")) },
+      notifications: { _ in
+        .failure(WatchSetupFailure(reason: SystemLimits.explain(ENOSPC, call: "inotify_add_watch")))
+      },
       hasChanged: { true }, onChange: { calls.withLock { $0 += 1 } })
     defer { watcher.stop() }
     guard case .polling(let interval, let reason) = watcher.mode else {

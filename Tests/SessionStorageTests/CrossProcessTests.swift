@@ -1,5 +1,6 @@
 import FeedKit
 import Foundation
+import ProcessKit
 import TestSupport
 import Testing
 
@@ -19,7 +20,7 @@ import Testing
   func spawn(_ arguments: [String]) throws -> ChildProcess {
     try ChildProcess(
       Self.torture, arguments, environment: ["PATH": "/usr/bin:/bin"], stdout: .pipe,
-      stderr: dir.file("stderr-\(UUID().uuidString)"))
+      stderr: .file(dir.file("stderr-\(UUID().uuidString)")))
   }
 
   @Test func aSubscriberInAChildProcessSeesOurWrites() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import ProcessKit
 import SessionStorage
 import SessionViewModels
 import TestSupport
@@ -157,10 +158,10 @@ import Testing
       """
     let alternator = try ChildProcess(
       "/usr/bin/python3", ["-c", script, path], environment: [:], stdout: .pipe,
-      stderr: dir.file("python.err"))
+      stderr: .file(dir.file("python.err")))
     defer {
-      alternator.send(SIGKILL)
-      _ = alternator.wait()
+      alternator.kill(SIGKILL)
+      alternator.wait()
     }
     #expect(try alternator.readLine() == "alternating")
     let headBefore = try store.snapshot().cursor

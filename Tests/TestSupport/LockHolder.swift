@@ -1,4 +1,5 @@
 import Foundation
+import ProcessKit
 
 /// Another process (Python's sqlite3 module) holding a database's write lock: it begins an
 /// IMMEDIATE transaction and keeps it until it is released (killed, which releases every
@@ -17,7 +18,7 @@ public final class LockHolder {
       time.sleep(60)
       """
     child = try ChildProcess(
-      "/usr/bin/python3", ["-c", script, path], environment: [:], stdout: .pipe, stderr: scratch)
+      "/usr/bin/python3", ["-c", script, path], environment: [:], stdout: .pipe, stderr: .file(scratch))
     guard try child.readLine() == "locked" else {
       throw ChildProcess.SpawnError(description: "python3 did not take the write lock on \(path)")
     }
@@ -27,8 +28,8 @@ public final class LockHolder {
   public func release() {
     guard !released else { return }
     released = true
-    child.send(SIGKILL)
-    _ = child.wait()
+    child.kill(SIGKILL)
+    child.wait()
   }
 
   deinit { release() }

@@ -1,4 +1,5 @@
 import Foundation
+import ProcessKit
 
 /// What a finished child process printed and how it ended.
 public struct ProcessResult: Sendable {
@@ -14,12 +15,8 @@ public struct ProcessResult: Sendable {
 /// such as `/usr/bin/sqlite3`.
 public enum ProcessRunner {
   /// The directory holding the built products (`.build/debug`), next to the test runner.
-  public static let productsDirectory: URL = {
-    let executable =
-      (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-      ?? CommandLine.arguments[0]
-    return URL(fileURLWithPath: executable).deletingLastPathComponent()
-  }()
+  private static let productsDirectory = URL(fileURLWithPath: ChildProcess.currentExecutable)
+    .deletingLastPathComponent()
 
   /// The path of one of our executables, e.g. `sessionctl`.
   public static func product(_ name: String) -> String {
@@ -37,7 +34,7 @@ public enum ProcessRunner {
     let err = scratch.file("stderr")
     let child = try ChildProcess(
       executable, arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
-      stdout: .file(out), stderr: err)
+      stdout: .file(out), stderr: .file(err))
     let status = try child.wait(timeout: timeout)
     return ProcessResult(
       stdout: String(decoding: fileBytes(out) ?? Data(), as: UTF8.self),

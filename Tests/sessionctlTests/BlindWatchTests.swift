@@ -25,7 +25,7 @@ import Testing
     try sandbox.sqlite(db, "UPDATE session SET username = 'u\(UInt32.random(in: 0...UInt32.max))'")
     // The safety poll runs every second: the change must come well within this.
     let line = try shell.readLine(timeout: .seconds(10))
-    if stopBySignal { shell.send(SIGTERM) }
+    if stopBySignal { shell.kill(SIGTERM) }
     let status = try shell.wait(timeout: .seconds(20))
     return (line, status, String(decoding: sandbox.contents(stderr) ?? Data(), as: UTF8.self))
   }

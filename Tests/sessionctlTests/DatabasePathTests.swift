@@ -85,6 +85,22 @@ import Testing
     #expect(!sandbox.exists(sandbox.path("no")))
   }
 
+  /// A relative path names a file in the current directory, one-character names included
+  /// (`NSString.deletingLastPathComponent` traps on those: the fuzzer's `--db -` ended with
+  /// SIGILL).
+  @Test(arguments: ["a", "-", "s.db", "sub/s.db"])
+  func aRelativePathIsAFileInTheCurrentDirectory(_ name: String) throws {
+    let sandbox = try Sandbox()
+    let directory = sandbox.path("cwd")
+    try FileManager.default.createDirectory(atPath: directory + "/sub", withIntermediateDirectories: true)
+    let outcome = try sandbox.runProgram(
+      "/bin/bash",
+      ["-c", #"cd "$0" && exec "$1" --db "$2" login alice"#, directory, Sandbox.sessionctl, name],
+      environment: sandbox.environment)
+    #expect(outcome.status == 0, "\(outcome)")
+    #expect(sandbox.exists(directory + "/" + name))
+  }
+
   @Test func withoutAnyRuleThereIsNoPath() throws {
     let sandbox = try Sandbox()
     sandbox.environment = ["PATH": "/usr/bin:/bin"]

@@ -110,7 +110,7 @@ import Testing
     _ = try json(watch.readLine())
     _ = try sandbox.run(db: db, ["logout"])
     #expect(try json(watch.readLine())["cursor"] as? Int == 2)
-    watch.send(signal)
+    watch.kill(signal)
     #expect(try watch.wait(timeout: .seconds(20)) == status)
     #expect(try watch.readLine() == nil, "nothing after the last whole line")
     #expect(sandbox.contents(stderr) == Data())
@@ -131,7 +131,7 @@ import Testing
     try sandbox.sqlite(db, updates)
     Thread.sleep(forTimeInterval: 1)  // the watcher fills the pipe and blocks
     let sent = ContinuousClock.now
-    watch.send(signal)
+    watch.kill(signal)
     // Nothing is read until it has exited: the reader stays stalled.
     #expect(try watch.wait(timeout: .seconds(5)) == status)
     #expect(ContinuousClock.now - sent < .seconds(5))

@@ -1,6 +1,7 @@
 import CSQLite
 import FeedKit
 import Foundation
+internal import SystemKit
 
 /// One SQLite connection: opened with our pragmas, with a small cache of prepared
 /// statements. Not thread-safe; a `Mutex` guards each one that crosses threads.
@@ -89,9 +90,7 @@ final class Connection {
       // Back off as SQLite does (1, 2, 5, 10 ms), never sleeping past the deadline.
       let step: Duration = .milliseconds([1, 2, 5, 10][min(Int(attempts), 3)])
       let sleep = min(step, remaining)
-      usleep(
-        UInt32(
-          clamping: sleep.components.seconds * 1_000_000 + sleep.components.attoseconds / 1_000_000_000_000))
+      usleep(UInt32(clamping: sleep.microseconds))
       return true
     }
   }
@@ -228,7 +227,7 @@ final class Connection {
     guard err != EEXIST else { return }
     let code: SessionStorageError.Code = (err == EACCES || err == EROFS || err == EPERM) ? .readOnly : .sqlite
     throw SessionStorageError(
-      code, "cannot create the database file: \(String(cString: strerror(err)))", path: path)
+      code, "cannot create the database file: \(Errno(rawValue: err))", path: path)
   }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+internal import SystemKit
 
 extension Migrator {
   /// Creates a new store at `path` atomically: the database is built and migrated in a
@@ -24,7 +25,7 @@ extension Migrator {
       if err == EEXIST { return [] }
       throw SessionStorageError(
         err == EROFS || err == EACCES || err == EPERM ? .readOnly : .sqlite,
-        "cannot create the database file: \(String(cString: strerror(err)))", path: path)
+        "cannot create the database file: \(Errno(rawValue: err))", path: path)
     }
     // Make the new directory entry durable too.
     let directory = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY)

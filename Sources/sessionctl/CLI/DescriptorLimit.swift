@@ -1,5 +1,5 @@
-import FeedKit
 import Foundation
+import SystemKit
 
 /// The process's open files, checked before the runtime starts its threads: near the
 /// limit, the runtime's own thread pool traps (it cannot read /proc), and SQLite cannot

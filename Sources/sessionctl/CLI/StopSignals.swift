@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SystemKit
 
 /// Turns the ways a long-running command is asked to stop into one callback: SIGINT,
 /// SIGTERM, and the reader of standard output going away (a thread blocked in `poll(2)` on
@@ -89,7 +90,7 @@ final class StopSignals: Sendable {
     {
       Thread.detachNewThread { [weak self] in
         var watched = pollfd(fd: descriptor, events: 0, revents: 0)
-        while poll(&watched, 1, -1) < 0, errno == EINTR {}
+        _ = try? retryingOnInterrupt { poll(&watched, 1, -1) }
         if watched.revents & Int16(POLLERR | POLLHUP) != 0 { self?.trigger(.outputClosed) }
       }
     }

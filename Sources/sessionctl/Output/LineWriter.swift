@@ -1,4 +1,5 @@
 import Foundation
+import SystemKit
 
 /// Writes whole lines straight to a file descriptor with `write(2)`: nothing is buffered,
 /// so each line reaches a pipe as soon as it is written (JSON Lines are flushed per line).
@@ -21,23 +22,12 @@ struct LineWriter: Sendable {
   func write(_ line: String, terminated: Bool = true) throws(Closed) {
     var bytes = Array(line.utf8)
     if terminated { bytes.append(0x0A) }
-    var offset = 0
-    while offset < bytes.count {
-      let written = bytes.withUnsafeBytes { buffer in
-        Foundation.write(descriptor, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
-      }
-      if written >= 0 {
-        offset += written
-        continue
-      }
-      switch errno {
-      case EINTR: continue
-      case EAGAIN:
-        var ready = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
-        _ = poll(&ready, 1, -1)
-      case EPIPE: throw Closed()
-      default: return
-      }
+    do {
+      try writeAll(descriptor, bytes)
+    } catch .brokenPipe {
+      throw Closed()
+    } catch {
+      return
     }
   }
 

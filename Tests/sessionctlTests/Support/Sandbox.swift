@@ -1,4 +1,5 @@
 import Foundation
+import ProcessKit
 import TestSupport
 import Testing
 
@@ -84,7 +85,7 @@ final class Sandbox {
     counter += 1
     let stderr = path("io/stderr-\(counter)")
     let child = try ChildProcess(
-      executable, arguments, environment: environment, stdout: .pipe, stderr: stderr)
+      executable, arguments, environment: environment, stdout: .pipe, stderr: .file(stderr))
     return (child, stderr)
   }
 
@@ -107,7 +108,7 @@ final class Sandbox {
     let out = path("io/stdout-\(counter)")
     let err = path("io/stderr-\(counter)")
     let child = try ChildProcess(
-      executable, arguments, environment: environment, stdout: .file(out), stderr: err)
+      executable, arguments, environment: environment, stdout: .file(out), stderr: .file(err))
     let status = try child.wait(timeout: .seconds(30))
     return Outcome(
       status: status, stdout: String(decoding: contents(out) ?? Data(), as: UTF8.self),

@@ -13,7 +13,7 @@ import Foundation
 package enum SystemLimits {
   /// `call` failed with `code`: what happened, and what to do.
   package static func explain(_ code: Int32, call: String) -> String {
-    let what = "\(call) failed: \(String(cString: strerror(code)))"
+    let what = "\(call) failed: \(Errno(rawValue: code))"
     switch code {
     case EMFILE:
       let files = openFiles.map { " of \($0)" } ?? ""
