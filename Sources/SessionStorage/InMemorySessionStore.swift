@@ -46,10 +46,7 @@ public final class InMemorySessionStore: SessionRepository {
   public var state: SessionState { log.current.withLock { $0.state } }
 
   /// The state and its cursor, read atomically.
-  public func snapshot() -> SessionSnapshot {
-    let (state, cursor) = log.snapshot()
-    return SessionSnapshot(state: state, cursor: cursor)
-  }
+  public func snapshot() throws -> SessionSnapshot { try feed.snapshot() }
 
   /// Every change after `start`, once, in commit order, as it commits.
   public func changes(from start: FeedStart = .now) throws -> SessionSubscription {
@@ -60,12 +57,11 @@ public final class InMemorySessionStore: SessionRepository {
   public func snapshotAndChanges() throws -> SessionSnapshotSubscription { try feed.snapshotAndChanges() }
 
   /// The state now, then each new state.
-  public func values() -> SessionValues { feed.values(\.change.after) }
+  public func values() -> SessionValues { feed.values() }
 
   /// Up to `limit` changes after `start`, without waiting.
   public func history(from start: FeedStart = .beginning, limit: Int = 100) throws -> [SessionEntry] {
-    try SessionStorageError.requireNonNegative(limit, "the history limit")
-    return try feed.history(from: start, limit: limit)
+    try feed.checkedHistory(from: start, limit: limit)
   }
 
   /// Signs in as `username` (validated like ``SessionStore``'s).
@@ -106,6 +102,7 @@ public final class InMemorySessionStore: SessionRepository {
   /// Deletes all but the newest `count` entries; cursors are never reused.
   /// - Returns: what was deleted, as ``SessionStore/compact(keepingLast:)`` returns it.
   /// - Throws: `invalidArgument` for a negative count, like ``SessionStore/compact(keepingLast:)``.
+  @discardableResult
   public func compact(keepingLast count: Int) throws -> SessionStore.Compaction {
     try SessionStorageError.requireNonNegative(count, "the number of entries to keep")
     return try log.compact { $0.entries.dropLast(count).count }
@@ -116,11 +113,10 @@ public final class InMemorySessionStore: SessionRepository {
   /// - Returns: what was deleted, as ``SessionStore/compact(before:)`` returns it.
   /// - Throws: `cursorAhead(requested:head:)` for a cursor beyond the log, like
   ///   ``SessionStore/compact(before:)``.
+  @discardableResult
   public func compact(before cursor: Cursor) throws -> SessionStore.Compaction {
     try log.compact { log in
-      if let next = log.head.next, cursor > next {
-        throw FeedError.cursorAhead(requested: cursor, head: log.head)
-      }
+      try FeedBounds(oldest: log.entries.first?.cursor, head: log.head).requireCompactable(before: cursor)
       return log.entries.prefix { $0.cursor < cursor }.count
     }
   }

@@ -18,6 +18,12 @@ public protocol SessionRepository: Sendable {
   func values() -> SessionValues
   /// Up to `limit` committed changes after `start`, oldest first, without waiting.
   func history(from start: FeedStart, limit: Int) throws -> [SessionEntry]
+  /// The oldest kept cursor and the newest cursor.
+  func bounds() throws -> FeedBounds
+  /// Deletes all but the newest `count` entries; cursors are never reused.
+  @discardableResult func compact(keepingLast count: Int) throws -> SessionStore.Compaction
+  /// Deletes every entry older than `cursor` (the entry at `cursor` is kept).
+  @discardableResult func compact(before cursor: Cursor) throws -> SessionStore.Compaction
   /// Signs in as `username`; nil when already signed in as that user.
   @discardableResult func logIn(as username: String) async throws -> SessionEntry?
   /// Signs out, keeping the username; nil when nobody was signed in.

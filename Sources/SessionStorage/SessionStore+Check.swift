@@ -86,7 +86,7 @@ extension SessionStore {
           item(.times) { try Self.checkTimes(on: connection) },
           item(.continuity) { try Self.checkContinuity(on: connection) },
           item(.cursors) {
-            guard let problem = try SessionLog.cursorProblem(on: connection) else {
+            guard let problem = try SessionTables.cursorProblem(on: connection) else {
               return (true, "every cursor is at least 1 and below the largest integer")
             }
             return (false, problem)
@@ -217,7 +217,7 @@ extension SessionStore {
   /// Counts the cursors missing between the oldest kept and the head. Both come from the
   /// file, where the shell can store any Int64: the span is computed without overflow.
   private static func checkContinuity(on connection: Connection) throws -> (passed: Bool, detail: String) {
-    let bounds = try SessionLog.bounds(on: connection)
+    let bounds = try SessionTables.bounds(on: connection)
     // The tip remembers the newest cursor ever written; a head below it means the
     // sequence was reset (or the rows deleted and sqlite_sequence edited): cursors would be
     // handed out again, and subscribers that saw the old ones could not tell.

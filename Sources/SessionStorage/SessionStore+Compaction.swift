@@ -11,6 +11,7 @@ extension SessionStore {
   }
 
   /// Deletes all but the newest `count` entries.
+  @discardableResult
   public func compact(keepingLast count: Int) throws -> Compaction {
     try SessionStorageError.requireNonNegative(count, "the number of entries to keep")
     return try maintain(
@@ -20,9 +21,9 @@ extension SessionStore {
 
   /// Deletes every entry older than `cursor` (the entry at `cursor` is kept).
   /// - Throws: `cursorAhead(requested:head:)` for a cursor beyond the log.
+  @discardableResult
   public func compact(before cursor: Cursor) throws -> Compaction {
-    let head = try bounds().head
-    if let next = head.next, cursor > next { throw FeedError.cursorAhead(requested: cursor, head: head) }
+    try bounds().requireCompactable(before: cursor)
     return try maintain("DELETE FROM session_changes WHERE seq < ?", [.integer(cursor.value)])
   }
 }

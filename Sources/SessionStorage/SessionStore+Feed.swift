@@ -16,13 +16,12 @@ extension SessionStore {
   }
 
   /// The state now, then each new state; consecutive equal states are dropped.
-  public func values() -> SessionValues { feed.values(\.change.after) }
+  public func values() -> SessionValues { feed.values() }
 
   /// Up to `limit` committed changes after `start`, oldest first, without waiting.
   /// - Throws: `FeedError` for a compacted cursor or one ahead of the log.
   public func history(from start: FeedStart = .beginning, limit: Int = 100) throws -> [SessionEntry] {
-    try SessionStorageError.requireNonNegative(limit, "the history limit")
-    return try feed.history(from: start, limit: limit)
+    try feed.checkedHistory(from: start, limit: limit)
   }
 
   /// The oldest kept cursor and the newest cursor.

@@ -101,10 +101,7 @@ public final class SessionStore: Sendable {
   /// The state and the cursor of the newest change it includes, read in one transaction:
   /// resume with ``changes(from:)`` after ``SessionSnapshot/cursor`` and nothing is missed
   /// or repeated.
-  public func snapshot() throws -> SessionSnapshot {
-    let (state, cursor) = try log.snapshot()
-    return SessionSnapshot(state: state, cursor: cursor)
-  }
+  public func snapshot() throws -> SessionSnapshot { try feed.snapshot() }
 
   /// Signs in as `username` (validated, stored in NFC). Blocks the calling thread until the
   /// commit is durable, and while another process holds the write lock (up to
@@ -168,7 +165,7 @@ public final class SessionStore: Sendable {
       try connection.transaction(.immediate) {
         try Migrator.reverify(connection)
         try connection.run(sql, bindings)
-        return Compaction(removed: connection.changes, bounds: try SessionLog.bounds(on: connection))
+        return Compaction(removed: connection.changes, bounds: try SessionTables.bounds(on: connection))
       }
     }
   }
@@ -237,19 +234,20 @@ public final class SessionStore: Sendable {
         do {
           try connection.run(sql, bindings + [.text(options.origin)])
         } catch var error as SessionStorageError
-          where error.code == .full && (try? SessionLog.bounds(on: connection))?.head.next == nil
+          where error.code == .full && (try? SessionTables.bounds(on: connection))?.head.next == nil
         {
           // AUTOINCREMENT has no number left: say why instead of "database or disk is full".
           // (A head that cannot be read counts as exhausted: only the message changes.)
           error.code = .cursorsExhausted
-          error.message = try SessionLog.cursorProblem(on: connection) ?? error.message
+          error.message = try SessionTables.cursorProblem(on: connection) ?? error.message
           throw error
         }
         guard connection.changes > 0 else { return nil }
         // Only the entry this transaction wrote is this write's, never an older one: the
         // feed trigger must have inserted a row besides the session's (trigger programs
         // count in the total; an added trigger is refused by the schema check above).
-        guard connection.totalChanges - before >= 2, let entry = try SessionLog.newest(on: connection) else {
+        guard connection.totalChanges - before >= 2, let entry = try SessionTables.newest(on: connection)
+        else {
           throw SessionStorageError(
             .tamperedSchema,
             "the write changed the session but the feed recorded no entry for it: the session_feed trigger "

@@ -38,12 +38,12 @@ final class SharedDatabase: Sendable {
   ) throws {
     try reader.execute("PRAGMA query_only = ON")
     self.path = path
-    log = SessionLog(
-      reader: reader, path: path, identity: identity, walExpected: readerMode != .immutable, refusal: refusal)
+    let file = OpenedFile(path: path, identity: identity, walExpected: readerMode != .immutable)
+    log = SessionLog(reader: reader, file: file, refusal: refusal)
     self.writer = Mutex(writer.map { Writer(connection: $0, durability: options.durability) })
     let watch = CrossProcessWatch(
       path: path, pollInterval: options.safetyPollInterval, dataVersion: { [log] in try log.dataVersion() },
-      replaced: { [log] in log.noticeReplacement() })
+      replaced: { file.noticeReplacement() })
     let log = self.log
     beacon = Beacon(
       activate: { [wakes] beacon in
@@ -81,7 +81,7 @@ final class SharedDatabase: Sendable {
         throw SessionStorageError(.readOnly, "the store was opened read-only", path: path)
       }
       // A write into a file that was replaced or deleted would be lost to everyone else.
-      try log.requireSameFile()
+      try log.file.requireSameFile()
       if current.durability != options.durability {
         try current.connection.execute("PRAGMA synchronous = \(options.durability.pragmaValue)")
         writer?.durability = options.durability

@@ -100,6 +100,9 @@ import Testing
     func snapshotAndChanges() throws -> SessionSnapshotSubscription { throw Unreadable() }
     func values() -> SessionValues { InMemorySessionStore().values() }
     func history(from start: FeedStart, limit: Int) throws -> [SessionEntry] { throw Unreadable() }
+    func bounds() throws -> FeedBounds { throw Unreadable() }
+    func compact(keepingLast count: Int) throws -> SessionStore.Compaction { throw Unreadable() }
+    func compact(before cursor: Cursor) throws -> SessionStore.Compaction { throw Unreadable() }
     func logIn(as username: String) async throws -> SessionEntry? { throw Unreadable() }
     func logOut() async throws -> SessionEntry? { throw Unreadable() }
     func rename(to username: String) async throws -> SessionEntry? { throw Unreadable() }

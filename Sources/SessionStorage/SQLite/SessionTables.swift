@@ -1,0 +1,95 @@
+import Foundation
+
+/// The SQL that reads the session's tables, and the decoding of their rows: shared by the
+/// feed's log, the store's writes and `check`, which each run it on a connection of theirs.
+enum SessionTables {
+  static let stateSQL = "SELECT username, is_logged_in, updated_at FROM session WHERE id = 1"
+  static let changeColumns =
+    "seq, at, origin, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at"
+  static let pageSQL = "SELECT \(changeColumns) FROM session_changes WHERE seq > ? ORDER BY seq LIMIT ?"
+  static let newestSQL = "SELECT \(changeColumns) FROM session_changes ORDER BY seq DESC LIMIT 1"
+  static let boundsSQL = """
+    SELECT (SELECT min(seq) FROM session_changes),
+      max(coalesce((SELECT max(seq) FROM session_changes), 0),
+          coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'session_changes'), 0))
+    """
+
+  static let tipSQL = "SELECT seq || '@' || at FROM session_feed_tip WHERE id = 1"
+
+  static func bounds(on connection: Connection) throws -> FeedBounds {
+    try connection.query(boundsSQL) { statement in
+      try statement.step()
+      return FeedBounds(
+        oldest: statement.isNull(at: 0) ? nil : Cursor(statement.int64(at: 0)),
+        head: Cursor(statement.int64(at: 1)))
+    }
+  }
+
+  /// What is wrong when the feed's cursors are at the ends of Int64, which only a hand
+  /// edit can reach (the library counts from 1): nil when nothing is.
+  ///
+  /// At `Int64.max` SQLite cannot number another change and reports `SQLITE_FULL` ("database
+  /// or disk is full"); a cursor below 1 cannot be resumed from with a cursor a user can type.
+  static func cursorProblem(on connection: Connection) throws -> String? {
+    let bounds = try bounds(on: connection)
+    if bounds.head.next == nil {
+      let row = try connection.scalarInt(
+        "SELECT count(*) FROM session_changes WHERE seq = ?",
+        [
+          .integer(.max)
+        ])
+      let cause =
+        row == 1
+        ? "a row with seq \(Int64.max) was inserted by hand"
+        : "a row with seq \(Int64.max) was inserted by hand (and deleted since), or sqlite_sequence was set to it"
+      return "the feed's cursor reached the largest integer (\(Int64.max)), so SQLite cannot number another "
+        + "change (it reports \"database or disk is full\"); the library counts cursors up from 1, so \(cause). "
+        + "Delete the rows inserted by hand and set the sequence back to the last cursor the library wrote: "
+        + "DELETE FROM session_changes WHERE seq = \(Int64.max); UPDATE sqlite_sequence SET seq = "
+        + "(SELECT max(seq) FROM session_changes) WHERE name = 'session_changes'"
+    }
+    if let oldest = bounds.oldest, oldest.value < 1 {
+      return "cursor \(oldest) is below 1, where the library's cursors start: a row was inserted by hand. "
+        + "Delete it: DELETE FROM session_changes WHERE seq < 1"
+    }
+    return nil
+  }
+
+  static func state(on connection: Connection) throws -> SessionState {
+    try connection.query(stateSQL) { statement in
+      guard try statement.step() else {
+        throw SessionStorageError(
+          .corrupt, "the session row is missing (was the table edited by hand?)", path: connection.path)
+      }
+      return SessionState(
+        username: statement.lossyText(at: 0), isLoggedIn: statement.int64(at: 1) != 0,
+        updatedAt: date(statement.lossyText(at: 2)))
+    }
+  }
+
+  /// The newest entry kept, or nil.
+  static func newest(on connection: Connection) throws -> SessionEntry? {
+    try connection.query(newestSQL) {
+      try $0.step() ? entry($0) : nil
+    }
+  }
+
+  /// The entry in the current row of a statement selecting ``changeColumns``.
+  static func entry(_ statement: Statement) -> SessionEntry {
+    let time = date(statement.lossyText(at: 1))
+    let before = SessionState(
+      username: statement.lossyText(at: 3), isLoggedIn: statement.int64(at: 5) != 0,
+      updatedAt: date(statement.lossyText(at: 7)))
+    let after = SessionState(
+      username: statement.lossyText(at: 4), isLoggedIn: statement.int64(at: 6) != 0, updatedAt: time)
+    return SessionEntry(
+      cursor: Cursor(statement.int64(at: 0)), time: time, origin: statement.lossyText(at: 2) ?? "external",
+      change: SessionChange(before: before, after: after))
+  }
+
+  /// A stored time; text not in the feed's format (typed by hand) reads as the epoch and
+  /// is reported by `check`.
+  static func date(_ text: String?) -> Date {
+    text.flatMap(Timestamp.parse) ?? Date(timeIntervalSince1970: 0)
+  }
+}
