@@ -82,19 +82,21 @@ enum FileCheck {
 
   /// Creates the missing directories above `path` with mode 0700 (only its owner may enter).
   static func makeDirectories(above path: String) throws {
-    let directory = parent(of: path)
-    var info = stat()
-    guard !directory.isEmpty, stat(directory, &info) != 0 else { return }
-    try makeDirectories(above: directory)
-    if mkdir(directory, 0o700) == 0 {
-      chmod(directory, 0o700)  // whatever the umask
-      return
+    func make(_ directory: String) throws {
+      var info = stat()
+      guard !directory.isEmpty, stat(directory, &info) != 0 else { return }
+      try make(parent(of: directory))
+      if mkdir(directory, 0o700) == 0 {
+        chmod(directory, 0o700)  // whatever the umask
+        return
+      }
+      let err = errno
+      guard err != EEXIST else { return }  // made by someone else meanwhile
+      throw SessionStorageError(
+        err == EACCES ? .permissionDenied : .sqlite,
+        "cannot create the directory \(directory): \(Errno(rawValue: err))", path: path)
     }
-    let err = errno
-    guard err != EEXIST else { return }  // made by someone else meanwhile
-    throw SessionStorageError(
-      err == EACCES ? .permissionDenied : .sqlite,
-      "cannot create the directory \(directory): \(Errno(rawValue: err))", path: path)
+    try make(parent(of: path))
   }
 
   /// Throws for a file that is not a SQLite database or was cut off, reading its header

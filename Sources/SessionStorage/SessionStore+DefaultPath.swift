@@ -6,7 +6,7 @@ extension SessionStore {
   ///
   /// - Linux and other XDG systems: `$XDG_DATA_HOME/sessionctl/session.db`, else
   ///   `$HOME/.local/share/sessionctl/session.db` (a relative or empty `XDG_DATA_HOME`
-  ///   counts as unset, as the XDG specification says);
+  ///   counts as unset, as the XDG specification says, and so does a relative `HOME`);
   /// - Apple platforms: `sessionctl/session.db` in the user's (or the sandboxed app's)
   ///   Application Support directory.
   ///
@@ -27,10 +27,13 @@ extension SessionStore {
       }
       return support.appendingPathComponent("sessionctl/session.db").path
     #else
-      if let dataHome = environment["XDG_DATA_HOME"], dataHome.hasPrefix("/") {
-        return dataHome + "/sessionctl/session.db"
+      // A trailing slash (HOME=/) adds none: `/.local`, not `//.local`.
+      func directory(_ name: String) -> String? {
+        guard let value = environment[name], value.hasPrefix("/") else { return nil }
+        return value.hasSuffix("/") ? String(value.dropLast()) : value
       }
-      guard let home = environment["HOME"], !home.isEmpty else {
+      if let dataHome = directory("XDG_DATA_HOME") { return dataHome + "/sessionctl/session.db" }
+      guard let home = directory("HOME") else {
         throw SessionStorageError(.notFound, "no default location: HOME is not set, nor XDG_DATA_HOME")
       }
       return home + "/.local/share/sessionctl/session.db"

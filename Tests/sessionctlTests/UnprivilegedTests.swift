@@ -34,6 +34,23 @@ import Testing
     try Unprivileged.give(place)
   }
 
+  /// A home the user cannot write: the first write to the default location cannot create
+  /// its directory, says which one and why, and names the database it was for.
+  @Test func theDefaultLocationUnderAHomeThatCannotBeWrittenIsRefusedClearly() async throws {
+    try Unprivileged.give(place)
+    chmod(place, 0o555)
+    defer { chmod(place, 0o755) }
+    let result = try await asUser(["login", "alice"])
+    #expect(result.status == 1)
+    #expect(
+      result.stderr.hasPrefix(
+        "sessionctl: error: \(place)/.local/share/sessionctl/session.db: cannot create the directory \(place)/.local: "
+      ),
+      "\(result.stderr)")
+    #expect(result.stderr.contains("ermission denied"), "\(result.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: place + "/.local"))
+  }
+
   /// The directory is the user's, but `chmod 555`: readers read, writers are told why,
   /// and nothing is written or created.
   @Test func aReadOnlyDirectoryServesReadersAndRefusesWritersClearly() async throws {
