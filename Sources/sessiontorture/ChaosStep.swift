@@ -18,6 +18,13 @@ enum ChaosStep: Sendable, CustomStringConvertible {
     }
   }
 
+  /// How a write through an instance is made: the synchronous API, the `async` one, or the
+  /// `async` one from a task cancelled at once (it writes, or throws `CancellationError` and
+  /// writes nothing).
+  enum WriteMode: String, Sendable, CaseIterable {
+    case sync, async, cancelled
+  }
+
   /// How an in-process subscriber starts.
   enum Subscription: String, Sendable, CaseIterable {
     case now, beginning, afterRecent, snapshot, values
@@ -30,7 +37,7 @@ enum ChaosStep: Sendable, CustomStringConvertible {
 
   case open(Spelling, readOnly: Bool, normalDurability: Bool)
   case release(Int)
-  case write(Int, Action)
+  case write(Int, Action, WriteMode)
   case shell(Action)
   case python(Action)
   case sessionctl(Action)
@@ -61,7 +68,7 @@ enum ChaosStep: Sendable, CustomStringConvertible {
     case .open(let spelling, let readOnly, let normal):
       "open by \(spelling.rawValue)\(readOnly ? " read-only" : "")\(normal ? " durability normal" : "")"
     case .release(let index): "release instance #\(index)"
-    case .write(let index, let action): "\(action) through instance #\(index)"
+    case .write(let index, let action, let mode): "\(action) through instance #\(index) (\(mode.rawValue))"
     case .shell(let action): "sqlite3 shell: \(action)"
     case .python(let action): "python sqlite3: \(action)"
     case .sessionctl(let action): "sessionctl \(action)"
@@ -115,7 +122,7 @@ enum ChaosStep: Sendable, CustomStringConvertible {
         readOnly: Int.random(in: 0..<5, using: &random) == 0,
         normalDurability: Bool.random(using: &random))
     case 1: return .release(index())
-    case 2: return .write(index(), action())
+    case 2: return .write(index(), action(), WriteMode.allCases[Int.random(in: 0..<3, using: &random)])
     case 3: return .shell(action())
     case 4: return .python(action())
     case 5: return .sessionctl(action())

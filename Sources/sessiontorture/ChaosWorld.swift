@@ -2,6 +2,7 @@ import FeedKit
 import Foundation
 import ProcessKit
 import SessionStorage
+import Synchronization
 
 /// The chaos driver's world: store instances, subscribers and processes on one file, and
 /// the model the checker holds — every acknowledged write and its cursor.
@@ -89,6 +90,38 @@ final class ChaosWorld {
     instances.isEmpty ? nil : instances[index % instances.count]
   }
 
+  /// One write through `store`, by the API `mode` names; an `async` one runs in a task this
+  /// thread waits for (the driver's steps are sequential).
+  private static func write(
+    _ action: ChaosStep.Action, through store: SessionStore, _ mode: ChaosStep.WriteMode
+  )
+    throws -> SessionEntry?
+  {
+    guard mode != .sync else {
+      switch action {
+      case .login(let name): return try store.logIn(as: name)
+      case .logout: return try store.logOut()
+      case .rename(let name): return try store.rename(to: name)
+      }
+    }
+    let outcome = AsyncOutcome()
+    let task = Task {
+      do {
+        let entry: SessionEntry? =
+          switch action {
+          case .login(let name): try await store.logIn(as: name)
+          case .logout: try await store.logOut()
+          case .rename(let name): try await store.rename(to: name)
+          }
+        outcome.finish(.success(entry))
+      } catch {
+        outcome.finish(.failure(error))
+      }
+    }
+    if mode == .cancelled { task.cancel() }
+    return try outcome.wait().get()
+  }
+
   private func run(_ step: ChaosStep) throws {
     switch step {
     case .open(let spelling, let readOnly, let normal):
@@ -108,13 +141,20 @@ final class ChaosWorld {
     case .release(let index):
       guard !instances.isEmpty else { return }
       instances.remove(at: index % instances.count)
-    case .write(let index, let action):
+    case .write(let index, let action, let mode):
       guard let store = instance(index), !store.options.readOnly else { return }
+      let headBefore = try store.bounds().head
       let entry: SessionEntry?
-      switch action {
-      case .login(let name): entry = try store.logIn(as: name)
-      case .logout: entry = try store.logOut()
-      case .rename(let name): entry = try store.rename(to: name)
+      do {
+        entry = try Self.write(action, through: store, mode)
+      } catch is CancellationError {
+        // A cancelled write writes nothing: no change may have committed meanwhile.
+        let head = try store.bounds().head
+        if head != headBefore {
+          throw TortureFailure(
+            "a write that threw CancellationError moved the head from \(headBefore) to \(head)")
+        }
+        return
       }
       if let entry { acknowledged[entry.cursor.value] = ChaosState(entry.after) }
     case .shell(let action): try shellWrite(action)
@@ -485,5 +525,21 @@ final class ChaosWorld {
       if Date() > deadline { return behind }
       usleep(2000)
     }
+  }
+}
+
+/// The result of an `async` write, handed to the synchronous thread that waits for it.
+private final class AsyncOutcome: Sendable {
+  private let result = Mutex<Result<SessionEntry?, any Error>?>(nil)
+  private let done = DispatchSemaphore(value: 0)
+
+  func finish(_ outcome: Result<SessionEntry?, any Error>) {
+    result.withLock { $0 = outcome }
+    done.signal()
+  }
+
+  func wait() -> Result<SessionEntry?, any Error> {
+    done.wait()
+    return result.withLock { $0 } ?? .success(nil)
   }
 }
