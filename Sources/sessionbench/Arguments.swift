@@ -6,6 +6,8 @@ enum Command: Equatable {
   case help([String])
   case list
   case bench(quick: Bool, json: String?, scenarios: [String])
+  case instructions(scenarios: [String])
+  case instructionLoop(scenario: String, side: String, count: Int, path: String)
   case childSubscriber(path: String)
   case childRawWatcher(path: String)
 
@@ -18,6 +20,10 @@ enum Command: Equatable {
     help: #"Also write the figures as a JSON array of {"scenario", "metric", "ours", "baseline"} objects."#,
     completesFiles: true)
   static let listFlag = Flag("list", help: "Print the scenario names.")
+  static let instructionsFlag = Flag(
+    "instructions",
+    help: "Count instructions per operation under valgrind's callgrind, ours and raw ("
+      + InstructionCount.scenarios.joined(separator: ", ") + "): repeatable on a busy machine, unlike times.")
   static let scenarioNames = Argument<String>(
     "scenario",
     help: Scenarios.names.joined(separator: ", ") + " (default: all of them, in this order).",
@@ -37,11 +43,23 @@ enum Command: Equatable {
     options: [database],
     isHidden: true)
 
+  static let loopScenario = Option<String>(
+    "scenario", placeholder: "name", help: "write-normal or read.", isRequired: true)
+  static let loopSide = Option<String>("side", placeholder: "side", help: "ours or raw.", isRequired: true)
+  static let loopCount = Option<Int>(
+    "count", placeholder: "n", help: "Operations after the setup.", isRequired: true)
+  /// `sessionbench instruction-loop …`: what `--instructions` runs under callgrind.
+  static let instructionLoop = CommandSpec(
+    "instruction-loop", abstract: "One side's setup and operations, for --instructions.",
+    options: [loopScenario, loopSide, loopCount, database],
+    isHidden: true)
+
   /// The tool's command line.
   static let root = CommandSpec(
     "sessionbench", abstract: "Benchmarks SessionStorage against raw SQLite calls, side by side in one run.",
     discussion: "See BENCHMARKS.md for what each scenario measures.", arguments: [scenarioNames],
-    options: [quickFlag, jsonFile, listFlag], subcommands: [childSubscriber, childRawWatcher])
+    options: [quickFlag, jsonFile, listFlag, instructionsFlag],
+    subcommands: [childSubscriber, childRawWatcher, instructionLoop])
 
   /// Parses the arguments after the program name.
   /// - Throws: ``UsageError`` or ``InvalidValue``.
@@ -51,9 +69,22 @@ enum Command: Equatable {
     switch parsed.commandPath.first {
     case childSubscriber.name: return .childSubscriber(path: try parsed.required(database))
     case childRawWatcher.name: return .childRawWatcher(path: try parsed.required(database))
+    case instructionLoop.name:
+      return .instructionLoop(
+        scenario: try parsed.required(loopScenario), side: try parsed.required(loopSide),
+        count: try parsed.required(loopCount), path: try parsed.required(database))
     default:
       if parsed[listFlag] { return .list }
       let scenarios = try parsed.values(of: scenarioNames)
+      if parsed[instructionsFlag] {
+        if let other = scenarios.first(where: { !InstructionCount.scenarios.contains($0) }) {
+          throw parsed.usageError(
+            .invalid(
+              "'\(other)' has no instruction count (--instructions: "
+                + InstructionCount.scenarios.joined(separator: ", ") + ")"))
+        }
+        return .instructions(scenarios: scenarios.isEmpty ? InstructionCount.scenarios : scenarios)
+      }
       if let unknown = scenarios.first(where: { !Scenarios.names.contains($0) }) {
         throw parsed.usageError(
           .invalid("unknown scenario '\(unknown)' (scenarios: \(Scenarios.names.joined(separator: ", ")))"))

@@ -7,6 +7,7 @@ struct Measurement {
     case p99 = "p99_us"
     case cpuPercent = "cpu_percent"
     case bytesPerChange = "bytes_per_change"
+    case instructionsPerOperation = "instructions_per_op"
 
     /// The column label in the table.
     var label: String {
@@ -16,6 +17,7 @@ struct Measurement {
       case .p99: "p99 µs"
       case .cpuPercent: "cpu %"
       case .bytesPerChange: "bytes/change"
+      case .instructionsPerOperation: "instr/op"
       }
     }
 

@@ -24,6 +24,11 @@ enum SessionBench {
         try RawWatcher.run(path: path)
       case .bench(let quick, let json, let scenarios):
         return try bench(quick: quick, json: json, scenarios: scenarios)
+      case .instructions(let scenarios):
+        let outcome = try InstructionCount.run(scenarios)
+        print(Report.output(outcome.measurements, verdicts: outcome.verdicts, quick: false), terminator: "")
+      case .instructionLoop(let scenario, let side, let count, let path):
+        try InstructionCount.loop(scenario: scenario, side: side, count: count, path: path)
       }
       return 0
     } catch {

@@ -1,0 +1,93 @@
+import CSQLite
+import Foundation
+import ProcessKit
+import SessionStorage
+
+/// `sessionbench --instructions`: instructions per operation, ours and raw, counted by
+/// valgrind's callgrind. Unlike times they do not move with the machine's load, so they
+/// compare two builds (or two commits) on a busy shared machine; times say what a user
+/// waits. Each side runs in a child process twice, with N and 2N operations after the same
+/// setup: the difference divided by N is the cost of one operation, setup excluded.
+enum InstructionCount {
+  /// The scenarios that have an instruction count: one write, one read.
+  static let scenarios = ["write-normal", "read"]
+  static let operations = 2_000
+
+  static func run(_ scenarios: [String]) throws -> Outcome {
+    guard FileManager.default.isExecutableFile(atPath: valgrind) else {
+      throw BenchError("--instructions needs valgrind (apt-get install -y valgrind)")
+    }
+    var measurements: [Measurement] = []
+    var verdicts: [Verdict] = []
+    for scenario in scenarios {
+      let ours = try perOperation(scenario, side: "ours")
+      let raw = try perOperation(scenario, side: "raw")
+      measurements.append(
+        Measurement(scenario: scenario, metric: .instructionsPerOperation, ours: ours, baseline: raw))
+      verdicts.append(
+        Verdict(
+          scenario: scenario, aim: "instructions per operation ≤ 1.15× raw",
+          measured: String(format: "%.2f×", ours / raw), met: ours <= raw * 1.15))
+    }
+    return Outcome(measurements: measurements, verdicts: verdicts)
+  }
+
+  static let valgrind = "/usr/bin/valgrind"
+
+  /// (instructions with 2N operations − with N) ÷ N.
+  private static func perOperation(_ scenario: String, side: String) throws -> Double {
+    let once = try instructions(scenario, side: side, count: operations)
+    let twice = try instructions(scenario, side: side, count: 2 * operations)
+    return Double(twice - once) / Double(operations)
+  }
+
+  /// Runs `sessionbench instruction-loop` under callgrind and reads its total.
+  private static func instructions(_ scenario: String, side: String, count: Int) throws -> Int64 {
+    let workspace = try Workspace("instructions")
+    let report = workspace.root + "/callgrind.txt"
+    let child = try ChildProcess(
+      valgrind,
+      [
+        "--tool=callgrind", "--callgrind-out-file=/dev/null", ChildProcess.currentExecutable,
+        "instruction-loop", "--scenario", scenario, "--side", side, "--count", String(count), "--db",
+        side == "ours" ? workspace.ours : workspace.raw,
+      ], stdout: .null, stderr: .file(report))
+    let status = try child.wait(timeout: .seconds(600))
+    let text = (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""
+    guard status == 0, let line = text.split(separator: "\n").first(where: { $0.contains("Collected :") }),
+      let total = line.split(separator: ":").last.flatMap({ Int64($0.trimmingCharacters(in: .whitespaces)) })
+    else { throw BenchError("callgrind failed (status \(status)): \(text.suffix(500))") }
+    return total
+  }
+
+  /// The child: the scenario's setup, then `count` operations of one side.
+  static func loop(scenario: String, side: String, count: Int, path: String) throws {
+    let ours = side == "ours"
+    if ours {
+      let store = try SessionStore(path: path, options: .init(durability: .normal, origin: "sessionbench"))
+      for index in 0..<count {
+        if scenario == "read" {
+          _ = try store.state
+        } else {
+          _ = index.isMultiple(of: 2) ? try store.logIn(as: "alice") : try store.logOut()
+        }
+      }
+      return
+    }
+    _ = try SessionStore(path: path, options: .init(origin: "sessionbench"))  // the schema, as Workspace does
+    let db = try RawDB(path: path, synchronous: "NORMAL")
+    let writer = try RawWriter(db: db)
+    let select = try db.prepare("SELECT username, is_logged_in, updated_at FROM session WHERE id = 1")
+    for index in 0..<count {
+      if scenario == "read" {
+        guard sqlite3_step(select) == SQLITE_ROW else { throw BenchError("the session row is missing") }
+        _ = sqlite3_column_text(select, 0)
+        _ = sqlite3_column_int64(select, 1)
+        _ = sqlite3_column_text(select, 2)
+        sqlite3_reset(select)
+      } else {
+        _ = try writer.write(login: index.isMultiple(of: 2))
+      }
+    }
+  }
+}
