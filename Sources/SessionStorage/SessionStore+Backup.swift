@@ -87,7 +87,7 @@ extension SessionStore {
       try Self.verifiedBackup(temporary, origin: options.origin, shown: path) { failure in
         "the copy failed its check (\(failure)); nothing was written"
       }.summary
-    }()
+    }().counts
     let bytes = try Self.size(of: temporary)
     if overwrite {
       // An empty -wal and its -shm, left by a reader, belong to the old file.
@@ -156,10 +156,18 @@ extension SessionStore {
       // A connection of its own (the verifying store's reader is behind its lock), read-only.
       let source = try Connection(path: backup.store.path, mode: .readOnly, busyTimeout: options.busyTimeout)
       defer { source.close() }
-      try writer.copyPages(from: source)
+      // One read transaction: the copy is the content compared here (the backup API reads
+      // inside the transaction it finds open), which must still be the one verified.
+      try source.transaction(.deferred) {
+        guard try Self.summary(on: source) == backup.summary else {
+          throw SessionStorageError(
+            .invalidBackup, "it changed after it was verified; the store was not changed", path: backupPath)
+        }
+        try writer.copyPages(from: source)
+      }
     }
     beacon.signal()  // this process's subscribers read again, and find what changed
-    let (head, entries) = try Self.summary(of: log)
+    let (head, entries) = try Self.summary(of: log).counts
     return RestoreResult(
       path: path, source: backupPath, previousHead: previousHead, head: head, entries: entries)
   }
@@ -169,7 +177,7 @@ extension SessionStore {
   /// throws with the message `describe` makes of the failure, naming the file `shown`.
   private static func verifiedBackup(
     _ path: String, origin: String, shown: String, _ describe: (String) -> String
-  ) throws -> (store: SessionStore, summary: (head: Cursor, entries: Int)) {
+  ) throws -> (store: SessionStore, summary: Summary) {
     let store: SessionStore
     do {
       store = try SessionStore(path: path, options: Options(origin: origin, readOnly: true))
@@ -192,16 +200,28 @@ extension SessionStore {
     return (store, try summary(of: store.log))
   }
 
-  /// The head cursor and the number of changes, read in one transaction.
-  private static func summary(of log: SessionLog) throws -> (head: Cursor, entries: Int) {
+  /// What a backup holds, in brief: enough to tell that it changed since it was verified.
+  private struct Summary: Equatable {
+    var head: Cursor
+    var entries: Int
+    /// The newest change ever recorded, with its time (`session_feed_tip`).
+    var tip: String?
+
+    var counts: (head: Cursor, entries: Int) { (head, entries) }
+  }
+
+  /// The summary of `log`'s file, read in one transaction.
+  private static func summary(of log: SessionLog) throws -> Summary {
     try log.reader.withLock { connection in
-      try connection.transaction(.deferred) {
-        (
-          try SessionTables.bounds(on: connection).head,
-          Int(try connection.scalarInt("SELECT count(*) FROM session_changes") ?? 0)
-        )
-      }
+      try connection.transaction(.deferred) { try summary(on: connection) }
     }
+  }
+
+  private static func summary(on connection: Connection) throws -> Summary {
+    Summary(
+      head: try SessionTables.bounds(on: connection).head,
+      entries: Int(try connection.scalarInt("SELECT count(*) FROM session_changes") ?? 0),
+      tip: try connection.scalarText(SessionTables.tipSQL))
   }
 
   /// Throws when `path` names the same file (device and inode) as `store`.
