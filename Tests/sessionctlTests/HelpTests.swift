@@ -5,6 +5,7 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(1))) struct HelpTests {
   static let commands = [
     "status", "login", "logout", "rename", "watch", "history", "compact", "migrate", "check", "help",
+    "backup", "restore",
     "completion",
   ]
 

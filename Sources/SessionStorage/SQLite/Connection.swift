@@ -197,6 +197,22 @@ final class Connection {
     try query(sql, bindings) { try $0.step() && !$0.isNull(at: 0) ? $0.int64(at: 0) : nil }
   }
 
+  /// Replaces this connection's database with `source`'s, page by page, with SQLite's online
+  /// backup API in a single step: `source` is read in one read transaction (a consistent
+  /// snapshot; other connections go on writing), and this file is written in one write
+  /// transaction, so other connections see all of the new content at its commit or none.
+  /// Waits for this file's write lock as the busy handler says.
+  func copyPages(from source: Connection) throws {
+    guard let backup = sqlite3_backup_init(handle, "main", source.handle, "main") else {
+      throw failure(sqlite3_extended_errcode(handle), sql: nil)
+    }
+    let step = sqlite3_backup_step(backup, -1)
+    // Finishing sets this connection's error to the step's, for the message below.
+    let finish = sqlite3_backup_finish(backup)
+    guard step == SQLITE_DONE else { throw failure(step, sql: nil) }
+    guard finish == SQLITE_OK else { throw failure(finish, sql: nil) }
+  }
+
   /// The number of rows the last INSERT, UPDATE or DELETE changed.
   var changes: Int { Int(sqlite3_changes(handle)) }
 

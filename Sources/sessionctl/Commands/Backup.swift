@@ -1,0 +1,58 @@
+import CommandLineKit
+import SessionStorage
+
+extension SessionCtl {
+  /// `sessionctl backup <file> [--force]`: a verified copy of the store, taken while others
+  /// keep writing and watching.
+  struct Backup: SessionCommand {
+    static let file = Argument<String>("file", help: "The backup file to create.")
+    static let force = Flag("force", help: "Replace <file> if it exists.")
+
+    static let spec = CommandSpec(
+      "backup", abstract: "Write a verified copy of the store to <file>.",
+      discussion: """
+        Copies the store as of one commit with SQLite's online backup API, while other
+        processes keep writing and watching. The copy is written to a new private file
+        (mode 0600) beside <file>, opened as a store of its own and checked like 'check'
+        does, and only then put in place: on any failure nothing is left at <file>. An
+        existing <file> is kept unless --force is given. Reads the store without writing.
+        """,
+      arguments: [file], options: [force])
+
+    /// Where to write, as typed.
+    let file: String
+    /// Whether an existing file is replaced.
+    let force: Bool
+
+    init(_ arguments: ParsedArguments) throws {
+      file = try arguments.required(Self.file)
+      force = arguments[Self.force]
+    }
+
+    func run(_ context: CommandContext) throws -> ExitCode {
+      let location = try context.location()
+      guard location.exists else {
+        throw CLIError(.failure, "\(location.path): no database here (nothing to back up)")
+      }
+      let store = try context.openForReading(location)
+      let result = try store.backup(to: file, overwrite: force)
+      try context.output.write(context.presenter.backup(result))
+      return .success
+    }
+  }
+}
+
+extension Presenter {
+  /// `backup`.
+  func backup(_ result: SessionStore.BackupResult) -> String {
+    if json {
+      let value: JSONValue = [
+        "type": "backup", "path": .string(result.path), "head": .int(result.head.value),
+        "entries": .int(Int64(result.entries)), "bytes": .int(result.bytes),
+      ]
+      return value.encoded
+    }
+    return "backed up to \(Self.display(result.path)): head \(result.head), "
+      + "\(result.entries) \(result.entries == 1 ? "change" : "changes"), \(result.bytes) bytes, check passed"
+  }
+}
