@@ -37,7 +37,9 @@ let package = Package(
     .target(name: "SessionViewModels", dependencies: ["SessionStorage"]),
     .executableTarget(
       name: "sessionctl",
-      dependencies: ["CommandLineKit", "FeedKit", "SessionStorage", "SessionViewModels", "SystemKit"]),
+      dependencies: [
+        "CommandLineKit", "FeedKit", "SessionStorage", "SessionViewModels", "SystemKit", "ProcessKit",
+      ]),
     .executableTarget(
       name: "sessionbench",
       dependencies: ["CommandLineKit", "FeedKit", "SessionStorage", "CSQLite", "ProcessKit", "SystemKit"]),

@@ -53,6 +53,8 @@ struct CompletionCase: Sendable, CustomTestStringConvertible {
     CompletionCase("sessionctl completion --db=x.db ", ["bash"], splitsAtEquals: false),
     // Options of a command, after it; values of value options complete to nothing.
     CompletionCase("sessionctl watch --l", ["--limit"]),
+    CompletionCase("sessionctl watch --e", ["--exec"]),
+    CompletionCase("sessionctl watch --k", ["--keep-going"]),
     CompletionCase("sessionctl login -", ["--db", "--help", "--json", "-h", "-j"]),
     CompletionCase("sessionctl watch --since ", []),
     CompletionCase("sessionctl watch --since=", []),

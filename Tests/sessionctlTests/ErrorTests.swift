@@ -16,7 +16,8 @@ import Testing
     ),
     (
       ["watch", "--limt", "3"], "unknown option '--limt'. Did you mean '--limit'?",
-      "sessionctl watch [--since <cursor>] [--limit <n>] [--db <path>] [--json]", "sessionctl help watch"
+      "sessionctl watch [<command> ...] [--since <cursor>] [--limit <n>] [--exec] [--keep-going] [--db <path>] [--json]",
+      "sessionctl help watch"
     ),
     (
       ["login"], "missing argument '<username>'", "sessionctl login <username> [--db <path>] [--json]",

@@ -82,10 +82,12 @@ import Testing
         """)
     let watch = try sandbox.run(["watch", "--help"]).stdout
     #expect(
-      watch.contains("\nUSAGE: sessionctl watch [--since <cursor>] [--limit <n>] [--db <path>] [--json]\n"))
+      watch.contains(
+        "\nUSAGE: sessionctl watch [<command> ...] [--since <cursor>] [--limit <n>]\n"
+          + "       [--exec] [--keep-going] [--db <path>] [--json]\n"))
     #expect(watch.contains("\n  --since <cursor>        Start after this cursor"))
     #expect(watch.contains("\n  -n, --limit <n>         Stop after this many changes.\n"))
-    #expect(!watch.contains("ARGUMENTS:"))
+    #expect(watch.contains("\n  --keep-going            With --exec: when the command fails"))
     let compact = try sandbox.run(["compact", "-h"]).stdout
     #expect(
       compact.contains(

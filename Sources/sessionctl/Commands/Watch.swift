@@ -4,8 +4,17 @@ import SessionStorage
 extension SessionCtl {
   /// `sessionctl watch`: a snapshot line (unless `--since` is given), then one line per
   /// change as it commits, until `--limit` changes, SIGINT/SIGTERM, or the output's reader
-  /// goes away.
+  /// goes away. With `--exec`, a command runs for each change first, and only the changes
+  /// it succeeded on are printed.
   struct Watch: SessionCommand {
+    static let exec = Flag(
+      "exec", help: "Run <command> for each change, one at a time, before printing its line (see above).")
+    static let keepGoing = Flag(
+      "keep-going", help: "With --exec: when the command fails, say so on stderr and go on.")
+    static let command = Argument<String>(
+      "command", help: "With --exec: the program and its arguments, after '--'.", isOptional: true,
+      isRepeating: true)
+
     static let spec = CommandSpec(
       "watch", abstract: "Print changes as they commit, after a snapshot of the current state.",
       discussion: """
@@ -15,24 +24,57 @@ extension SessionCtl {
         snapshot line. Stops after --limit changes (exit 0), on SIGINT (exit 130), on
         SIGTERM (exit 143), always after a whole line, and quietly when the reader of its
         output goes away (exit 0).
+
+        With --exec -- <command> [<argument> ...], the command runs once per change, in
+        order, one at a time, started without a shell. Its environment has SESSION_CURSOR,
+        SESSION_TIME, SESSION_ORIGIN, SESSION_USERNAME (unset when there is none),
+        SESSION_LOGGED_IN (1 or 0) and SESSION_EVENTS (e.g. "rename,login"); its standard
+        input is the change's JSON line; what it prints goes to stderr. A change's line is
+        printed only once its command exited with 0, so '--since CURSOR@TIME' of the last
+        line printed resumes with the first change not acted on. When the command fails,
+        watch stops with exit 1 and names the cursor, unless --keep-going. SIGINT and
+        SIGTERM are passed on to a running command.
         """,
-      options: FeedOptions.declarations)
+      arguments: [command], options: FeedOptions.declarations + [exec, keepGoing])
 
     /// Where to resume (nil: after a snapshot), and after how many changes to exit.
     let feed: FeedOptions
+    /// The program and arguments of `--exec`; nil without it.
+    let commandWords: [String]?
+    /// `--keep-going`.
+    let keepsGoing: Bool
 
     init(_ arguments: ParsedArguments) throws {
       feed = try FeedOptions(arguments)
+      let words = try arguments.values(of: Self.command)
+      keepsGoing = arguments[Self.keepGoing]
+      if arguments[Self.exec] {
+        guard !words.isEmpty else {
+          throw arguments.usageError(
+            .invalid("'--exec' needs a command: watch --exec -- <command> [<argument> ...]"))
+        }
+        commandWords = words
+      } else {
+        if let first = words.first {
+          throw arguments.usageError(
+            .invalid("'watch' runs a command only with '--exec': watch --exec -- \(first) ..."))
+        }
+        if keepsGoing { throw arguments.usageError(.invalid("'--keep-going' goes with '--exec'")) }
+        commandWords = nil
+      }
     }
 
     func run(_ context: CommandContext) async throws -> ExitCode {
       let location = try context.location()
+      // A command that cannot run is refused before anything is printed.
+      let command = try commandWords.map { try ChangeCommand($0, environment: context.environment) }
       let stop = StopSignals.shared
       let listening = stop.listen()
       defer { withExtendedLifetime(listening) {} }
       let store = try context.openForReading(location)
       let presenter = context.presenter
       let output = context.output
+      let errors = context.errors
       let changes: SessionSubscription
       if let since = feed.since {
         changes = try store.changes(from: since)
@@ -52,17 +94,33 @@ extension SessionCtl {
       // Aligned like `history` for the cursors of today; lines cannot be measured ahead.
       let cursorWidth = try store.bounds().head.description.count
       let limit = feed.limit
-      let printing = Task { () async throws -> Void in
+      let keepsGoing = keepsGoing
+      let printing = Task { () async throws -> ExitCode? in
         var count = 0
         for try await entry in changes {
-          try output.write(try presenter.change(entry, cursorWidth: cursorWidth, originWidth: 10))
+          switch try command?.run(for: entry, errors: errors) ?? .succeeded {
+          case .succeeded:
+            try output.write(try presenter.change(entry, cursorWidth: cursorWidth, originWidth: 10))
+          case .stopped: return nil
+          case .failed(let how) where keepsGoing:
+            try errors.write("sessionctl: warning: the command \(how) for cursor \(entry.cursor); going on")
+          case .failed(let how):
+            context.fail(
+              "the command \(how) for cursor \(entry.cursor); its line was not printed: "
+                + "resume with --since and the last line printed to run it again")
+            return .failure
+          }
           count += 1
-          if let limit, count >= limit { return }
+          if let limit, count >= limit { return nil }
         }
+        return nil
       }
-      stop.onStop { printing.cancel() }
-      try await printing.value
-      return stop.reason?.exitCode ?? .success
+      stop.onStop {
+        printing.cancel()
+        command?.stop(because: stop.reason)
+      }
+      let failure = try await printing.value
+      return stop.reason?.exitCode ?? failure ?? .success
     }
   }
 }

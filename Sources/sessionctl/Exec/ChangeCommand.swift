@@ -1,0 +1,135 @@
+import Foundation
+import ProcessKit
+import SessionStorage
+import Synchronization
+
+/// The command of `watch --exec`: run once per change, in order, one at a time, with the
+/// change in its environment (`SESSION_*`) and its JSON line on standard input. It is
+/// started with `posix_spawn` and an argument vector: nothing of a change is ever part of
+/// a shell string. Its standard output and standard error go to `watch`'s standard error,
+/// so that `watch`'s standard output keeps only the lines of the changes it acted on.
+final class ChangeCommand: Sendable {
+  /// How one run ended.
+  enum Outcome: Sendable, Equatable {
+    /// Exit status 0.
+    case succeeded
+    /// Anything else, as a phrase: "exited with 3", "ended by signal 9", "cannot start …".
+    case failed(String)
+    /// `watch` was asked to stop before or while it ran.
+    case stopped
+  }
+
+  /// The program, found in `$PATH` when its name has no slash.
+  let executable: String
+  /// The words after the program's name.
+  let arguments: [String]
+  /// `watch`'s own environment, which the command's starts from.
+  let environment: [String: String]
+
+  /// The running command, and whether `watch` was asked to stop (then none starts).
+  private let running = Mutex<(child: ChildProcess?, stopped: Bool)>((nil, false))
+
+  /// - Throws: ``CLIError`` (exit 1) when the program cannot be found or run.
+  init(_ words: [String], environment: [String: String]) throws(CLIError) {
+    guard let name = words.first else { throw CLIError(.usage, "'--exec' needs a command") }
+    executable = try Self.resolve(name, path: environment["PATH"])
+    arguments = Array(words.dropFirst())
+    self.environment = environment
+  }
+
+  /// The path of `name`: as given when it has a slash, else the first executable regular
+  /// file of that name in `path` (`/usr/bin:/bin` when unset), like `execvp`.
+  static func resolve(_ name: String, path: String?) throws(CLIError) -> String {
+    func runnable(_ candidate: String) -> Bool {
+      var info = stat()
+      return stat(candidate, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && access(candidate, X_OK) == 0
+    }
+    if name.contains("/") {
+      guard runnable(name) else { throw CLIError(.failure, "cannot run '\(name)': no executable file there") }
+      return name
+    }
+    let directories = (path.flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/bin:/bin")
+      .split(separator: ":", omittingEmptySubsequences: false).map { $0.isEmpty ? "." : String($0) }
+    guard let found = directories.map({ $0 + "/" + name }).first(where: runnable) else {
+      throw CLIError(.failure, "cannot run '\(name)': not found in PATH")
+    }
+    return found
+  }
+
+  /// The names of the variables that describe a change.
+  static let names: Set = [
+    "SESSION_CURSOR", "SESSION_TIME", "SESSION_ORIGIN", "SESSION_USERNAME", "SESSION_LOGGED_IN",
+    "SESSION_EVENTS",
+  ]
+
+  /// The variables that describe `entry` to the command.
+  static func variables(for entry: SessionEntry) -> [String: String] {
+    var variables = [
+      "SESSION_CURSOR": entry.cursor.description,
+      "SESSION_TIME": Timestamp.format(entry.time),
+      "SESSION_ORIGIN": entry.origin,
+      "SESSION_LOGGED_IN": entry.change.after.isLoggedIn ? "1" : "0",
+      "SESSION_EVENTS": entry.change.events.map(\.word).joined(separator: ","),
+    ]
+    variables["SESSION_USERNAME"] = entry.change.after.username
+    return variables
+  }
+
+  /// Runs the command for `entry` and waits for it; `errors` gets what it prints.
+  func run(for entry: SessionEntry, errors: LineWriter) throws -> Outcome {
+    // Its own variables replace inherited ones; one it leaves unset is not inherited either.
+    var environment = environment.filter { !Self.names.contains($0.key) }
+    environment.merge(Self.variables(for: entry)) { $1 }
+    let line = try JSONValue(encoding: entry).encoded
+    let started = running.withLock { running -> Result<ChildProcess, ChildProcess.SpawnError>? in
+      guard !running.stopped else { return nil }
+      let result = Result { () throws(ChildProcess.SpawnError) in
+        try ChildProcess(
+          executable, arguments, environment: environment, stdin: .pipe,
+          stdout: .collected { text in
+            try? errors.write(text)
+            return true
+          }, stderr: .inherit)
+      }
+      if case .success(let child) = result { running.child = child }
+      return result
+    }
+    let child: ChildProcess
+    switch started {
+    case nil: return .stopped
+    case .failure(let error): return .failed(error.description)
+    case .success(let started): child = started
+    }
+    defer { running.withLock { $0.child = nil } }
+    // A command that does not read its input may exit first: that is no failure of ours.
+    try? child.writeLine(line)
+    child.closeInput()
+    let status = child.wait()
+    // What it printed after its last newline.
+    if let rest = try? child.readLine(timeout: .zero) { try? errors.write(rest) }
+    if running.withLock({ $0.stopped }) { return .stopped }
+    guard status != 0 else { return .succeeded }
+    return .failed(child.termination?.description ?? "exited with \(status)")
+  }
+
+  /// Starts no more commands, and passes the signal on to the one running, if any: SIGINT
+  /// for SIGINT, else SIGTERM.
+  func stop(because reason: StopSignals.Reason?) {
+    let signal = reason == .interrupt ? SIGINT : SIGTERM
+    running.withLock { running in
+      running.stopped = true
+      running.child?.kill(signal)
+    }
+  }
+}
+
+extension SessionEvent {
+  /// The word of `SESSION_EVENTS`: `login`, `logout` or `rename`, as `watch` lines say.
+  var word: String {
+    switch self {
+    case .loggedIn: "login"
+    case .loggedOut: "logout"
+    case .usernameChanged: "rename"
+    }
+  }
+}
