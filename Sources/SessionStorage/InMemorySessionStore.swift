@@ -121,6 +121,18 @@ public final class InMemorySessionStore: SessionRepository {
     }
   }
 
+  /// Deletes the oldest entries up to the first one younger than `age` (by the time each
+  /// was recorded), as ``SessionStore/compact(olderThan:)`` does.
+  /// - Throws: `invalidArgument` for a negative age, like ``SessionStore/compact(olderThan:)``.
+  @discardableResult
+  public func compact(olderThan age: Duration) throws -> SessionStore.Compaction {
+    try SessionStorageError.requireNonNegative(age, "the age")
+    let cutoff = Date().addingTimeInterval(-Double(Retention.milliseconds(age)) / 1000)
+    return try log.compact { log in
+      log.entries.prefix { $0.time < cutoff }.count
+    }
+  }
+
   /// Applies `write`; from an `async` variant (`unlessCancelled`), only if the task is not
   /// cancelled, no-op or not, as ``SessionStore``'s `async` writes.
   private func write(_ write: SessionWrite, unlessCancelled: Bool = false) throws -> SessionEntry? {

@@ -24,6 +24,8 @@ public protocol SessionRepository: Sendable {
   @discardableResult func compact(keepingLast count: Int) throws -> SessionStore.Compaction
   /// Deletes every entry older than `cursor` (the entry at `cursor` is kept).
   @discardableResult func compact(before cursor: Cursor) throws -> SessionStore.Compaction
+  /// Deletes the oldest entries up to the first one younger than `age`.
+  @discardableResult func compact(olderThan age: Duration) throws -> SessionStore.Compaction
   /// Signs in as `username`; nil when already signed in as that user.
   @discardableResult func logIn(as username: String) async throws -> SessionEntry?
   /// Signs out, keeping the username; nil when nobody was signed in.

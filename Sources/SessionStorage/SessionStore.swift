@@ -160,14 +160,32 @@ public final class SessionStore: Sendable {
 
   /// Runs a maintenance DELETE on the feed in an IMMEDIATE transaction.
   func maintain(_ sql: String, _ bindings: [SQLiteValue]) throws -> Compaction {
+    try maintain(deleting: [(sql, bindings)])
+  }
+
+  /// Runs `first` (if any), then maintenance DELETEs on the feed, in one IMMEDIATE
+  /// transaction; the compaction counts the rows the DELETEs removed.
+  func maintain(first: (String, [SQLiteValue])? = nil, deleting deletes: [(String, [SQLiteValue])]) throws
+    -> Compaction
+  {
     try requireWritable()
     return try database.withWriter(options) { connection in
       try connection.transaction(.immediate) {
         try Migrator.reverify(connection)
-        try connection.run(sql, bindings)
-        return Compaction(removed: connection.changes, bounds: try SessionTables.bounds(on: connection))
+        if let (sql, bindings) = first { try connection.run(sql, bindings) }
+        var removed = 0
+        for (sql, bindings) in deletes {
+          try connection.run(sql, bindings)
+          removed += connection.changes
+        }
+        return Compaction(removed: removed, bounds: try SessionTables.bounds(on: connection))
       }
     }
+  }
+
+  /// Reads through the store's reader connection.
+  func withReader<Result: Sendable>(_ body: (Connection) throws -> Result) throws -> Result {
+    try log.reader.withLock { try body($0) }
   }
 
   /// Runs the write on the database's write queue, off the caller's actor; cancelling the

@@ -338,6 +338,8 @@ import Testing
     case firstValue
     case compactKeepingLast(Int)
     case compactBefore(CursorChoice)
+    /// Only ages whose result cannot depend on the two stores' clocks: negative, or a day.
+    case compactOlderThan(Duration)
 
     init(_ random: inout SplitMix64) {
       // Drawn like a coin (even: async) so that older seeds keep drawing the same sequences.
@@ -363,7 +365,8 @@ import Testing
       case 84..<89: self = .snapshotAndChanges
       case 89..<93: self = .firstValue
       case 93..<97: self = .compactKeepingLast(random.pick(Choices.counts))
-      default: self = .compactBefore(CursorChoice(&random))
+      case 97..<99: self = .compactBefore(CursorChoice(&random))
+      default: self = .compactOlderThan(random.pick([.seconds(-1), .seconds(86_400)]))
       }
     }
 
@@ -383,6 +386,7 @@ import Testing
       case .firstValue: "values() first value"
       case .compactKeepingLast(let count): "compact(keepingLast: \(count))"
       case .compactBefore(let cursor): "compact(before: \(cursor))"
+      case .compactOlderThan(let age): "compact(olderThan: \(age))"
       }
     }
   }
@@ -632,6 +636,9 @@ import Testing
         return .compaction(removed: compaction.removed, bounds: compaction.bounds)
       case .compactBefore(let cursor):
         let compaction = try subject.compactBefore(cursor.resolved(bounds))
+        return .compaction(removed: compaction.removed, bounds: compaction.bounds)
+      case .compactOlderThan(let age):
+        let compaction = try subject.repository.compact(olderThan: age)
         return .compaction(removed: compaction.removed, bounds: compaction.bounds)
       }
     }

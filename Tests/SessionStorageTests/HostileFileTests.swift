@@ -58,7 +58,7 @@ import Testing
     CrashedRefusal(name: "newer schema", sql: "PRAGMA user_version = 99", code: .newerSchema),
     CrashedRefusal(
       name: "newer migration record",
-      sql: "INSERT INTO schema_migrations VALUES (3, '0003_future', 'abc', '2030-01-01T00:00:00.000Z')",
+      sql: "INSERT INTO schema_migrations VALUES (4, '0004_future', 'abc', '2030-01-01T00:00:00.000Z')",
       code: .newerSchema),
     CrashedRefusal(
       name: "checksum mismatch", sql: "UPDATE schema_migrations SET checksum = 'deadbeef'",

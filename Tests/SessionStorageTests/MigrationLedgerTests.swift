@@ -29,22 +29,23 @@ import Testing
     Edit(
       name: "ledger row deleted", sql: "DELETE FROM schema_migrations",
       says: [
-        "schema_migrations records 0 migrations", "PRAGMA user_version is 2",
-        "those of 2 migrations (0001_session_and_feed, 0002_feed_tip)",
+        "schema_migrations records 0 migrations", "PRAGMA user_version is 3",
+        "those of 3 migrations (0001_session_and_feed, 0002_feed_tip, 0003_retention)",
         "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (1, '0001_session_and_feed', '",
       ]),
     Edit(
       name: "user_version 0", sql: "PRAGMA user_version = 0",
-      says: ["schema_migrations records 2 migrations", "PRAGMA user_version is 0", "PRAGMA user_version = 2"]),
+      says: ["schema_migrations records 3 migrations", "PRAGMA user_version is 0", "PRAGMA user_version = 3"]),
     Edit(
       name: "user_version -1", sql: "PRAGMA user_version = -1",
-      says: ["PRAGMA user_version is -1", "PRAGMA user_version = 2"]),
+      says: ["PRAGMA user_version is -1", "PRAGMA user_version = 3"]),
     Edit(
       name: "row deleted and user_version 0", sql: "DELETE FROM schema_migrations; PRAGMA user_version = 0",
       says: [
         "schema_migrations records 0 migrations", "PRAGMA user_version is 0",
-        "those of 2 migrations (0001_session_and_feed, 0002_feed_tip)", "INSERT INTO schema_migrations",
-        "PRAGMA user_version = 2",
+        "those of 3 migrations (0001_session_and_feed, 0002_feed_tip, 0003_retention)",
+        "INSERT INTO schema_migrations",
+        "PRAGMA user_version = 3",
       ]),
     Edit(
       name: "version 0 recorded", sql: "UPDATE schema_migrations SET version = 0 WHERE version = 1",
@@ -73,7 +74,7 @@ import Testing
   @Test(arguments: [
     ("DELETE FROM schema_migrations; PRAGMA user_version = 0", "INSERT INTO schema_migrations"),
     ("DROP TABLE schema_migrations", "CREATE TABLE schema_migrations"),
-    ("PRAGMA user_version = -1", "PRAGMA user_version = 2"),
+    ("PRAGMA user_version = -1", "PRAGMA user_version = 3"),
   ])
   func theRepairInTheMessageMakesTheFileUsableAgain(_ edit: String, _ repairStart: String) throws {
     try SessionStore(path: path).logIn(as: "alice")

@@ -62,8 +62,8 @@ import Testing
       name: "newer migration record",
       spoil: {
         try ProcessRunner.sqlite3(
-          $0, "INSERT INTO schema_migrations VALUES (3, '0003_future', 'abc', '2030-01-01T00:00:00.000Z')")
-      }, code: .newerSchema, message: "0003_future"),
+          $0, "INSERT INTO schema_migrations VALUES (4, '0004_future', 'abc', '2030-01-01T00:00:00.000Z')")
+      }, code: .newerSchema, message: "0004_future"),
     Refusal(
       name: "checksum mismatch",
       spoil: { try ProcessRunner.sqlite3($0, "UPDATE schema_migrations SET checksum = 'deadbeef'") },

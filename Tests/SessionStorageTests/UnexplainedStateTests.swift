@@ -116,7 +116,7 @@ import Testing
       try ProcessRunner.sqlite3(path, Self.feedTriggerSQL)
     }
     let store = try SessionStore(path: path)
-    #expect(store.appliedMigrations.map(\.name) == ["0002_feed_tip"])
+    #expect(store.appliedMigrations.map(\.name) == ["0002_feed_tip", "0003_retention"])
     let state = try state(store)
     #expect((state.verdict == .passed) == passes, "\(state.detail)")
     #expect(state.detail.contains(detail), "\(state.detail)")

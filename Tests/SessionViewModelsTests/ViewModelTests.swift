@@ -103,6 +103,7 @@ import Testing
     func bounds() throws -> FeedBounds { throw Unreadable() }
     func compact(keepingLast count: Int) throws -> SessionStore.Compaction { throw Unreadable() }
     func compact(before cursor: Cursor) throws -> SessionStore.Compaction { throw Unreadable() }
+    func compact(olderThan age: Duration) throws -> SessionStore.Compaction { throw Unreadable() }
     func logIn(as username: String) async throws -> SessionEntry? { throw Unreadable() }
     func logOut() async throws -> SessionEntry? { throw Unreadable() }
     func rename(to username: String) async throws -> SessionEntry? { throw Unreadable() }

@@ -183,17 +183,18 @@ import Testing
     let first = try sandbox.run(db: db, ["migrate"])
     #expect(first.status == 0)
     #expect(first.stderr == "")
-    #expect(first.lines.count == 3)
+    #expect(first.lines.count == 4)
     #expect(first.lines[0] == "created \(db)")
     #expect(matches(first.lines[1], "applied 0001_session_and_feed \\(sha256 [0-9a-f]{12}\\)"))
     #expect(matches(first.lines[2], "applied 0002_feed_tip \\(sha256 [0-9a-f]{12}\\)"))
+    #expect(matches(first.lines[3], "applied 0003_retention \\(sha256 [0-9a-f]{12}\\)"))
     let second = try sandbox.run(db: db, ["migrate"])
     #expect(second.stdout == "\(db) is up to date\n")
     let json = try sandbox.run(db: db, ["migrate", "--json"])
     #expect(json.stdout == #"{"type":"migrate","path":"\#(db)","created":false,"applied":[]}"# + "\n")
     #expect(
       try sandbox.sqlite(db, "SELECT name FROM schema_migrations ORDER BY version")
-        == "0001_session_and_feed\n0002_feed_tip")
+        == "0001_session_and_feed\n0002_feed_tip\n0003_retention")
   }
 
   @Test func migrateAppliesToAnEmptyDatabaseThatReadersRefuse() throws {

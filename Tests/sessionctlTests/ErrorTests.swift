@@ -45,13 +45,15 @@ import Testing
       "sessionctl status [--db <path>] [--json]", "sessionctl help status"
     ),
     (
-      ["compact"], "'compact' needs '--keep <n>' or '--before <cursor>'",
-      "sessionctl compact (--keep <n> | --before <cursor>) [--db <path>] [--json]", "sessionctl help compact"
+      ["compact"], "'compact' needs '--keep <n>', '--before <cursor>' or '--older-than <age>'",
+      "sessionctl compact (--keep <n> | --before <cursor> | --older-than <age>) [--db <path>] [--json]",
+      "sessionctl help compact"
     ),
     (
       ["compact", "--keep", "1", "--before", "2"],
-      "give either '--keep <n>' or '--before <cursor>', not both",
-      "sessionctl compact (--keep <n> | --before <cursor>) [--db <path>] [--json]", "sessionctl help compact"
+      "give one of '--keep <n>', '--before <cursor>' and '--older-than <age>', not several",
+      "sessionctl compact (--keep <n> | --before <cursor> | --older-than <age>) [--db <path>] [--json]",
+      "sessionctl help compact"
     ),
     (
       ["help", "wacth"], "unknown command 'wacth'. Did you mean 'watch'?",
@@ -220,7 +222,7 @@ import Testing
   static let refusals: [Refusal] = [
     Refusal(
       name: "newer schema",
-      reason: "the schema is at version 99, newer than this build knows (2); upgrade sessionctl"
+      reason: "the schema is at version 99, newer than this build knows (3); upgrade sessionctl"
     ) {
       sandbox, db in
       _ = try sandbox.run(db: db, ["login", "alice"])

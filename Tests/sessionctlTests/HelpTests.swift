@@ -4,8 +4,8 @@ import Testing
 /// `help` and `-h`/`--help` at every level (the completion script: ``CompletionTests``).
 @Suite(.serialized, .timeLimit(.minutes(1))) struct HelpTests {
   static let commands = [
-    "status", "login", "logout", "rename", "watch", "history", "compact", "migrate", "check", "help",
-    "backup", "restore",
+    "status", "login", "logout", "rename", "watch", "history", "compact", "retention", "migrate", "backup",
+    "restore", "check", "help",
     "completion",
   ]
 
@@ -91,6 +91,7 @@ import Testing
     let compact = try sandbox.run(["compact", "-h"]).stdout
     #expect(
       compact.contains(
-        "\nUSAGE: sessionctl compact (--keep <n> | --before <cursor>) [--db <path>]\n       [--json]\n"))
+        "\nUSAGE: sessionctl compact (--keep <n> | --before <cursor> | --older-than <age>)\n       [--db <path>] [--json]\n"
+      ))
   }
 }

@@ -3,9 +3,8 @@ import CommandLineKit
 extension SessionCtl {
   /// Every command, in the order help lists them: the one list of sessionctl's commands.
   static let commands: [any SessionCommand.Type] = [
-    Status.self, Login.self, Logout.self, Rename.self, Watch.self, History.self, Compact.self, Migrate.self,
-    Backup.self, Restore.self,
-    Check.self, Help.self, Completion.self,
+    Status.self, Login.self, Logout.self, Rename.self, Watch.self, History.self, Compact.self, Retention.self,
+    Migrate.self, Backup.self, Restore.self, Check.self, Help.self, Completion.self,
   ]
 
   /// The tool's command: the global options, and ``commands`` as its subcommands.

@@ -96,7 +96,7 @@ struct SessionCtl: Sendable {
       return error.exitCode
     case let error as SessionStorageError:
       context.fail(error.description + (error.code == .needsMigration ? " (run 'sessionctl migrate')" : ""))
-      return error.code == .invalidUsername ? .invalidInput : .failure
+      return [.invalidUsername, .invalidArgument].contains(error.code) ? .invalidInput : .failure
     case let error as FeedError:
       context.fail(error.description + Self.hint(for: error))
       switch error {

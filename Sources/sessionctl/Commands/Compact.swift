@@ -11,33 +11,49 @@ extension SessionCtl {
       case keep(Int)
       /// Every change before a cursor.
       case before(Cursor)
+      /// Every change older than a duration.
+      case olderThan(Age)
     }
 
     static let keep = Option<Int>("keep", placeholder: "n", help: "Keep the newest <n> changes.")
     static let before = Option<Cursor>(
       "before", placeholder: "cursor", help: "Delete the changes before <cursor>.")
+    static let olderThan = Option<Age>(
+      "older-than", placeholder: "age",
+      help: "Delete the oldest changes up to the first one younger than <age> (90s, 15m, 12h, 30d).")
 
     static let spec = CommandSpec(
       "compact", abstract: "Delete old changes from the feed.",
       discussion: """
-        Give exactly one of --keep and --before. Cursors are never reused: after compaction
+        Give exactly one of --keep, --before and --older-than. Cursors are never reused: after compaction
         the head cursor stays where it was, and a reader resuming from a deleted cursor
         gets exit status 66 with the oldest cursor still kept.
         """,
-      options: [keep, before], usageOverride: "(--keep <n> | --before <cursor>)")
+      options: [keep, before, olderThan],
+      usageOverride: "(--keep <n> | --before <cursor> | --older-than <age>)")
 
     /// What to delete.
     let retention: Retention
 
     init(_ arguments: ParsedArguments) throws {
-      // Which of the two was given matters before what was given.
-      switch (arguments.contains(Self.keep), arguments.contains(Self.before)) {
-      case (true, false): retention = .keep(try arguments.required(Self.keep))
-      case (false, true): retention = .before(try arguments.required(Self.before))
-      case (true, true):
-        throw arguments.usageError(.invalid("give either '--keep <n>' or '--before <cursor>', not both"))
-      case (false, false):
-        throw arguments.usageError(.invalid("'compact' needs '--keep <n>' or '--before <cursor>'"))
+      // Which one was given matters before what was given.
+      let given = [
+        arguments.contains(Self.keep), arguments.contains(Self.before), arguments.contains(Self.olderThan),
+      ]
+      .filter { $0 }
+      guard given.count == 1 else {
+        throw arguments.usageError(
+          .invalid(
+            given.isEmpty
+              ? "'compact' needs '--keep <n>', '--before <cursor>' or '--older-than <age>'"
+              : "give one of '--keep <n>', '--before <cursor>' and '--older-than <age>', not several"))
+      }
+      if arguments.contains(Self.keep) {
+        retention = .keep(try arguments.required(Self.keep))
+      } else if arguments.contains(Self.before) {
+        retention = .before(try arguments.required(Self.before))
+      } else {
+        retention = .olderThan(try arguments.required(Self.olderThan))
       }
     }
 
@@ -51,6 +67,7 @@ extension SessionCtl {
         switch retention {
         case .keep(let count): try store.compact(keepingLast: count)
         case .before(let cursor): try store.compact(before: cursor)
+        case .olderThan(let age): try store.compact(olderThan: age.duration)
         }
       try context.output.write(context.presenter.compaction(compaction))
       return .success

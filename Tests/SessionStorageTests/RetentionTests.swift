@@ -1,0 +1,187 @@
+import FeedKit
+import Foundation
+import ProcessKit
+import TestSupport
+import Testing
+
+@testable import SessionStorage
+
+/// The retention policy stored in the file: applied by every write in its transaction, by
+/// whoever writes; `compact(olderThan:)` on both stores.
+@Suite(.timeLimit(.minutes(2))) struct RetentionTests {
+  static let torture = ProcessRunner.product("sessiontorture")
+  let dir: TemporaryDirectory
+  let path: String
+
+  init() throws {
+    dir = try TemporaryDirectory()
+    path = dir.file("session.db")
+  }
+
+  /// The kept cursors, read in one statement (a concurrent compaction cannot split it).
+  func cursors(_ store: SessionStore) throws -> [Int64] {
+    try store.withReader { connection in
+      try connection.query("SELECT seq FROM session_changes ORDER BY seq") { statement in
+        var cursors: [Int64] = []
+        while try statement.step() { cursors.append(statement.int64(at: 0)) }
+        return cursors
+      }
+    }
+  }
+
+  func failedChecks(_ store: SessionStore) throws -> [SessionStore.CheckResult] {
+    try store.check().filter { $0.verdict != .passed }
+  }
+
+  /// Inserts `count` feed rows recorded at `at`, as the sqlite3 shell can.
+  func insertOldRows(_ count: Int, at: String = "2020-01-01T00:00:00.000Z") throws {
+    _ = try ProcessRunner.sqlite3(
+      path,
+      """
+      WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(count))
+      INSERT INTO session_changes (at, origin, old_is_logged_in, new_is_logged_in, old_updated_at)
+      SELECT '\(at)', 'external', 0, 0, '\(at)' FROM n
+      """)
+  }
+
+  @Test func aNewFileHasNoPolicyAndKeepsEverything() throws {
+    let store = try SessionStore(path: path)
+    #expect(try store.retention() == .off)
+    for index in 0..<20 { try store.logIn(as: "u\(index)") }
+    #expect(try cursors(store) == Array(1...20))
+  }
+
+  @Test func keepLastKeepsExactlyTheNewestEntriesAfterEveryWrite() throws {
+    let store = try SessionStore(path: path)
+    for index in 0..<5 { try store.logIn(as: "a\(index)") }
+    let applied = try store.setRetention(Retention(keepLast: 3))
+    #expect(applied.removed == 2)
+    #expect(try store.retention() == Retention(keepLast: 3))
+    #expect(try cursors(store) == [3, 4, 5])
+    for index in 0..<10 {
+      let entry = try #require(try store.rename(to: "b\(index)"))
+      let head = entry.cursor.value
+      #expect(try cursors(store) == [head - 2, head - 1, head])
+    }
+    #expect(try failedChecks(store) == [])
+  }
+
+  @Test func maxAgeDeletesTheOldEntriesOnTheNextWrite() throws {
+    let store = try SessionStore(path: path)
+    try insertOldRows(4)  // before the first write, so that the write's entry is the newest
+    try store.logIn(as: "alice")
+    #expect(try cursors(store) == [1, 2, 3, 4, 5])
+    #expect(try store.setRetention(Retention(maxAge: .seconds(3600))).removed == 4)
+    #expect(try cursors(store) == [5])
+    try store.rename(to: "bob")
+    try store.rename(to: "carol")
+    #expect(try cursors(store) == [5, 6, 7])
+    // A clock stepped back: an old time after a young one. Deleting it would leave a hole
+    // in the cursors, so it stays until the entries before it are old too.
+    _ = try ProcessRunner.sqlite3(
+      path, "UPDATE session_changes SET at = '2020-01-01T00:00:00.000Z' WHERE seq = 6")
+    try store.rename(to: "dave")
+    #expect(try cursors(store) == [5, 6, 7, 8])
+    _ = try ProcessRunner.sqlite3(
+      path, "UPDATE session_changes SET at = '2020-01-01T00:00:00.000Z' WHERE seq = 5")
+    try store.rename(to: "erin")
+    #expect(try cursors(store) == [7, 8, 9])
+    #expect(try failedChecks(store) == [])
+  }
+
+  @Test func anEntryOlderThanMaxAgeGoesWithTheNextWrite() async throws {
+    let store = try SessionStore(path: path)
+    try store.setRetention(Retention(keepLast: 100, maxAge: .seconds(1)))
+    try await store.logIn(as: "alice")
+    try await store.rename(to: "bob")
+    try await Task.sleep(for: .milliseconds(1200))
+    try await store.rename(to: "carol")
+    #expect(try cursors(store) == [3])
+  }
+
+  @Test func aPolicyOffKeepsEverythingAgain() throws {
+    let store = try SessionStore(path: path)
+    try store.setRetention(Retention(keepLast: 1))
+    try store.setRetention(.off)
+    for index in 0..<5 { try store.logIn(as: "u\(index)") }
+    #expect(try cursors(store) == [1, 2, 3, 4, 5])
+  }
+
+  @Test func policiesThatWouldDeleteTheNewWriteAreRefused() throws {
+    let store = try SessionStore(path: path)
+    for policy in [Retention(keepLast: 0), Retention(keepLast: -1), Retention(maxAge: .milliseconds(999))] {
+      #expect(throws: SessionStorageError.self) { try store.setRetention(policy) }
+    }
+    #expect(try store.retention() == .off)
+    // The table refuses them too, for the sqlite3 shell.
+    #expect(throws: SQLite3ShellError.self) {
+      try ProcessRunner.sqlite3(path, "UPDATE session_retention SET keep_last = 0")
+    }
+    #expect(throws: SQLite3ShellError.self) {
+      try ProcessRunner.sqlite3(path, "DELETE FROM session_retention")
+    }
+  }
+
+  @Test func theShellsWritesApplyThePolicyToo() throws {
+    let store = try SessionStore(path: path)
+    try store.setRetention(Retention(keepLast: 2))
+    for index in 0..<6 {
+      _ = try ProcessRunner.sqlite3(path, "UPDATE session SET username = 'sh\(index)' WHERE id = 1")
+    }
+    #expect(try cursors(store) == [5, 6])
+    #expect(try failedChecks(store) == [])
+  }
+
+  @Test func compactOlderThanDeletesEverythingOldAndCheckStillPasses() throws {
+    let store = try SessionStore(path: path)
+    try insertOldRows(3)
+    try store.logIn(as: "alice")
+    #expect(try store.compact(olderThan: .seconds(3600)).removed == 3)
+    #expect(try cursors(store) == [4])
+    let all = try store.compact(olderThan: .zero)
+    #expect(all.removed == 1)
+    #expect(all.bounds == FeedBounds(oldest: nil, head: Cursor(4)))
+    #expect(try failedChecks(store) == [])
+    #expect(throws: SessionStorageError.self) { try store.compact(olderThan: .seconds(-1)) }
+  }
+
+  @Test func theInMemoryStoreCompactsByAgeAlike() async throws {
+    let store = try InMemorySessionStore(origin: "memory")
+    try await store.logIn(as: "alice")
+    try await store.rename(to: "bob")
+    #expect(try store.compact(olderThan: .seconds(3600)).removed == 0)
+    try await Task.sleep(for: .milliseconds(20))
+    let all = try store.compact(olderThan: .milliseconds(10))
+    #expect(all == SessionStore.Compaction(removed: 2, bounds: FeedBounds(oldest: nil, head: Cursor(2))))
+    #expect(throws: SessionStorageError.self) { try store.compact(olderThan: .seconds(-1)) }
+  }
+
+  /// Four processes write 100 changes each while the policy keeps 10: the parent samples
+  /// the kept cursors meanwhile (every millisecond, yielding its thread to other tests), and
+  /// at every sample and at the end the kept entries are exactly the newest 10 (all of them
+  /// below 10), with no hole.
+  @Test func keepLastHoldsUnderConcurrentWriterProcesses() async throws {
+    let store = try SessionStore(path: path)
+    try store.setRetention(Retention(keepLast: 10))
+    let writers = try (0..<4).map {
+      try ChildProcess(
+        Self.torture, ["write", "--db", path, "--count", "100", "--origin", "w\($0)"],
+        environment: ["PATH": "/usr/bin:/bin"], stdout: .pipe, stderr: .file(dir.file("stderr-\($0)")))
+    }
+    while writers.contains(where: { $0.status(within: .zero) == nil }) {
+      let kept = try cursors(store)
+      if let last = kept.last { #expect(kept == Array(max(1, last - 9)...last)) }
+      try await Task.sleep(for: .milliseconds(1))
+    }
+    for (index, writer) in writers.enumerated() {
+      while try writer.readLine(timeout: .seconds(60)) != nil {}
+      let status = try writer.wait(timeout: .seconds(60))
+      let stderr = (try? String(contentsOfFile: dir.file("stderr-\(index)"), encoding: .utf8)) ?? ""
+      #expect(status == 0, "writer \(index): \(stderr)")
+    }
+    let head = try store.bounds().head.value
+    #expect(head == 400)
+    #expect(try cursors(store) == Array(head - 9...head))
+    #expect(try failedChecks(store) == [])
+  }
+}
