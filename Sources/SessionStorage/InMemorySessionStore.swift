@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+internal import SystemKit
 
 /// A ``SessionRepository`` without a file, for tests and previews.
 ///
@@ -127,7 +128,7 @@ public final class InMemorySessionStore: SessionRepository {
   @discardableResult
   public func compact(olderThan age: Duration) throws -> SessionStore.Compaction {
     try SessionStorageError.requireNonNegative(age, "the age")
-    let cutoff = Date().addingTimeInterval(-Double(Retention.milliseconds(age)) / 1000)
+    let cutoff = Date().addingTimeInterval(-Double(age.milliseconds) / 1000)
     return try log.compact { log in
       log.entries.prefix { $0.time < cutoff }.count
     }

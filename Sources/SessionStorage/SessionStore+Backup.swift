@@ -149,8 +149,6 @@ extension SessionStore {
           + "then put a copy of the backup in its place and remove the store's -wal and -shm",
         path: backupPath)
     }
-    // The store's shared connections: this instance holds them, so they are the same ones.
-    let database = try Opener.open(path, options).database
     let previousHead = try bounds().head
     try database.withWriter(options) { writer in
       // A connection of its own (the verifying store's reader is behind its lock), read-only.

@@ -1,4 +1,5 @@
 import FeedKit
+internal import SystemKit
 
 /// How long the feed keeps its entries: the policy stored in the file
 /// (`session_retention`), applied by every write in the same transaction as the write,
@@ -37,23 +38,13 @@ public struct Retention: Sendable, Hashable, CustomStringConvertible {
 
   /// A duration in the largest of `d`, `h`, `m`, `s` that divides it, else in milliseconds.
   public static func format(_ duration: Duration) -> String {
-    let ms = milliseconds(duration)
+    let ms = duration.milliseconds
     if ms == 0 { return "0s" }
     for (unit, size) in [("d", Int64(86_400_000)), ("h", 3_600_000), ("m", 60_000), ("s", 1000)]
     where ms % size == 0 {
       return "\(ms / size)\(unit)"
     }
     return "\(ms)ms"
-  }
-
-  /// The duration in whole milliseconds, rounded down (saturating).
-  static func milliseconds(_ duration: Duration) -> Int64 {
-    let (seconds, attoseconds) = duration.components
-    let (product, overflow) = seconds.multipliedReportingOverflow(by: 1000)
-    if overflow { return seconds < 0 ? .min : .max }
-    let (sum, overflow2) = product.addingReportingOverflow(attoseconds / 1_000_000_000_000_000)
-    if overflow2 { return .max }
-    return sum
   }
 
   /// Throws `invalidArgument` for a count below 1 or an age below one second: the entry
@@ -73,7 +64,7 @@ public struct Retention: Sendable, Hashable, CustomStringConvertible {
 extension SessionStore {
   /// The retention policy stored in the file.
   public func retention() throws -> Retention {
-    try withReader { connection in
+    try log.reader.withLock { connection in
       try connection.query("SELECT keep_last, max_age_ms FROM session_retention WHERE id = 1") { statement in
         guard try statement.step() else { return .off }
         return Retention(
@@ -90,7 +81,7 @@ extension SessionStore {
   public func setRetention(_ policy: Retention) throws -> Compaction {
     try policy.validate()
     let keep: SQLiteValue = policy.keepLast.map { .integer(Int64($0)) } ?? .null
-    let age: SQLiteValue = policy.maxAge.map { .integer(Retention.milliseconds($0)) } ?? .null
+    let age: SQLiteValue = policy.maxAge.map { .integer($0.milliseconds) } ?? .null
     var deletes: [(String, [SQLiteValue])] = [
       ("DELETE FROM session_changes WHERE seq <= (SELECT max(seq) FROM session_changes) - ?", [keep])
     ]
@@ -106,7 +97,7 @@ extension SessionStore {
   @discardableResult
   public func compact(olderThan age: Duration) throws -> Compaction {
     try SessionStorageError.requireNonNegative(age, "the age")
-    return try maintain(Self.olderThanSQL, [.integer(Retention.milliseconds(age))])
+    return try maintain(Self.olderThanSQL, [.integer(age.milliseconds)])
   }
 
   /// Deletes the oldest entries before the first one at most `?` milliseconds old; all of

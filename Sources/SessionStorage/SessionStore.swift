@@ -67,12 +67,12 @@ public final class SessionStore: Sendable {
   /// The migrations this open applied (empty when the file was up to date).
   public let appliedMigrations: [Migration]
   /// The connections shared with every other instance on the same file in this process.
-  private let database: SharedDatabase
+  let database: SharedDatabase
 
   /// The feed of changes, for building subscriptions.
   var feed: Feed<SessionChange, SessionState> { database.feed }
   var log: SessionLog { database.log }
-  /// The wake-up signal of the file's subscribers, for tests that count wake-ups.
+  /// The wake-up signal of the file's subscribers (a restore wakes them; tests count wake-ups).
   var beacon: Beacon { database.beacon }
 
   /// Opens the store at `path`, creating it (mode 0600) and applying pending migrations.
@@ -183,11 +183,6 @@ public final class SessionStore: Sendable {
     }
   }
 
-  /// Reads through the store's reader connection.
-  func withReader<Result: Sendable>(_ body: (Connection) throws -> Result) throws -> Result {
-    try log.reader.withLock { try body($0) }
-  }
-
   /// Runs the write on the database's write queue, off the caller's actor; cancelling the
   /// task stops a wait for the lock.
   private func write(_ write: SessionWrite) async throws -> SessionEntry? {
@@ -202,7 +197,7 @@ public final class SessionStore: Sendable {
   }
 
   /// Runs the write as one conditional UPDATE in an IMMEDIATE transaction and returns the
-  /// entry its trigger wrote, or nil when nothing changed (see `committed`).
+  /// entry its trigger wrote, or nil when nothing changed (see ``committed(_:_:isCancelled:)``).
   fileprivate func write(_ write: SessionWrite, isCancelled: (@Sendable () -> Bool)? = nil) throws
     -> SessionEntry?
   {
@@ -212,6 +207,8 @@ public final class SessionStore: Sendable {
     let entry: SessionEntry?
     do {
       entry = try committed(sql, bindings, isCancelled: isCancelled)
+    } catch is OnlyBytesChanged {
+      return nil
     } catch let error as SessionStorageError where error.code == .busy && isCancelled?() == true {
       throw CancellationError()
     }
@@ -219,31 +216,20 @@ public final class SessionStore: Sendable {
     return entry
   }
 
-  /// Runs the write's UPDATE in an IMMEDIATE transaction and returns the entry its trigger
-  /// wrote, or nil when nothing changed.
-  ///
-  /// Nothing changed also when only the username's bytes would: the file holds another
-  /// normalization of the same name, or the same text as a BLOB (stored by another client),
-  /// which Swift's `String` equality takes for the same name. The trigger compares bytes and
-  /// writes an entry, with no events; that write is rolled back, as ``InMemorySessionStore``
-  /// makes no entry for it. It costs nothing on the common path: the entry is read anyway.
-  private func committed(_ sql: String, _ bindings: [SQLiteValue], isCancelled: (@Sendable () -> Bool)?)
-    throws
-    -> SessionEntry?
-  {
-    do {
-      return try changed(sql, bindings, isCancelled: isCancelled)
-    } catch is OnlyBytesChanged {
-      return nil
-    }
-  }
-
   /// Thrown inside the write's transaction to roll back an entry with no events.
   private struct OnlyBytesChanged: Error {}
 
-  private func changed(_ sql: String, _ bindings: [SQLiteValue], isCancelled: (@Sendable () -> Bool)?)
-    throws
-    -> SessionEntry?
+  /// Runs the write's UPDATE in an IMMEDIATE transaction and returns the entry its trigger
+  /// wrote, or nil when the UPDATE changed nothing.
+  ///
+  /// When only the username's bytes would change — the file holds another normalization of
+  /// the same name, or the same text as a BLOB (stored by another client), which Swift's
+  /// `String` equality takes for the same name — the trigger compares bytes and writes an
+  /// entry with no events; the transaction is rolled back (``OnlyBytesChanged``), as
+  /// ``InMemorySessionStore`` makes no entry for it. It costs nothing on the common path:
+  /// the entry is read anyway.
+  private func committed(_ sql: String, _ bindings: [SQLiteValue], isCancelled: (@Sendable () -> Bool)?)
+    throws -> SessionEntry?
   {
     try database.withWriter(options, isCancelled: isCancelled) { connection in
       try connection.transaction(.immediate) { () throws -> SessionEntry? in

@@ -53,7 +53,7 @@ final class SharedDatabase: Sendable {
             // A tip that cannot be read (a replaced file) wakes them: their read says why.
             // Held weakly: a watcher winding down must not keep the file open.
             guard let beacon, let log else { return }
-            if wakes.isNew(try? log.tip()) { beacon.signal() }
+            if wakes.isNew((try? log.tip()) ?? nil) { beacon.signal() }
           })
       },
       deactivate: { watch.stop() })
@@ -97,21 +97,28 @@ final class SharedDatabase: Sendable {
 extension SharedDatabase {
   /// Wakes subscribers for a commit this process made.
   func wake(after entry: SessionEntry) {
-    _ = wakes.isNew("\(entry.cursor)@\(Timestamp.format(entry.time))")
+    _ = wakes.isNew(FeedTip(cursor: entry.cursor, time: entry.time))
     beacon.signal()
   }
 }
 
 /// Which change subscribers were last woken for (``SessionLog/tip()``).
 final class WakeOnce: Sendable {
-  private let wokenFor = Mutex<String?>(nil)
+  private let wokenFor = Mutex<FeedTip?>(nil)
 
   /// Records that subscribers are woken for `tip`; whether it is another one than last time
   /// (an unknown tip always is).
-  func isNew(_ tip: String?) -> Bool {
+  func isNew(_ tip: FeedTip?) -> Bool {
     wokenFor.withLock { woken in
       defer { woken = tip }
       return tip == nil || tip != woken
     }
   }
+}
+
+/// The newest change ever recorded: its cursor and time. A restore of an older backup can
+/// put another change under the same cursor, never at the same millisecond as well.
+struct FeedTip: Equatable, Sendable {
+  var cursor: Cursor
+  var time: Date
 }

@@ -20,7 +20,7 @@ import Testing
 
   /// The kept cursors, read in one statement (a concurrent compaction cannot split it).
   func cursors(_ store: SessionStore) throws -> [Int64] {
-    try store.withReader { connection in
+    try store.log.reader.withLock { connection in
       try connection.query("SELECT seq FROM session_changes ORDER BY seq") { statement in
         var cursors: [Int64] = []
         while try statement.step() { cursors.append(statement.int64(at: 0)) }

@@ -14,7 +14,7 @@ enum SessionTables {
           coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'session_changes'), 0))
     """
 
-  static let tipSQL = "SELECT seq || '@' || at FROM session_feed_tip WHERE id = 1"
+  static let tipSQL = "SELECT seq, at FROM session_feed_tip WHERE id = 1"
 
   static func bounds(on connection: Connection) throws -> FeedBounds {
     try connection.query(boundsSQL) { statement in
