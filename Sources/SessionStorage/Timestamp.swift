@@ -24,7 +24,7 @@ public enum Timestamp {
   /// `date` to the nearest millisecond, as the file keeps times: the very `Date` that
   /// ``parse(_:)`` returns for ``format(_:)``'s text of it. A store without a file
   /// (``InMemorySessionStore``) rounds its times with it, so that both stores' times compare alike.
-  static func rounded(_ date: Date) -> Date {
+  package static func rounded(_ date: Date) -> Date {
     let (seconds, milliseconds) = millisecondParts(date)
     // The same arithmetic as `parse`, so that the two give equal values.
     return Date(timeIntervalSince1970: Double(seconds) + Double(milliseconds) / 1000)
