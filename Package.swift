@@ -68,6 +68,9 @@ let package = Package(
       ]
     ),
     .testTarget(
+      name: "SessionStoragePostgresTests",
+      dependencies: ["SessionStoragePostgres", "SessionStorage", "FeedKit", "TestSupport"]),
+    .testTarget(
       name: "SessionViewModelsTests",
       dependencies: [
         "SessionViewModels", "SessionStorage", "SessionStoragePostgres", "ProcessKit", "TestSupport",

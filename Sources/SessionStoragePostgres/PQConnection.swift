@@ -71,6 +71,18 @@ final class PQConnection {
     try selectSchema()
   }
 
+  /// Starts a transaction. A connection the server closed since its last use (a restart,
+  /// `pg_terminate_backend`) is only found out now: it is connected again and the BEGIN
+  /// sent once more, as nothing was sent in between.
+  func begin() throws {
+    do {
+      try execute("BEGIN")
+    } catch let error as SessionStorageError where error.code == .unavailable && isBroken {
+      try reconnect()
+      try execute("BEGIN")
+    }
+  }
+
   /// Runs SQL without values (one or more statements).
   func execute(_ sql: String) throws {
     let result = PQexec(handle, sql)

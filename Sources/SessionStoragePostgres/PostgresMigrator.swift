@@ -39,7 +39,7 @@ enum PostgresMigrator {
     }
     // Fast path: nothing to do, no lock taken.
     if (try? inspect(connection))?.isEmpty == true { return [] }
-    try connection.execute("BEGIN")
+    try connection.begin()
     do {
       try connection.query(
         "SELECT pg_advisory_xact_lock(hashtext($1))", ["SessionStorage " + connection.place.schema])

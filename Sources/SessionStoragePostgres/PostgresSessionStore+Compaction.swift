@@ -44,7 +44,7 @@ extension PostgresSessionStore {
   /// afterwards.
   private func maintain(_ sql: String, _ values: [String?]) throws -> SessionStore.Compaction {
     try withWriter { connection in
-      try connection.execute("BEGIN")
+      try connection.begin()
       do {
         let removed = try connection.query(sql, values).changed
         let bounds = try connection.query(PostgresTables.boundsSQL).rows.first.map(PostgresTables.bounds)

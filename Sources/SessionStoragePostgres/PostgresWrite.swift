@@ -58,7 +58,7 @@ struct PostgresWrite {
     let (sql, values) = statement
     let entry: SessionEntry
     do {
-      try connection.execute("BEGIN")
+      try connection.begin()
       guard let head = try connection.scalar(sql, values) else {
         try connection.execute("ROLLBACK")
         return nil
