@@ -38,6 +38,12 @@ public enum Timestamp {
     return ((totalMilliseconds - Int64(milliseconds)) / 1000, milliseconds)
   }
 
+  /// A time read from a store: text not in the feed's format (typed by hand), or none,
+  /// reads as the epoch, and `check` reports it.
+  package static func stored(_ text: String?) -> Date {
+    text.flatMap(parse) ?? Date(timeIntervalSince1970: 0)
+  }
+
   /// Parses `text`; nil when it is not in the feed's format (e.g. typed by hand).
   public static func parse(_ text: String) -> Date? {
     var text = text

@@ -24,18 +24,15 @@ enum PostgresTables {
 
   /// The entry in a row of ``changeColumns``.
   static func entry(_ row: [String?]) -> SessionEntry {
-    let time = date(row[1])
-    let before = SessionState(username: row[3], isLoggedIn: row[5] == "t", updatedAt: date(row[7]))
-    let after = SessionState(username: row[4], isLoggedIn: row[6] == "t", updatedAt: time)
-    return SessionEntry(
-      cursor: Cursor(integer(row[0])), time: time, origin: row[2] ?? "external",
-      change: SessionChange(before: before, after: after))
+    SessionEntry(
+      seq: integer(row[0]), at: row[1], origin: row[2], oldUsername: row[3], newUsername: row[4],
+      oldIsLoggedIn: row[5] == "t", newIsLoggedIn: row[6] == "t", oldUpdatedAt: row[7])
   }
 
   /// The state and head in a row of ``snapshotSQL``.
   static func snapshot(_ row: [String?]) -> (state: SessionState, cursor: Cursor) {
     (
-      SessionState(username: row[0], isLoggedIn: row[1] == "t", updatedAt: date(row[2])),
+      SessionState(username: row[0], isLoggedIn: row[1] == "t", updatedAt: Timestamp.stored(row[2])),
       Cursor(integer(row[3]))
     )
   }
@@ -45,10 +42,6 @@ enum PostgresTables {
   }
 
   static func integer(_ text: String?) -> Int64 { text.flatMap { Int64($0) } ?? 0 }
-
-  static func date(_ text: String?) -> Date {
-    text.flatMap(Timestamp.parse) ?? Date(timeIntervalSince1970: 0)
-  }
 }
 
 /// The `session_changes` table as a ``FeedSource``, read through the store's reader

@@ -38,6 +38,23 @@ import Testing
     #expect(try second.check().map(\.verdict) == Array(repeating: .passed, count: 6))
   }
 
+  /// Migrations run under an advisory lock: stores opening a new schema at once do not race.
+  @Test func storesOpeningANewSchemaAtOnceMigrateItOnce() async throws {
+    let cluster = try PostgresCluster.shared()
+    let url = cluster.freshStoreURL()
+    let applied = try await withThrowingTaskGroup(of: Int.self) { group in
+      for index in 0..<6 {
+        group.addTask {
+          try PostgresSessionStore(url: url, options: .init(origin: "opener\(index)")).appliedMigrations.count
+        }
+      }
+      return try await group.reduce(into: []) { $0.append($1) }
+    }
+    #expect(applied.sorted() == [0, 0, 0, 0, 0, 1])
+    let store = try PostgresSessionStore(url: url)
+    #expect(try cluster.psql("SELECT count(*) FROM schema_migrations", schema: store.schema) == "1\n")
+  }
+
   @Test func aReadOnlyStoreNeverCreatesASchema() throws {
     let cluster = try PostgresCluster.shared()
     let url = cluster.freshStoreURL()
