@@ -21,14 +21,14 @@ import Testing
 ///
 /// Backends are found by their `application_name`, `<origin>/writer`, `/reader` or
 /// `/listener`, which the store sets on its connections.
-@Suite(.timeLimit(.minutes(1))) struct PostgresFaultTests {
+@Suite(.timeLimit(.minutes(2))) struct PostgresFaultTests {
   @Test func terminatingTheListenersBackendMidStreamLosesNothingAndRepeatsNothing() async throws {
     let cluster = try PostgresCluster.shared()
     let url = cluster.freshStoreURL()
     let writer = try PostgresSessionStore(url: url, options: .init(origin: "fault-writer"))
     // The subscriber connects as a role of its own, so that its reconnection can be refused.
     let origin = uniqueName("listened")
-    try cluster.psql("CREATE ROLE \(origin) LOGIN SUPERUSER")
+    try await cluster.query("CREATE ROLE \(origin) LOGIN SUPERUSER")
     defer { _ = try? cluster.psql("DROP ROLE IF EXISTS \(origin)") }
     let store = try PostgresSessionStore(
       url: url + "&user=\(origin)",
@@ -39,14 +39,14 @@ import Testing
     #expect(await eventually { subscription.wakeMode == listening })
 
     let writing = Writer(writer)
-    var listener = try #require(try backends(of: "\(origin)/listener", on: cluster).first)
+    var listener = try #require(try await backends(of: "\(origin)/listener", on: cluster).first)
     for round in 1...5 {
       let before = writing.count
       #expect(await eventually { writing.count >= before + 3 }, "writes go on (round \(round))")
-      #expect(try terminate("\(origin)/listener", on: cluster) == 1, "round \(round)")
+      #expect(try await terminate("\(origin)/listener", on: cluster) == 1, "round \(round)")
       #expect(
         await eventually {
-          let now = (try? backends(of: "\(origin)/listener", on: cluster)) ?? []
+          let now = (try? await backends(of: "\(origin)/listener", on: cluster)) ?? []
           guard now.count == 1, now != [listener] else { return false }
           listener = now[0]
           return true
@@ -55,15 +55,15 @@ import Testing
     #expect(await eventually { subscription.wakeMode == listening })
 
     // While the listener cannot connect again, the subscriber polls, says so, and misses nothing.
-    try cluster.psql("ALTER ROLE \(origin) NOLOGIN")
-    #expect(try terminate("\(origin)/listener", on: cluster) == 1)
+    try await cluster.query("ALTER ROLE \(origin) NOLOGIN")
+    #expect(try await terminate("\(origin)/listener", on: cluster) == 1)
     #expect(await eventually { subscription.wakeMode.isPolling })
     let whilePolling = writing.count + 3
     #expect(await eventually { writing.count >= whilePolling })
     let written = try #require(writing.acknowledged.last)
     #expect(await eventually { follower.entries.last.map { $0.cursor >= written.cursor } ?? false })
     #expect(subscription.wakeMode.isPolling, "\(subscription.wakeMode)")
-    try cluster.psql("ALTER ROLE \(origin) LOGIN")
+    try await cluster.query("ALTER ROLE \(origin) LOGIN")
     #expect(await eventually { subscription.wakeMode == listening })
 
     let acknowledged = try await writing.finish()
@@ -79,10 +79,10 @@ import Testing
     let first = try #require(try await store.logIn(as: "alice"))
 
     // Idle connections the server ended are connected again by the next use.
-    #expect(try terminate("\(origin)/writer", on: cluster) == 1)
+    #expect(try await terminate("\(origin)/writer", on: cluster) == 1)
     let renamed = try #require(try await store.rename(to: "bob"))
     #expect(renamed.cursor == first.cursor.next)
-    #expect(try terminate("\(origin)/reader", on: cluster) == 1)
+    #expect(try await terminate("\(origin)/reader", on: cluster) == 1)
     #expect(try store.state.username == "bob")
     #expect(try store.history() == [first, renamed])
 
@@ -91,11 +91,11 @@ import Testing
     let write = Task { try await store.rename(to: "carol") }
     #expect(
       await eventually {
-        (try? cluster.psql(
+        (try? await cluster.query(
           "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(origin)/writer' "
             + "AND wait_event_type = 'Lock'")) == "1\n"
       })
-    #expect(try terminate("\(origin)/writer", on: cluster) == 1)
+    #expect(try await terminate("\(origin)/writer", on: cluster) == 1)
     let error = await #expect(throws: SessionStorageError.self) { try await write.value }
     #expect(error?.code == .unavailable)
     #expect(error?.path == store.url)
@@ -125,6 +125,8 @@ import Testing
 
     let writing = Writer(writer)
     #expect(await eventually { writing.count >= 10 })
+    // Writes that run into the restart fail (or, when it fell between two writes, the next
+    // one connects again before its BEGIN): whichever happens, the checks below hold.
     try await onThreadOfItsOwn { try cluster.restart() }
     let restarted = writing.count
     #expect(await eventually { writing.count >= restarted + 10 }, "writes go on after the restart")
@@ -133,9 +135,7 @@ import Testing
     let acknowledged = try await writing.finish()
     let received = try await follower.finish()
     try expectEveryChangeOnce(received, in: writer, acknowledged: acknowledged)
-    let failures = writing.failures
-    #expect(!failures.isEmpty, "writes failed while the server was down")
-    for failure in failures {
+    for failure in writing.failures {
       #expect(failure.code == .unavailable, "\(failure)")
       #expect(failure.path == writer.url, "\(failure)")
     }
@@ -161,7 +161,7 @@ import Testing
     }
     #expect(
       await eventually {
-        (try? cluster.psql(
+        (try? await cluster.query(
           "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE '\(waiter)-_/writer' "
             + "AND wait_event_type = 'Lock' AND query LIKE 'UPDATE session%'")) == "3\n"
       }, "the three writers wait for the row")
@@ -211,7 +211,7 @@ import Testing
     let subscription = try store.changes(from: .now)
     let follower = Follower(subscription)
     #expect(await eventually { subscription.wakeMode == .notifications(pollInterval: .milliseconds(200)) })
-    let pid = try #require(try backends(of: "lost/listener", on: cluster).first.flatMap { pid_t($0) })
+    let pid = try #require(try await backends(of: "lost/listener", on: cluster).first.flatMap { pid_t($0) })
     let command = try String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)
     #expect(command.hasPrefix("postgres"), "the listener's backend is a local server process")
     guard command.hasPrefix("postgres") else { return }
@@ -244,11 +244,11 @@ import Testing
       environment: ["PATH": "/usr/bin:/bin"], stdout: .pipe, stderr: .file(scratch.file("stderr")))
     #expect(try child.readLine(timeout: .seconds(30)) == "ready")
     #expect(
-      try cluster.psql(
-        "SELECT count(*) FROM pg_stat_activity WHERE application_name IN "
-          + "('sessiontorture/reader', 'sessiontorture/listener', 'tcp-writer/writer') AND client_addr IS NOT NULL"
-      )
-        == "3\n", "both processes connect over TCP")
+      await eventually {
+        (try? await cluster.query(
+          "SELECT count(*) FROM pg_stat_activity WHERE application_name IN ('sessiontorture/reader', "
+            + "'sessiontorture/listener', 'tcp-writer/writer') AND client_addr IS NOT NULL")) == "3\n"
+      }, "both processes connect over TCP")
     var cursors: [String] = []
     for index in 0..<20 {
       let entry =
@@ -377,14 +377,14 @@ private func uniqueName(_ prefix: String) -> String {
 }
 
 /// The process ids of the backends whose `application_name` is `name`.
-private func backends(of name: String, on cluster: PostgresCluster) throws -> [String] {
-  try cluster.psql("SELECT pid FROM pg_stat_activity WHERE application_name = '\(name)' ORDER BY pid")
+private func backends(of name: String, on cluster: PostgresCluster) async throws -> [String] {
+  try await cluster.query("SELECT pid FROM pg_stat_activity WHERE application_name = '\(name)' ORDER BY pid")
     .split(separator: "\n").map(String.init)
 }
 
 /// Terminates the backends whose `application_name` is `name`; how many there were.
-private func terminate(_ name: String, on cluster: PostgresCluster) throws -> Int {
-  try cluster.psql(
+private func terminate(_ name: String, on cluster: PostgresCluster) async throws -> Int {
+  try await cluster.query(
     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '\(name)'"
   ).split(separator: "\n").filter { $0 == "t" }.count
 }
@@ -404,7 +404,7 @@ private func holdTheRow(
     }
   }
   let holds = await eventually {
-    (try? cluster.psql(
+    (try? await cluster.query(
       "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(name)' AND query LIKE 'SELECT pg_sleep%'"
     ))
       == "1\n"
@@ -419,6 +419,15 @@ private func processState(_ pid: pid_t) throws -> String {
   // "pid (comm) S …": the state follows the last ')'.
   guard let close = stat.lastIndex(of: ")") else { return "?" }
   return String(stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).prefix(1))
+}
+
+extension PostgresCluster {
+  /// ``psql(_:schema:socket:)`` on a thread of its own, so that tests waiting for psql leave
+  /// the cooperative pool to the stores' subscribers and writers.
+  @discardableResult
+  fileprivate func query(_ sql: String, schema: String? = nil) async throws -> String {
+    try await onThreadOfItsOwn { try self.psql(sql, schema: schema) }
+  }
 }
 
 extension WakeMode {
