@@ -75,7 +75,8 @@ import Testing
   @Test func aTerminatedWriterOrReaderReconnectsAndAWriteCutOffSaysNothingWasWritten() async throws {
     let cluster = try PostgresCluster.shared()
     let origin = uniqueName("cut")
-    let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: origin))
+    let store = try PostgresSessionStore(
+      url: cluster.freshStoreURL(), options: .init(origin: origin, lockTimeout: .zero))
     let first = try #require(try await store.logIn(as: "alice"))
 
     // Idle connections the server ended are connected again by the next use.
@@ -87,7 +88,7 @@ import Testing
     #expect(try store.history() == [first, renamed])
 
     // A write whose backend is ended while it waits for the row lock fails, saying so.
-    let holding = try await holdTheRow(of: store, on: cluster, setting: "held", then: "ROLLBACK")
+    let holder = try await RowHolder(of: store, on: cluster, setting: "held", then: "ROLLBACK")
     let write = Task { try await store.rename(to: "carol") }
     #expect(
       await eventually {
@@ -100,7 +101,7 @@ import Testing
     #expect(error?.code == .unavailable)
     #expect(error?.path == store.url)
     #expect(error?.message.contains("nothing was written") == true, "\(String(describing: error))")
-    _ = try await holding.value
+    try await holder.release()
     #expect(try store.history() == [first, renamed], "nothing was written")
     let after = try #require(try await store.rename(to: "dave"))
     #expect(after.cursor == renamed.cursor.next)
@@ -147,7 +148,8 @@ import Testing
     let url = cluster.freshStoreURL()
     let waiter = uniqueName("waiter")
     let writers = try (0..<3).map {
-      try PostgresSessionStore(url: url, options: .init(origin: "\(waiter)-\($0)"))
+      // They wait for as long as the row is held (no lock timeout).
+      try PostgresSessionStore(url: url, options: .init(origin: "\(waiter)-\($0)", lockTimeout: .zero))
     }
     let store = try PostgresSessionStore(
       url: url, options: .init(origin: "long-subscriber", readOnly: true, safetyPollInterval: .seconds(30)))
@@ -155,7 +157,7 @@ import Testing
     let subscription = try store.changes(from: .now)
     let follower = Follower(subscription)
 
-    let holding = try await holdTheRow(of: store, on: cluster, setting: "x", then: end)
+    let holder = try await RowHolder(of: store, on: cluster, setting: "x", then: end)
     let writes = writers.enumerated().map { index, writer in
       Task { try await writer.rename(to: "after-\(index)") }
     }
@@ -165,7 +167,7 @@ import Testing
           "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE '\(waiter)-_/writer' "
             + "AND wait_event_type = 'Lock' AND query LIKE 'UPDATE session%'")) == "3\n"
       }, "the three writers wait for the row")
-    _ = try await holding.value
+    try await holder.release()
     var acknowledged = [first]
     for write in writes { acknowledged.append(try #require(try await write.value)) }
     _ = try #require(try await writers[0].rename(to: "done"))
@@ -188,11 +190,11 @@ import Testing
     let store = try PostgresSessionStore(
       url: cluster.freshStoreURL(), options: .init(origin: "impatient", lockTimeout: .milliseconds(300)))
     let first = try #require(try await store.logIn(as: "alice"))
-    let holding = try await holdTheRow(of: store, on: cluster, setting: "held", then: "ROLLBACK")
+    let holder = try await RowHolder(of: store, on: cluster, setting: "held", then: "ROLLBACK")
     let error = await #expect(throws: SessionStorageError.self) { try await store.rename(to: "bob") }
     #expect(error?.code == .busy, "\(String(describing: error))")
     #expect(error?.path == store.url)
-    _ = try await holding.value
+    try await holder.release()
     #expect(try store.history() == [first], "nothing was written")
     #expect(try await store.rename(to: "bob")?.cursor == first.cursor.next)
   }
@@ -224,7 +226,7 @@ import Testing
       acknowledged.append(try #require(try await writer.rename(to: name)))
       let cursor = acknowledged[acknowledged.count - 1].cursor
       #expect(
-        await eventually(timeout: .seconds(10)) { follower.entries.last?.cursor == cursor },
+        await eventually { follower.entries.last?.cursor == cursor },
         "the poll delivered \(name)")
     }
     #expect(try processState(pid) == "T", "the listener's backend was stopped all along")
@@ -389,28 +391,55 @@ private func terminate(_ name: String, on cluster: PostgresCluster) async throws
   ).split(separator: "\n").filter { $0 == "t" }.count
 }
 
-/// Starts a `psql` session that sets the username to `username` in a transaction, holds the
-/// row for two seconds (`pg_sleep`), then ends with `end` (`COMMIT` or `ROLLBACK`); returns
-/// once it holds the row, with the task that finishes with the session.
-private func holdTheRow(
-  of store: PostgresSessionStore, on cluster: PostgresCluster, setting username: String, then end: String
-) async throws -> Task<String, any Error> {
-  let name = uniqueName("holder")
-  let holding = Task {
-    try await onThreadOfItsOwn {
-      try cluster.psql(
-        "SET application_name = '\(name)'; BEGIN; UPDATE session SET username = '\(username)' WHERE id = 1; "
-          + "SELECT pg_sleep(2); \(end);", schema: store.schema)
+/// A `psql` session that changed the username in a transaction and holds the session row
+/// until ``release()``: it waits for a row in a gate table of its own (re-read every 20 ms,
+/// for at most 90 s), then ends its transaction with `COMMIT` or `ROLLBACK`. Nothing but the
+/// test decides how long the row is held.
+private struct RowHolder {
+  let cluster: PostgresCluster
+  /// `public.gate_…`: a row in it releases the holder.
+  let gate: String
+  let session: Task<String, any Error>
+
+  /// Starts the session and returns once it holds the row.
+  init(
+    of store: PostgresSessionStore, on cluster: PostgresCluster, setting username: String, then end: String
+  ) async throws {
+    let name = uniqueName("holder")
+    let gate = "public.gate_" + name
+    try await cluster.query("CREATE TABLE \(gate) (opened boolean)")
+    self.cluster = cluster
+    self.gate = gate
+    session = Task {
+      try await onThreadOfItsOwn {
+        try cluster.psql(
+          """
+          SET application_name = '\(name)';
+          BEGIN;
+          UPDATE session SET username = '\(username)' WHERE id = 1;
+          DO $$ BEGIN
+            WHILE NOT EXISTS (SELECT FROM \(gate)) AND clock_timestamp() < now() + interval '90 seconds' LOOP
+              PERFORM pg_sleep(0.02);
+            END LOOP;
+          END $$;
+          \(end);
+          """, schema: store.schema)
+      }
     }
+    let holds = await eventually {
+      (try? await cluster.query(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(name)' AND query LIKE 'DO %'"))
+        == "1\n"
+    }
+    try #require(holds, "psql holds the session row")
   }
-  let holds = await eventually {
-    (try? await cluster.query(
-      "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(name)' AND query LIKE 'SELECT pg_sleep%'"
-    ))
-      == "1\n"
+
+  /// Lets the session end its transaction, and waits until it has.
+  func release() async throws {
+    try await cluster.query("INSERT INTO \(gate) VALUES (true)")
+    _ = try await session.value
+    try await cluster.query("DROP TABLE \(gate)")
   }
-  try #require(holds, "psql holds the session row")
-  return holding
 }
 
 /// The state letter of a process in `/proc/PID/stat` (`T` when stopped).
