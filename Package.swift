@@ -7,6 +7,7 @@ let package = Package(
   products: [
     .library(name: "FeedKit", targets: ["FeedKit"]),
     .library(name: "SessionStorage", targets: ["SessionStorage"]),
+    .library(name: "SessionStoragePostgres", targets: ["SessionStoragePostgres"]),
     .library(name: "SessionViewModels", targets: ["SessionViewModels"]),
     .executable(name: "sessionctl", targets: ["sessionctl"]),
   ],
@@ -15,6 +16,11 @@ let package = Package(
       name: "CSQLite",
       pkgConfig: "sqlite3",
       providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+    ),
+    .systemLibrary(
+      name: "CLibPQ",
+      pkgConfig: "libpq",
+      providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
     ),
     .executableTarget(name: "EmbedMigrationsTool"),
     .plugin(
@@ -34,6 +40,12 @@ let package = Package(
       dependencies: ["FeedKit", "SystemKit", "CSQLite"],
       plugins: ["EmbedMigrations"]
     ),
+    // The same store on PostgreSQL, for several machines; embeds migrations/postgres/*.sql.
+    .target(
+      name: "SessionStoragePostgres",
+      dependencies: ["SessionStorage", "FeedKit", "SystemKit", "CLibPQ"],
+      plugins: ["EmbedMigrations"]
+    ),
     .target(name: "SessionViewModels", dependencies: ["SessionStorage"]),
     .executableTarget(
       name: "sessionctl",
@@ -51,12 +63,18 @@ let package = Package(
     .testTarget(
       name: "SessionStorageTests",
       dependencies: [
-        "FeedKit", "SessionStorage", "CSQLite", "ProcessKit", "TestSupport", "sessiontorture", "sessionbench",
+        "FeedKit", "SessionStorage", "SessionStoragePostgres", "CSQLite", "ProcessKit", "TestSupport",
+        "sessiontorture", "sessionbench",
       ]
     ),
     .testTarget(
+      name: "SessionStoragePostgresTests",
+      dependencies: ["SessionStoragePostgres", "SessionStorage", "FeedKit", "TestSupport"]),
+    .testTarget(
       name: "SessionViewModelsTests",
-      dependencies: ["SessionViewModels", "SessionStorage", "ProcessKit", "TestSupport"]),
+      dependencies: [
+        "SessionViewModels", "SessionStorage", "SessionStoragePostgres", "ProcessKit", "TestSupport",
+      ]),
     .testTarget(
       name: "sessionctlTests",
       dependencies: ["sessionctl", "FeedKit", "SessionStorage", "ProcessKit", "TestSupport"]),

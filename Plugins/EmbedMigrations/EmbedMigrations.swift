@@ -2,11 +2,15 @@ import Foundation
 import PackagePlugin
 
 /// Compiles `migrations/*.sql` into a Swift source file of the target, so the schema
-/// travels inside the binary and nothing is read from disk at run time.
+/// travels inside the binary and nothing is read from disk at run time. The target
+/// SessionStoragePostgres embeds `migrations/postgres/*.sql` instead, as SessionStorage's
+/// `Migration` values (the file imports SessionStorage).
 @main
 struct EmbedMigrations: BuildToolPlugin {
   func createBuildCommands(context: PluginContext, target: Target) async throws -> [Command] {
-    let directory = context.package.directoryURL.appending(path: "migrations")
+    let postgres = target.name == "SessionStoragePostgres"
+    let directory = context.package.directoryURL.appending(
+      path: postgres ? "migrations/postgres" : "migrations")
     let files = try FileManager.default.contentsOfDirectory(
       at: directory, includingPropertiesForKeys: nil
     )
@@ -17,7 +21,7 @@ struct EmbedMigrations: BuildToolPlugin {
       .buildCommand(
         displayName: "Embedding \(files.count) migrations into \(target.name)",
         executable: try context.tool(named: "EmbedMigrationsTool").url,
-        arguments: [output.path] + files.map(\.path),
+        arguments: (postgres ? ["--import", "SessionStorage"] : []) + [output.path] + files.map(\.path),
         inputFiles: files,
         outputFiles: [output]
       )

@@ -111,14 +111,14 @@ struct WatchSetupFailure: Error {
 /// thread's `poll`. ``request()`` writes to the pipe and closes its write end; the thread
 /// closes what is left as it exits. Both under one lock, so the byte is only ever written
 /// while the read end is open (never a `SIGPIPE`).
-private final class StopSignal: Sendable {
+package final class StopSignal: Sendable {
   private let requested = Mutex(false)
   private let pipe: Mutex<(read: Int32, write: Int32)?>
 
-  init(pipe ends: (read: Int32, write: Int32)?) { pipe = Mutex(ends) }
+  package init(pipe ends: (read: Int32, write: Int32)?) { pipe = Mutex(ends) }
 
   /// Asks the thread to stop, without waiting for it. Safe to call twice.
-  func request() {
+  package func request() {
     let first = requested.withLock { requested in
       defer { requested = true }
       return !requested
@@ -133,10 +133,10 @@ private final class StopSignal: Sendable {
     }
   }
 
-  var isRequested: Bool { requested.withLock { $0 } }
+  package var isRequested: Bool { requested.withLock { $0 } }
 
   /// Closes the pipe; the thread calls this as it exits.
-  func closePipe() {
+  package func closePipe() {
     pipe.withLock { ends in
       if let open = ends {
         if open.write >= 0 { close(open.write) }

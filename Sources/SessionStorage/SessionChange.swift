@@ -68,6 +68,24 @@ extension FeedEntry: CustomStringConvertible where Change == SessionChange {
   }
 }
 
+extension FeedEntry where Change == SessionChange {
+  /// The entry of a `session_changes` row, its columns in the order of every store's
+  /// schema (times as the feed's text, read by ``Timestamp/stored(_:)``): the same
+  /// decoding for the SQLite and the PostgreSQL store.
+  package init(
+    seq: Int64, at: String?, origin: String?, oldUsername: String?, newUsername: String?,
+    oldIsLoggedIn: Bool, newIsLoggedIn: Bool, oldUpdatedAt: String?
+  ) {
+    let time = Timestamp.stored(at)
+    self.init(
+      cursor: Cursor(seq), time: time, origin: origin ?? "external",
+      change: SessionChange(
+        before: SessionState(
+          username: oldUsername, isLoggedIn: oldIsLoggedIn, updatedAt: Timestamp.stored(oldUpdatedAt)),
+        after: SessionState(username: newUsername, isLoggedIn: newIsLoggedIn, updatedAt: time)))
+  }
+}
+
 extension FeedEntry: Codable where Change == SessionChange {
   private enum CodingKeys: String, CodingKey { case type, cursor, at, origin, events, before, after }
 

@@ -3,16 +3,16 @@
 /// it is read, so their reads, subscriptions and compaction checks forward here.
 extension Feed where Change == SessionChange, Snapshot == SessionState {
   /// The state and its cursor, read atomically.
-  func snapshot() throws -> SessionSnapshot {
+  package func snapshot() throws -> SessionSnapshot {
     let (state, cursor) = try source.snapshot()
     return SessionSnapshot(state: state, cursor: cursor)
   }
 
   /// The state now, then each new state.
-  func values() -> SessionValues { values(\.change.after) }
+  package func values() -> SessionValues { values(\.change.after) }
 
   /// A page of history; a negative limit is `invalidArgument`.
-  func checkedHistory(from start: FeedStart, limit: Int) throws -> [SessionEntry] {
+  package func checkedHistory(from start: FeedStart, limit: Int) throws -> [SessionEntry] {
     try SessionStorageError.requireNonNegative(limit, "the history limit")
     return try history(from: start, limit: limit)
   }
@@ -21,7 +21,7 @@ extension Feed where Change == SessionChange, Snapshot == SessionState {
 extension FeedBounds {
   /// Throws `cursorAhead` for a compaction before a cursor beyond the one the next change
   /// would get: nothing there was ever handed out.
-  func requireCompactable(before cursor: Cursor) throws {
+  package func requireCompactable(before cursor: Cursor) throws {
     if let next = head.next, cursor > next { throw FeedError.cursorAhead(requested: cursor, head: head) }
   }
 }

@@ -62,7 +62,7 @@ final class SessionLog: FeedSource {
         // The time as an entry's is read (SessionTables.entry), so equal to the writer's.
         try statement.step()
           ? FeedTip(
-            cursor: Cursor(statement.int64(at: 0)), time: SessionTables.date(statement.lossyText(at: 1)))
+            cursor: Cursor(statement.int64(at: 0)), time: Timestamp.stored(statement.lossyText(at: 1)))
           : nil
       }
     }

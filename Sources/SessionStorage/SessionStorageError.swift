@@ -58,13 +58,22 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
     public static let invalidArgument = Code(rawValue: "invalidArgument")
     /// Any other SQLite or operating-system failure.
     public static let sqlite = Code(rawValue: "sqlite")
+    /// The PostgreSQL server cannot be reached, or the connection to it was lost: the
+    /// server is down or refuses connections, the host name does not resolve, the connection
+    /// timed out. The message says whether anything was written (a write whose commit was
+    /// sent but not confirmed says that its outcome is unknown). Try again later.
+    public static let unavailable = Code(rawValue: "unavailable")
+    /// Any other error the PostgreSQL server reported; the message carries the server's
+    /// words and its SQLSTATE.
+    public static let postgres = Code(rawValue: "postgres")
   }
 
   /// What kind of failure this is.
   public var code: Code
   /// A sentence for a person: what failed and why.
   public var message: String
-  /// The database file involved, when there is one.
+  /// The database file involved, when there is one; for a PostgreSQL store, its URL with
+  /// any password replaced by `***`.
   public var path: String?
   /// SQLite's extended result code, when SQLite reported the failure.
   public var resultCode: Int32?
@@ -83,7 +92,7 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
   }
 
   /// Throws `invalidArgument` unless `count` is 0 or more.
-  static func requireNonNegative(_ count: Int, _ name: String) throws {
+  package static func requireNonNegative(_ count: Int, _ name: String) throws {
     guard count >= 0 else {
       throw SessionStorageError(.invalidArgument, "\(name) must be 0 or more, not \(count)")
     }

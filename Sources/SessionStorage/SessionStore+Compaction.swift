@@ -8,6 +8,12 @@ extension SessionStore {
     public var removed: Int
     /// The bounds afterwards. The head never moves back: cursors are never reused.
     public var bounds: FeedBounds
+
+    /// A compaction's result, as every store makes it.
+    package init(removed: Int, bounds: FeedBounds) {
+      self.removed = removed
+      self.bounds = bounds
+    }
   }
 
   /// Deletes all but the newest `count` entries.

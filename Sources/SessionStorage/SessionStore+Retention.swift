@@ -112,7 +112,7 @@ extension SessionStore {
 }
 
 extension SessionStorageError {
-  static func requireNonNegative(_ duration: Duration, _ name: String) throws {
+  package static func requireNonNegative(_ duration: Duration, _ name: String) throws {
     guard duration >= .zero else {
       throw SessionStorageError(.invalidArgument, "\(name) must be 0 or more, not \(duration)")
     }

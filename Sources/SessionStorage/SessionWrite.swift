@@ -1,17 +1,21 @@
 /// One of the three writes, with its username already validated.
-enum SessionWrite: Sendable {
+package enum SessionWrite: Sendable {
   case login(String)
   case logout
   case rename(String)
 
   /// Validates `username` and makes a login.
-  static func login(username: String) throws -> SessionWrite { .login(try Username.validated(username)) }
+  package static func login(username: String) throws -> SessionWrite {
+    .login(try Username.validated(username))
+  }
 
   /// Validates `username` and makes a rename.
-  static func rename(to username: String) throws -> SessionWrite { .rename(try Username.validated(username)) }
+  package static func rename(to username: String) throws -> SessionWrite {
+    .rename(try Username.validated(username))
+  }
 
   /// The state after this write, or nil when it would change nothing.
-  func applied(to state: SessionState) -> (username: String?, isLoggedIn: Bool)? {
+  package func applied(to state: SessionState) -> (username: String?, isLoggedIn: Bool)? {
     let after: (username: String?, isLoggedIn: Bool)
     switch self {
     case .login(let name): after = (name, true)

@@ -24,7 +24,7 @@ public enum Timestamp {
   /// `date` to the nearest millisecond, as the file keeps times: the very `Date` that
   /// ``parse(_:)`` returns for ``format(_:)``'s text of it. A store without a file
   /// (``InMemorySessionStore``) rounds its times with it, so that both stores' times compare alike.
-  static func rounded(_ date: Date) -> Date {
+  package static func rounded(_ date: Date) -> Date {
     let (seconds, milliseconds) = millisecondParts(date)
     // The same arithmetic as `parse`, so that the two give equal values.
     return Date(timeIntervalSince1970: Double(seconds) + Double(milliseconds) / 1000)
@@ -36,6 +36,12 @@ public enum Timestamp {
     let totalMilliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
     let milliseconds = Int(totalMilliseconds.modulo(1000))
     return ((totalMilliseconds - Int64(milliseconds)) / 1000, milliseconds)
+  }
+
+  /// A time read from a store: text not in the feed's format (typed by hand), or none,
+  /// reads as the epoch, and `check` reports it.
+  package static func stored(_ text: String?) -> Date {
+    text.flatMap(parse) ?? Date(timeIntervalSince1970: 0)
   }
 
   /// Parses `text`; nil when it is not in the feed's format (e.g. typed by hand).

@@ -1,11 +1,14 @@
 import FeedKit
 import Foundation
+import SessionStoragePostgres
 import TestSupport
 import Testing
 
 @testable import SessionStorage
 
-/// One contract, two stores: `InMemorySessionStore` must behave like `SessionStore`.
+/// One contract, three stores: `InMemorySessionStore` and `PostgresSessionStore` must behave
+/// like `SessionStore`. The PostgreSQL case runs against `PostgresCluster.shared()`, in a
+/// fresh schema per test.
 @Suite(.timeLimit(.minutes(1))) struct RepositoryContractTests {
   /// A store under test, with the maintenance calls the contract needs.
   struct Subject: Sendable {
@@ -16,7 +19,7 @@ import Testing
   }
 
   enum Kind: String, CaseIterable, Sendable {
-    case sqlite, memory
+    case sqlite, memory, postgres
 
     func make(origin: String = "contract") throws -> Subject {
       switch self {
@@ -28,6 +31,12 @@ import Testing
           compactBefore: { try store.compact(before: $0) }, keep: dir)
       case .memory:
         let store = try InMemorySessionStore(origin: origin)
+        return Subject(
+          repository: store, compact: { try store.compact(keepingLast: $0) },
+          compactBefore: { try store.compact(before: $0) }, keep: nil)
+      case .postgres:
+        let store = try PostgresSessionStore(
+          url: try PostgresCluster.shared().freshStoreURL(), options: .init(origin: origin))
         return Subject(
           repository: store, compact: { try store.compact(keepingLast: $0) },
           compactBefore: { try store.compact(before: $0) }, keep: nil)

@@ -1,6 +1,7 @@
 import Foundation
 import ProcessKit
 import SessionStorage
+import SessionStoragePostgres
 import SessionViewModels
 import TestSupport
 import Testing
@@ -62,6 +63,26 @@ import Testing
     await model.logOut()
     #expect(await eventually { !model.isLoggedIn && model.greeting == "Signed out" })
     #expect(try store.history(from: .beginning, limit: 10).last?.events == [.loggedOut(username: "dave")])
+  }
+
+  /// The same view models, handed a PostgreSQL store: they follow a change made in `psql`.
+  @Test func profileAndGreetingFollowAPsqlUpdateOnPostgres() async throws {
+    let cluster = try PostgresCluster.shared()
+    let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "app"))
+    try await store.logIn(as: "alice")
+    let model = ProfileViewModel(session: store)
+    #expect(model.greeting == "Hello, alice")
+    #expect(GreetingViewModel(session: try store.state).greeting == "Hello, alice")
+
+    _ = try cluster.psql("UPDATE session SET username = 'dave'", schema: store.schema)
+    #expect(await eventually { model.greeting == "Hello, dave" }, "an UPDATE made with psql")
+    #expect(GreetingViewModel(session: try store.state).greeting == "Hello, dave")
+
+    await model.logOut()
+    #expect(await eventually { !model.isLoggedIn && model.greeting == "Signed out" })
+    let last = try #require(try store.history(from: .beginning, limit: 10).last)
+    #expect(last.events == [.loggedOut(username: "dave")])
+    #expect(try store.history(from: .beginning, limit: 10).map(\.origin) == ["app", "external", "app"])
   }
 
   @Test func releasingAProfileEndsItsSubscription() async throws {

@@ -1,4 +1,5 @@
-/// One schema step from `migrations/NNNN_name.sql`, embedded at build time.
+/// One schema step from `migrations/NNNN_name.sql` (or `migrations/postgres/NNNN_name.sql`
+/// for `SessionStoragePostgres`), embedded at build time.
 public struct Migration: Sendable, Equatable {
   /// The number in the file name; migrations apply in this order.
   public let version: Int
@@ -7,5 +8,13 @@ public struct Migration: Sendable, Equatable {
   /// SHA-256 of the file, hex; recorded when applied and compared on every open.
   public let checksum: String
   /// The SQL text.
-  let sql: String
+  package let sql: String
+
+  /// A migration as the EmbedMigrations plugin writes it.
+  package init(version: Int, name: String, checksum: String, sql: String) {
+    self.version = version
+    self.name = name
+    self.checksum = checksum
+    self.sql = sql
+  }
 }

@@ -63,7 +63,7 @@ enum SessionTables {
       }
       return SessionState(
         username: statement.lossyText(at: 0), isLoggedIn: statement.int64(at: 1) != 0,
-        updatedAt: date(statement.lossyText(at: 2)))
+        updatedAt: Timestamp.stored(statement.lossyText(at: 2)))
     }
   }
 
@@ -76,20 +76,10 @@ enum SessionTables {
 
   /// The entry in the current row of a statement selecting ``changeColumns``.
   static func entry(_ statement: Statement) -> SessionEntry {
-    let time = date(statement.lossyText(at: 1))
-    let before = SessionState(
-      username: statement.lossyText(at: 3), isLoggedIn: statement.int64(at: 5) != 0,
-      updatedAt: date(statement.lossyText(at: 7)))
-    let after = SessionState(
-      username: statement.lossyText(at: 4), isLoggedIn: statement.int64(at: 6) != 0, updatedAt: time)
-    return SessionEntry(
-      cursor: Cursor(statement.int64(at: 0)), time: time, origin: statement.lossyText(at: 2) ?? "external",
-      change: SessionChange(before: before, after: after))
-  }
-
-  /// A stored time; text not in the feed's format (typed by hand) reads as the epoch and
-  /// is reported by `check`.
-  static func date(_ text: String?) -> Date {
-    text.flatMap(Timestamp.parse) ?? Date(timeIntervalSince1970: 0)
+    SessionEntry(
+      seq: statement.int64(at: 0), at: statement.lossyText(at: 1), origin: statement.lossyText(at: 2),
+      oldUsername: statement.lossyText(at: 3), newUsername: statement.lossyText(at: 4),
+      oldIsLoggedIn: statement.int64(at: 5) != 0, newIsLoggedIn: statement.int64(at: 6) != 0,
+      oldUpdatedAt: statement.lossyText(at: 7))
   }
 }

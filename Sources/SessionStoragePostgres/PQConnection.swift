@@ -1,0 +1,190 @@
+import CLibPQ
+import Foundation
+import SessionStorage
+
+/// One libpq connection to the store's server, with `search_path` set to the store's
+/// schema. libpq connections are not thread-safe: each is used under a lock of its owner.
+///
+/// Every statement with values goes through `PQexecParams` (bound parameters, text format);
+/// `PQexec` runs only the library's own SQL (transactions, migrations).
+final class PQConnection {
+  /// Where the store lives: what errors name and how to connect.
+  let place: PostgresPlace
+  /// Whether every transaction of this connection is read-only (the reader's).
+  private let readOnly: Bool
+  private var handle: OpaquePointer?
+
+  /// Connects and selects the store's schema; a `readOnly` connection cannot write.
+  /// - Throws: `unavailable` when the server cannot be reached, `permissionDenied` when it
+  ///   refuses the credentials, `invalidArgument` for a URL libpq cannot read.
+  init(_ place: PostgresPlace, readOnly: Bool = false) throws {
+    self.place = place
+    self.readOnly = readOnly
+    handle = try Self.connect(place)
+    do {
+      try selectSchema()
+    } catch {
+      PQfinish(handle)
+      handle = nil
+      throw error
+    }
+  }
+
+  deinit { PQfinish(handle) }
+
+  private static func connect(_ place: PostgresPlace) throws -> OpaquePointer? {
+    // The URL is expanded as `dbname`; the settings before it are defaults it can override.
+    let keywords = ["connect_timeout", "fallback_application_name", "dbname"]
+    let values = [String(max(1, place.connectTimeoutSeconds)), place.applicationName, place.conninfo]
+    let handle = withCStrings(keywords) { keywords in
+      withCStrings(values) { values in PQconnectdbParams(keywords, values, 1) }
+    }
+    guard let handle else {
+      throw SessionStorageError(.unavailable, "cannot connect: libpq is out of memory", path: place.described)
+    }
+    guard PQstatus(handle) == CONNECTION_OK else {
+      let reason = Self.message(handle)
+      PQfinish(handle)
+      throw place.connectionError(reason)
+    }
+    // Notices (such as "relation already exists, skipping") are not errors: libpq would
+    // print them on the process's stderr.
+    PQsetNoticeProcessor(handle, { _, _ in }, nil)
+    return handle
+  }
+
+  /// Selects the store's schema (quoted) and keeps times in UTC.
+  private func selectSchema() throws {
+    try execute(
+      "SET search_path TO \(place.quotedSchema); SET TIME ZONE 'UTC'"
+        + (readOnly ? "; SET default_transaction_read_only = on" : ""))
+  }
+
+  /// Whether the connection is lost (the server closed it, or the network failed).
+  var isBroken: Bool { handle == nil || PQstatus(handle) != CONNECTION_OK }
+
+  /// Connects again (after a lost connection) and selects the schema again.
+  func reconnect() throws {
+    PQfinish(handle)
+    handle = nil
+    handle = try Self.connect(place)
+    try selectSchema()
+  }
+
+  /// Starts a transaction. A connection the server closed since its last use (a restart,
+  /// `pg_terminate_backend`) is only found out now: it is connected again and the BEGIN
+  /// sent once more, as nothing was sent in between.
+  func begin() throws {
+    do {
+      try execute("BEGIN")
+    } catch let error as SessionStorageError where error.code == .unavailable && isBroken {
+      try reconnect()
+      try execute("BEGIN")
+    }
+  }
+
+  /// Runs SQL without values (one or more statements).
+  func execute(_ sql: String) throws {
+    let result = PQexec(handle, sql)
+    defer { PQclear(result) }
+    try check(result, sql)
+  }
+
+  /// Runs one statement with bound text values (`$1`, `$2`, …) and returns its rows as
+  /// text (nil for NULL) and the number of rows it changed.
+  @discardableResult
+  func query(_ sql: String, _ values: [String?] = []) throws -> PQRows {
+    let result = withOptionalCStrings(values) { pointers in
+      PQexecParams(handle, sql, Int32(values.count), nil, pointers, nil, nil, 0)
+    }
+    defer { PQclear(result) }
+    try check(result, sql)
+    var rows: [[String?]] = []
+    let count = PQntuples(result)
+    let columns = PQnfields(result)
+    rows.reserveCapacity(Int(count))
+    for row in 0..<count {
+      var values: [String?] = []
+      values.reserveCapacity(Int(columns))
+      for column in 0..<columns {
+        values.append(
+          PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column)))
+      }
+      rows.append(values)
+    }
+    let changed = Int(String(cString: PQcmdTuples(result))) ?? 0
+    return PQRows(rows: rows, changed: changed)
+  }
+
+  /// The first column of the first row, or nil.
+  func scalar(_ sql: String, _ values: [String?] = []) throws -> String? {
+    try query(sql, values).rows.first?.first ?? nil
+  }
+
+  /// Throws the error `result` reports, if any.
+  private func check(_ result: OpaquePointer?, _ sql: String) throws {
+    let status = result.map(PQresultStatus) ?? PGRES_FATAL_ERROR
+    guard status != PGRES_COMMAND_OK, status != PGRES_TUPLES_OK else { return }
+    let state = result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "C"))) }.map {
+      String(cString: $0)
+    }
+    let text =
+      result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "M"))) }.map { String(cString: $0) }
+      ?? Self.message(handle)
+    throw place.serverError(text, state: state, lost: isBroken, sql: sql)
+  }
+
+  /// libpq's last message for `handle`, without its trailing newline.
+  private static func message(_ handle: OpaquePointer?) -> String {
+    guard let handle, let text = PQerrorMessage(handle) else { return "no message" }
+    var message = String(cString: text)
+    while message.last?.isNewline == true { message.removeLast() }
+    return message.replacingOccurrences(of: "\n", with: "; ")
+  }
+
+  // MARK: Notifications
+
+  /// The connection's socket, for `poll`.
+  var socket: Int32 { PQsocket(handle) }
+
+  /// Runs `LISTEN` on the store's channel.
+  func listen() throws { try execute("LISTEN \(place.quotedChannel)") }
+
+  /// Reads what the server sent and returns how many notifications arrived; throws
+  /// `unavailable` when the connection is lost.
+  func takeNotifications() throws -> Int {
+    guard PQconsumeInput(handle) == 1 else {
+      throw place.connectionError(Self.message(handle), lost: true)
+    }
+    var count = 0
+    while let notification = PQnotifies(handle) {
+      PQfreemem(notification)
+      count += 1
+    }
+    if isBroken { throw place.connectionError(Self.message(handle), lost: true) }
+    return count
+  }
+}
+
+/// The rows of a query, as text, and how many rows the statement changed.
+struct PQRows {
+  var rows: [[String?]]
+  var changed: Int
+}
+
+/// Calls `body` with a NULL-terminated C array of `strings`, valid during the call.
+private func withCStrings<Result>(
+  _ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> Result
+) -> Result {
+  withOptionalCStrings(strings + [nil], body)
+}
+
+/// Calls `body` with a C array of `strings` (NULL for nil), or a null pointer for none.
+private func withOptionalCStrings<Result>(
+  _ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> Result
+) -> Result {
+  let copies = strings.map { $0.map { strdup($0) } ?? nil }
+  defer { for copy in copies { free(copy) } }
+  let pointers = copies.map { UnsafePointer($0) }
+  return pointers.withUnsafeBufferPointer { buffer in body(buffer.baseAddress) }
+}

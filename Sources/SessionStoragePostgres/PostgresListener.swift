@@ -1,0 +1,139 @@
+import FeedKit
+import Foundation
+import SessionStorage
+import Synchronization
+internal import SystemKit
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// Wakes a store's subscribers when any client commits a change: a `LISTEN` connection of
+/// its own on the schema's channel, read by a thread that polls its socket and a stop pipe.
+/// Runs only while the store has subscribers (the ``Beacon``'s activate and deactivate).
+///
+/// A notification's payload is only a hint: subscribers re-read the log from their cursor.
+/// So the thread signals on each notification, on every safety-poll timeout, and after
+/// every reconnect (a notification may have been lost with the connection). A lost
+/// connection is connected again with back-off (50 ms doubling to 2 s); meanwhile the mode
+/// is `.polling` and subscribers are woken at each attempt.
+final class PostgresListener: Sendable {
+  private let place: PostgresPlace
+  private let pollInterval: Duration
+  private let running = Mutex<StopSignal?>(nil)
+
+  init(place: PostgresPlace, pollInterval: Duration) {
+    self.place = place
+    self.pollInterval = pollInterval
+  }
+
+  /// Starts the thread; it signals `beacon` (held weakly) and reports its mode to it.
+  func start(_ beacon: Beacon) {
+    let ends: (read: Int32, write: Int32)?
+    do {
+      ends = try Pipes.make()
+    } catch {
+      ends = nil
+    }
+    let stop = StopSignal(pipe: ends)
+    running.withLock { $0 = stop }
+    beacon.report(.polling(interval: pollInterval, reason: "connecting the LISTEN connection"))
+    let loop = ListenLoop(
+      place: place, pollMilliseconds: Int32(clamping: pollInterval.milliseconds), stopFD: ends?.read ?? -1,
+      stop: stop, beacon: WeakBeacon(beacon), pollInterval: pollInterval)
+    let thread = Thread {
+      loop.run()
+      stop.closePipe()
+    }
+    thread.name = "PostgresListener"
+    thread.start()
+  }
+
+  /// Asks the thread to stop; it closes its connection as it exits.
+  func stop() {
+    running.withLock { $0.take() }?.request()
+  }
+
+  deinit { stop() }
+}
+
+/// The beacon, held weakly: a listener winding down must not keep the store alive.
+private final class WeakBeacon: Sendable {
+  private let beacon: Mutex<Weak>
+  private struct Weak: @unchecked Sendable { weak var value: Beacon? }
+
+  init(_ beacon: Beacon) { self.beacon = Mutex(Weak(value: beacon)) }
+
+  var value: Beacon? { beacon.withLock { $0.value } }
+}
+
+/// The listener thread's loop; owns the `LISTEN` connection.
+private struct ListenLoop: Sendable {
+  let place: PostgresPlace
+  let pollMilliseconds: Int32
+  let stopFD: Int32
+  let stop: StopSignal
+  let beacon: WeakBeacon
+  let pollInterval: Duration
+
+  static let firstBackoff: Int32 = 50
+  static let longestBackoff: Int32 = 2_000
+
+  func run() {
+    var backoff = Self.firstBackoff
+    var connection: PQConnection?
+    while !stop.isRequested {
+      guard let listening = connection else {
+        do {
+          let opened = try PQConnection(place)
+          try opened.listen()
+          connection = opened
+          backoff = Self.firstBackoff
+          beacon.value?.report(.notifications(pollInterval: pollInterval))
+          beacon.value?.signal()  // a change may have committed while nobody listened
+        } catch {
+          let reason = (error as? SessionStorageError)?.message ?? "\(error)"
+          beacon.value?.report(
+            .polling(
+              interval: .milliseconds(backoff),
+              reason: "the LISTEN connection failed (\(reason)); reconnecting"))
+          beacon.value?.signal()
+          if wait(for: -1, milliseconds: backoff) == .stop { return }
+          backoff = min(backoff * 2, Self.longestBackoff)
+        }
+        continue
+      }
+      switch wait(for: listening.socket, milliseconds: pollMilliseconds) {
+      case .stop: return
+      case .timeout: beacon.value?.signal()  // the safety poll: a notification may be lost
+      case .readable:
+        do {
+          if try listening.takeNotifications() > 0 { beacon.value?.signal() }
+        } catch {
+          connection = nil  // lost: reconnect at once, then back off
+          beacon.value?.signal()
+        }
+      }
+    }
+  }
+
+  private enum Wake { case stop, timeout, readable }
+
+  /// Waits until `socket` (when not -1) is readable, the stop pipe is, or the time passed.
+  private func wait(for socket: Int32, milliseconds: Int32) -> Wake {
+    if stop.isRequested { return .stop }
+    var fds: [pollfd] = []
+    if stopFD >= 0 { fds.append(pollfd(fd: stopFD, events: Int16(POLLIN), revents: 0)) }
+    if socket >= 0 { fds.append(pollfd(fd: socket, events: Int16(POLLIN), revents: 0)) }
+    // Without a stop pipe (no descriptor left), the flag is looked at every 50 ms.
+    let slice = stopFD >= 0 ? milliseconds : min(milliseconds, 50)
+    guard let ready = try? retryingOnInterrupt({ poll(&fds, nfds_t(fds.count), slice) }) else { return .stop }
+    if stopFD >= 0, fds[0].revents != 0 { return .stop }
+    if stop.isRequested { return .stop }
+    return ready > 0 ? .readable : .timeout
+  }
+}

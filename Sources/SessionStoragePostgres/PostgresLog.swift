@@ -1,0 +1,93 @@
+import FeedKit
+import Foundation
+import SessionStorage
+import Synchronization
+
+/// The SQL that reads the store's tables, and the decoding of their rows, shared by the
+/// feed's log, the writes and `check`. Times are read as the feed's text format, so that
+/// they parse to the same `Date`s as the SQLite store's.
+enum PostgresTables {
+  /// A `timestamptz` column as `2026-11-29T20:33:33.897Z`.
+  static func time(_ column: String) -> String {
+    "to_char(\(column) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+  }
+
+  static let changeColumns =
+    "seq, \(time("at")), origin, old_username, new_username, old_is_logged_in, new_is_logged_in, "
+    + time("old_updated_at")
+  static let pageSQL = "SELECT \(changeColumns) FROM session_changes WHERE seq > $1 ORDER BY seq LIMIT $2"
+  static let entrySQL = "SELECT \(changeColumns) FROM session_changes WHERE seq = $1"
+  /// The state and the head, in one row: a snapshot is one statement.
+  static let snapshotSQL =
+    "SELECT username, is_logged_in, \(time("updated_at")), head FROM session WHERE id = 1"
+  static let boundsSQL = "SELECT (SELECT min(seq) FROM session_changes), head FROM session WHERE id = 1"
+
+  /// The entry in a row of ``changeColumns``.
+  static func entry(_ row: [String?]) -> SessionEntry {
+    SessionEntry(
+      seq: integer(row[0]), at: row[1], origin: row[2], oldUsername: row[3], newUsername: row[4],
+      oldIsLoggedIn: row[5] == "t", newIsLoggedIn: row[6] == "t", oldUpdatedAt: row[7])
+  }
+
+  /// The state and head in a row of ``snapshotSQL``.
+  static func snapshot(_ row: [String?]) -> (state: SessionState, cursor: Cursor) {
+    (
+      SessionState(username: row[0], isLoggedIn: row[1] == "t", updatedAt: Timestamp.stored(row[2])),
+      Cursor(integer(row[3]))
+    )
+  }
+
+  static func bounds(_ row: [String?]) -> FeedBounds {
+    FeedBounds(oldest: row[0].map { Cursor(integer($0)) }, head: Cursor(integer(row[1])))
+  }
+
+  static func integer(_ text: String?) -> Int64 { text.flatMap { Int64($0) } ?? 0 }
+}
+
+/// The `session_changes` table as a ``FeedSource``, read through the store's reader
+/// connection. A reader connection found broken is connected again and the read retried
+/// once.
+final class PostgresLog: FeedSource {
+  private let reader: Mutex<PQConnection>
+
+  init(reader: sending PQConnection) { self.reader = Mutex(reader) }
+
+  /// Runs `body` on the reader; when it fails because the connection was lost, connects
+  /// again and runs it once more.
+  func read<Result: Sendable>(_ body: (PQConnection) throws -> Result) throws -> Result {
+    try reader.withLock { connection in
+      if connection.isBroken { try connection.reconnect() }
+      do {
+        return try body(connection)
+      } catch let error as SessionStorageError where error.code == .unavailable && connection.isBroken {
+        try connection.reconnect()
+        return try body(connection)
+      }
+    }
+  }
+
+  func entries(after cursor: Cursor, limit: Int) throws -> [SessionEntry] {
+    try read { try $0.query(PostgresTables.pageSQL, [String(cursor.value), String(limit)]).rows }
+      .map(PostgresTables.entry)
+  }
+
+  func bounds() throws -> FeedBounds {
+    PostgresTables.bounds(try row(PostgresTables.boundsSQL))
+  }
+
+  func snapshot() throws -> (state: SessionState, cursor: Cursor) {
+    PostgresTables.snapshot(try row(PostgresTables.snapshotSQL))
+  }
+
+  /// The first row of `sql`; `notFound` when the session row is missing.
+  private func row(_ sql: String) throws -> [String?] {
+    try read { connection in
+      guard let row = try connection.query(sql).rows.first else {
+        throw SessionStorageError(
+          .notFound, "the session row is missing (was the table edited by hand?)",
+          path: connection.place.described)
+      }
+      return row
+    }
+  }
+}

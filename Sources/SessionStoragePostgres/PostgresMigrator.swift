@@ -1,0 +1,112 @@
+import SessionStorage
+
+/// Creates the store's schema and applies `migrations/postgres/*.sql`, with the same
+/// refusals as the SQLite store: a schema holding someone else's tables, a newer schema,
+/// applied migrations whose checksums differ from this build's.
+///
+/// Everything happens in one transaction under `pg_advisory_xact_lock` on the schema's
+/// name, so two processes opening a new schema at once do not race: the second waits, then
+/// finds the migrations applied.
+enum PostgresMigrator {
+  /// Every migration this build knows, oldest first.
+  static let known = EmbeddedMigrations.all
+
+  /// The ledger, the same table and columns as the SQLite file's.
+  static let ledgerSQL = """
+    CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY,
+      name text NOT NULL,
+      checksum text NOT NULL,
+      applied_at timestamptz NOT NULL
+    )
+    """
+
+  /// Opens the store's schema: creates and migrates it (`readOnly` false), or only verifies
+  /// it (`readOnly`). Returns the migrations applied.
+  static func open(_ connection: PQConnection, readOnly: Bool) throws -> [Migration] {
+    if readOnly {
+      let pending = try inspect(connection)
+      guard pending.isEmpty else {
+        throw SessionStorageError(
+          pending.count == known.count ? .notFound : .needsMigration,
+          pending.count == known.count
+            ? "schema \(connection.place.schema) holds no session store, and a read-only store does not create one"
+            : "schema \(connection.place.schema) needs \(pending.count) migration(s) "
+              + "(\(pending.map(\.name).joined(separator: ", "))), and a read-only store does not migrate",
+          path: connection.place.described)
+      }
+      return []
+    }
+    // Fast path: nothing to do, no lock taken.
+    if (try? inspect(connection))?.isEmpty == true { return [] }
+    try connection.begin()
+    do {
+      try connection.query(
+        "SELECT pg_advisory_xact_lock(hashtext($1))", ["SessionStorage " + connection.place.schema])
+      // Only when missing: CREATE SCHEMA needs a privilege that using an existing one does not.
+      if try connection.scalar("SELECT 1 FROM pg_namespace WHERE nspname = $1", [connection.place.schema])
+        == nil
+      {
+        try connection.execute("CREATE SCHEMA \(connection.place.quotedSchema)")
+      }
+      let pending = try inspect(connection)
+      if !pending.isEmpty { try connection.execute(ledgerSQL) }
+      for migration in pending {
+        try connection.execute(migration.sql)
+        try connection.query(
+          "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES ($1, $2, $3, now())",
+          [String(migration.version), migration.name, migration.checksum])
+      }
+      try connection.execute("COMMIT")
+      return pending
+    } catch {
+      try? connection.execute("ROLLBACK")
+      throw error
+    }
+  }
+
+  /// The migrations the schema lacks (all of them for a missing or empty schema). Writes
+  /// nothing.
+  static func inspect(_ connection: PQConnection) throws -> [Migration] {
+    let place = connection.place
+    let tables = try connection.query(
+      "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name",
+      [place.schema]
+    ).rows.compactMap { $0[0] }
+    if tables.isEmpty { return known }
+    guard tables.contains("schema_migrations") else {
+      throw SessionStorageError(
+        .foreignDatabase,
+        "schema \(place.schema) has \(tables.count) table(s) (\(tables.prefix(5).joined(separator: ", "))) but no "
+          + "schema_migrations table: it is not a session store; name another schema with ?schema=",
+        path: place.described)
+    }
+    let applied = try records(connection)
+    for (index, record) in applied.enumerated() {
+      guard record.version <= known.count else {
+        throw SessionStorageError(
+          .newerSchema,
+          "migration \(record.version) (\(record.name)) of schema \(place.schema) is newer than this build knows "
+            + "(\(known.count)); upgrade this program",
+          path: place.described)
+      }
+      let migration = known[index]
+      guard record.version == index + 1, migration.checksum == record.checksum, migration.name == record.name
+      else {
+        throw SessionStorageError(
+          .checksumMismatch,
+          "applied migration \(record.version) (\(record.name)) of schema \(place.schema) does not match this "
+            + "build's \(migration.name): checksum \(record.checksum.prefix(12)) ≠ \(migration.checksum.prefix(12))",
+          path: place.described)
+      }
+    }
+    return Array(known.dropFirst(applied.count))
+  }
+
+  /// The migrations recorded in the schema, oldest first.
+  static func records(_ connection: PQConnection) throws -> [(version: Int, name: String, checksum: String)] {
+    try connection.query("SELECT version, name, checksum FROM schema_migrations ORDER BY version").rows.map {
+      (Int($0[0] ?? "") ?? 0, $0[1] ?? "", $0[2] ?? "")
+    }
+  }
+}

@@ -1,0 +1,159 @@
+import Foundation
+import SessionStorage
+
+/// Where a store lives: the server (a libpq URL without the `schema` parameter) and the
+/// schema; what every error names (the URL with its password replaced by `***`).
+struct PostgresPlace: Sendable {
+  /// The URL as libpq reads it: the store's URL without `schema`.
+  let conninfo: String
+  /// The schema that holds the store's tables.
+  let schema: String
+  /// The store's URL with any password replaced by `***`.
+  let described: String
+  /// How long a connection attempt may take, in whole seconds (libpq's `connect_timeout`).
+  let connectTimeoutSeconds: Int64
+  /// The `application_name` the server shows for the store's connections, unless the URL
+  /// sets one: the origin.
+  let applicationName: String
+
+  /// The default schema when the URL names none.
+  static let defaultSchema = "public"
+  /// The schema names a store accepts: a lowercase letter or `_`, then up to 39 lowercase
+  /// letters, digits or `_`.
+  static let schemaRule = "a lowercase letter or '_', then up to 39 lowercase letters, digits or '_'"
+
+  /// Parses `url`: `postgresql://` or `postgres://`, with an optional `schema` parameter.
+  /// - Throws: `invalidArgument` naming the (redacted) URL and what is wrong.
+  init(url: String, connectTimeout: Duration, applicationName: String) throws {
+    described = Self.redacted(url)
+    guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") else {
+      throw SessionStorageError(
+        .invalidArgument,
+        "the URL '\(described)' is not a PostgreSQL URL: it must start with postgresql:// "
+          + "(e.g. postgresql://user@host:5432/db?schema=front_desk)")
+    }
+    var base = url
+    var parameters: [Substring] = []
+    if let question = url.firstIndex(of: "?") {
+      base = String(url[..<question])
+      parameters = url[url.index(after: question)...].split(separator: "&", omittingEmptySubsequences: true)
+    }
+    var schema: String?
+    var kept: [Substring] = []
+    for parameter in parameters {
+      let name = parameter.prefix { $0 != "=" }
+      guard name == "schema" else {
+        kept.append(parameter)
+        continue
+      }
+      guard schema == nil else {
+        throw SessionStorageError(.invalidArgument, "the URL '\(described)' names the schema twice")
+      }
+      let value = parameter.dropFirst(name.count + 1)
+      schema = String(value).removingPercentEncoding ?? String(value)
+    }
+    self.schema = try Self.validatedSchema(schema ?? Self.defaultSchema, in: described)
+    conninfo = kept.isEmpty ? base : base + "?" + kept.joined(separator: "&")
+    connectTimeoutSeconds = max(
+      1, (connectTimeout.components.seconds) + (connectTimeout.components.attoseconds > 0 ? 1 : 0))
+    // The server keeps 63 bytes of it (and says so in a notice): cut at a character.
+    var name = ""
+    for character in applicationName {
+      guard name.utf8.count + character.utf8.count <= 63 else { break }
+      name.append(character)
+    }
+    self.applicationName = name
+  }
+
+  /// Throws `invalidArgument` unless `schema` follows ``schemaRule``.
+  static func validatedSchema(_ schema: String, in url: String) throws -> String {
+    let scalars = Array(schema.unicodeScalars)
+    func isLower(_ scalar: Unicode.Scalar) -> Bool { ("a"..."z").contains(scalar) || scalar == "_" }
+    guard let first = scalars.first, isLower(first), scalars.count <= 40,
+      scalars.allSatisfy({ isLower($0) || ("0"..."9").contains($0) })
+    else {
+      throw SessionStorageError(
+        .invalidArgument,
+        "the schema '\(schema.escapedForTerminal)' of '\(url)' is not a valid schema name: it must be "
+          + schemaRule)
+    }
+    return schema
+  }
+
+  /// `"schema"`: the schema as a quoted identifier.
+  var quotedSchema: String { Self.quoted(schema) }
+
+  /// The store's `LISTEN` channel, quoted: one per schema, as channels are database-wide.
+  var quotedChannel: String { Self.quoted(channel) }
+
+  /// `session_changes_<schema>`, the channel the `session_feed` trigger notifies.
+  var channel: String { "session_changes_" + schema }
+
+  /// `name` as a quoted identifier (`"` doubled).
+  static func quoted(_ name: String) -> String {
+    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+  }
+
+  /// `url` with its password (in the user part, or a `password` parameter) replaced by `***`.
+  static func redacted(_ url: String) -> String {
+    var text = url
+    if let scheme = text.range(of: "://") {
+      let rest = text[scheme.upperBound...]
+      let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+      let authority = rest[..<authorityEnd]
+      if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
+        text.replaceSubrange(text.index(after: colon)..<at, with: "***")
+      }
+    }
+    guard let question = text.firstIndex(of: "?") else { return text }
+    let parameters = text[text.index(after: question)...].split(
+      separator: "&", omittingEmptySubsequences: false
+    )
+    .map { parameter -> String in
+      parameter.lowercased().hasPrefix("password=") ? "password=***" : String(parameter)
+    }
+    return text[...question] + parameters.joined(separator: "&")
+  }
+
+  // MARK: Errors
+
+  /// The error for a connection that could not be made, or was lost.
+  func connectionError(_ reason: String, lost: Bool = false) -> SessionStorageError {
+    let lower = reason.lowercased()
+    if lower.contains("authentication failed") || lower.contains("no password supplied")
+      || lower.contains("permission denied")
+    {
+      return SessionStorageError(
+        .permissionDenied, "the server refused the connection: \(reason)", path: described)
+    }
+    if lower.contains("invalid uri") || lower.contains("invalid connection option")
+      || lower.contains("missing \"=\"") || lower.contains("invalid integer value")
+    {
+      return SessionStorageError(.invalidArgument, "libpq cannot read the URL: \(reason)", path: described)
+    }
+    return SessionStorageError(
+      .unavailable,
+      (lost ? "the connection to the server was lost: " : "cannot connect to the server: ") + reason,
+      path: described)
+  }
+
+  /// The error for a statement the server refused (SQLSTATE `state`), or whose connection
+  /// was lost (`lost`).
+  func serverError(_ text: String, state: String?, lost: Bool, sql: String) -> SessionStorageError {
+    if lost || state?.hasPrefix("08") == true || state.map(["57P01", "57P02", "57P03"].contains) == true {
+      var error = connectionError(text, lost: true)
+      error.sql = sql
+      return error
+    }
+    let code: SessionStorageError.Code =
+      switch state {
+      case "42501": .permissionDenied
+      case "25006": .readOnly
+      case "40001", "40P01", "55P03", "57014": .busy
+      case "22003": .cursorsExhausted
+      default: .postgres
+      }
+    return SessionStorageError(
+      code, "\(text) (SQLSTATE \(state ?? "unknown"), schema \(schema))", path: described, sql: sql)
+  }
+}

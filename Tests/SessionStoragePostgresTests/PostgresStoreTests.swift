@@ -1,0 +1,182 @@
+import FeedKit
+import Foundation
+import SessionStorage
+import SessionStoragePostgres
+import TestSupport
+import Testing
+
+/// What PostgreSQL adds to the contract: origins of other clients, refusals, URLs.
+@Suite(.timeLimit(.minutes(1))) struct PostgresStoreTests {
+  @Test func aPsqlUpdateIsExternalAndLibraryWritesNameTheirOrigin() async throws {
+    let cluster = try PostgresCluster.shared()
+    let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "front-desk"))
+    #expect(store.appliedMigrations.map(\.name) == ["0001_session_and_feed"])
+    let changes = try store.changes(from: .now)
+    try await store.logIn(as: "alice")
+    _ = try cluster.psql("UPDATE session SET username = 'bob'", schema: store.schema)
+    let entries = try await first(2, of: changes)
+    #expect(entries.map(\.origin) == ["front-desk", "external"])
+    #expect(entries.last?.events == [.usernameChanged(from: "alice", to: "bob")])
+    #expect(try store.state.username == "bob")
+    let row = try cluster.psql("SELECT updated_by, head FROM session", schema: store.schema)
+    #expect(row == "external|2\n")
+    // Each schema is a store of its own.
+    let other = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "x"))
+    #expect(try other.bounds().head == .zero, "a fresh schema is another store")
+  }
+
+  @Test func aSecondOpenOfASchemaAppliesNothingAndSharesTheFeed() async throws {
+    let cluster = try PostgresCluster.shared()
+    let url = cluster.freshStoreURL()
+    let first = try PostgresSessionStore(url: url, options: .init(origin: "one"))
+    let second = try PostgresSessionStore(url: url, options: .init(origin: "two", readOnly: true))
+    #expect(second.appliedMigrations.isEmpty)
+    try await first.logIn(as: "a")
+    #expect(try second.history().map(\.origin) == ["one"])
+    await #expect(throws: SessionStorageError.self) { try await second.logOut() }
+    #expect(code { try second.compact(keepingLast: 0) } == .readOnly)
+    #expect(try second.check().map(\.verdict) == Array(repeating: .passed, count: 6))
+  }
+
+  /// Migrations run under an advisory lock: stores opening a new schema at once do not race.
+  @Test func storesOpeningANewSchemaAtOnceMigrateItOnce() async throws {
+    let cluster = try PostgresCluster.shared()
+    let url = cluster.freshStoreURL()
+    let applied = try await withThrowingTaskGroup(of: Int.self) { group in
+      for index in 0..<6 {
+        group.addTask {
+          try PostgresSessionStore(url: url, options: .init(origin: "opener\(index)")).appliedMigrations.count
+        }
+      }
+      return try await group.reduce(into: []) { $0.append($1) }
+    }
+    #expect(applied.sorted() == [0, 0, 0, 0, 0, 1])
+    let store = try PostgresSessionStore(url: url)
+    #expect(try cluster.psql("SELECT count(*) FROM schema_migrations", schema: store.schema) == "1\n")
+  }
+
+  @Test func aReadOnlyStoreNeverCreatesASchema() throws {
+    let cluster = try PostgresCluster.shared()
+    let url = cluster.freshStoreURL()
+    let error = #expect(throws: SessionStorageError.self) {
+      try PostgresSessionStore(url: url, options: .init(readOnly: true))
+    }
+    #expect(error?.code == .notFound)
+    let schema = String(url.split(separator: "=").last ?? "")
+    #expect(try cluster.psql("SELECT count(*) FROM pg_namespace WHERE nspname = '\(schema)'") == "0\n")
+  }
+
+  @Test func aNewerSchemaIsRefused() throws {
+    let cluster = try PostgresCluster.shared()
+    let url = cluster.freshStoreURL()
+    let store = try PostgresSessionStore(url: url)
+    _ = try cluster.psql(
+      "INSERT INTO schema_migrations VALUES (2, '0002_future', 'abc', now())", schema: store.schema)
+    let error = #expect(throws: SessionStorageError.self) { try PostgresSessionStore(url: url) }
+    #expect(error?.code == .newerSchema)
+    #expect(error?.message.contains("0002_future") == true)
+  }
+
+  @Test func aMismatchingChecksumIsRefused() throws {
+    let cluster = try PostgresCluster.shared()
+    let url = cluster.freshStoreURL()
+    let store = try PostgresSessionStore(url: url)
+    _ = try cluster.psql("UPDATE schema_migrations SET checksum = 'edited'", schema: store.schema)
+    #expect(code { try PostgresSessionStore(url: url) } == .checksumMismatch)
+    #expect(code { try PostgresSessionStore(url: url, options: .init(readOnly: true)) } == .checksumMismatch)
+  }
+
+  @Test func aSchemaWithSomeoneElsesTablesIsRefusedAndLeftAlone() throws {
+    let cluster = try PostgresCluster.shared()
+    let url = cluster.freshStoreURL()
+    let schema = String(url.split(separator: "=").last ?? "")
+    _ = try cluster.psql("CREATE SCHEMA \(schema); CREATE TABLE \(schema).invoices (id int)")
+    let error = #expect(throws: SessionStorageError.self) { try PostgresSessionStore(url: url) }
+    #expect(error?.code == .foreignDatabase)
+    #expect(error?.message.contains("invoices") == true)
+    #expect(
+      try cluster.psql("SELECT table_name FROM information_schema.tables WHERE table_schema = '\(schema)'")
+        == "invoices\n")
+  }
+
+  @Test(arguments: ["Front", "1abc", "a-b", "a;drop", "", String(repeating: "s", count: 41), "caf\u{E9}"])
+  func badSchemaNamesAreRefusedBeforeConnecting(_ schema: String) throws {
+    // Port 1: nothing listens there, so a connection attempt would be `unavailable`.
+    let url = "postgresql://postgres@127.0.0.1:1/postgres?schema=" + schema
+    let error = #expect(throws: SessionStorageError.self) { try PostgresSessionStore(url: url) }
+    #expect(error?.code == .invalidArgument)
+    #expect(error?.message.contains("schema") == true)
+  }
+
+  @Test func anUnreachableServerIsUnavailableAndThePasswordIsNeverShown() throws {
+    let url = "postgresql://app:s3cr3t-pw@127.0.0.1:1/postgres?schema=front_desk"
+    let error = #expect(throws: SessionStorageError.self) {
+      try PostgresSessionStore(url: url, options: .init(connectTimeout: .seconds(2)))
+    }
+    #expect(error?.code == .unavailable)
+    let shown = error.map(String.init(describing:)) ?? ""
+    #expect(!shown.contains("s3cr3t"), "\(shown)")
+    #expect(shown.contains("postgresql://app:***@127.0.0.1:1/postgres?schema=front_desk"), "\(shown)")
+  }
+
+  @Test func aURLThatIsNotPostgresIsAnInvalidArgument() {
+    for url in ["mysql://a:pw@b/c", "/var/lib/session.db", "postgresql:/x"] {
+      let error = #expect(throws: SessionStorageError.self) { try PostgresSessionStore(url: url) }
+      #expect(error?.code == .invalidArgument)
+      #expect(error?.message.contains(":pw@") == false)
+    }
+  }
+
+  @Test(arguments: [
+    ("postgresql://u:pw@h:5432/db?schema=s", "postgresql://u:***@h:5432/db?schema=s"),
+    ("postgres://u@h/db", "postgres://u@h/db"),
+    ("postgresql://u:p%40ss@h/db", "postgresql://u:***@h/db"),
+    ("postgresql://h/db?user=u&password=pw&schema=s", "postgresql://h/db?user=u&password=***&schema=s"),
+    ("postgresql://u:pw@h1,h2/db", "postgresql://u:***@h1,h2/db"),
+  ])
+  func urlsAreRedacted(_ url: String, _ redacted: String) {
+    #expect(PostgresSessionStore.redacted(url) == redacted)
+  }
+
+  @Test func theStoreShowsItsURLRedacted() throws {
+    let cluster = try PostgresCluster.shared()
+    let url = cluster.freshStoreURL()
+    let store = try PostgresSessionStore(url: url)
+    #expect(store.url == PostgresSessionStore.redacted(url))
+    #expect(store.schema.hasPrefix("t_"))
+  }
+
+  @Test func checkFindsAStateChangedWithoutAFeedEntry() async throws {
+    let cluster = try PostgresCluster.shared()
+    let store = try PostgresSessionStore(url: cluster.freshStoreURL())
+    try await store.logIn(as: "a")
+    #expect(try store.check().allSatisfy { $0.verdict == .passed })
+    _ = try cluster.psql(
+      "ALTER TABLE session DISABLE TRIGGER session_feed; UPDATE session SET username = 'ghost'; "
+        + "ALTER TABLE session ENABLE TRIGGER session_feed", schema: store.schema)
+    let failed = try store.check().filter { $0.verdict == .failed }.map(\.check)
+    #expect(failed == [.state])
+    _ = try cluster.psql("ALTER TABLE session DISABLE TRIGGER session_feed", schema: store.schema)
+    #expect(try store.check().filter { $0.verdict == .failed }.map(\.check) == [.schema, .state])
+  }
+}
+
+/// The code of the `SessionStorageError` that `body` throws, or nil.
+private func code(of body: () throws -> some Any) -> SessionStorageError.Code? {
+  do {
+    _ = try body()
+    return nil
+  } catch {
+    return (error as? SessionStorageError)?.code
+  }
+}
+
+/// The first `count` entries of a subscription.
+private func first(_ count: Int, of subscription: SessionSubscription) async throws -> [SessionEntry] {
+  var entries: [SessionEntry] = []
+  for try await entry in subscription {
+    entries.append(entry)
+    if entries.count == count { break }
+  }
+  return entries
+}
