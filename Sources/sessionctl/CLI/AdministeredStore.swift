@@ -1,7 +1,8 @@
 import SessionStorage
+import SessionStoragePostgres
 
 /// What sessionctl administers through one contract, whichever backs it: a SQLite file
-/// (``SessionStore``) or a PostgreSQL schema. Every command but `backup`, `restore` and
+/// (``SessionStore``) or a PostgreSQL schema (`PostgresSessionStore`). Every command but `backup`, `restore` and
 /// `retention` (which work on a file) uses only this.
 protocol AdministeredStore: SessionRepository {
   /// The migrations this open applied (empty when the schema was up to date).
@@ -11,3 +12,4 @@ protocol AdministeredStore: SessionRepository {
 }
 
 extension SessionStore: AdministeredStore {}
+extension PostgresSessionStore: AdministeredStore {}
