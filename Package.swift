@@ -50,7 +50,8 @@ let package = Package(
     .executableTarget(
       name: "sessionctl",
       dependencies: [
-        "CommandLineKit", "FeedKit", "SessionStorage", "SessionViewModels", "SystemKit", "ProcessKit",
+        "CommandLineKit", "FeedKit", "SessionStorage", "SessionStoragePostgres", "SessionViewModels",
+        "SystemKit", "ProcessKit",
       ]),
     .executableTarget(
       name: "sessionbench",

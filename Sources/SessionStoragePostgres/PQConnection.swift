@@ -149,12 +149,12 @@ final class PQConnection {
     throw place.serverError(text, state: state, lost: isBroken, sql: sql)
   }
 
-  /// libpq's last message for `handle`, without its trailing newline.
+  /// libpq's last message for `handle` on one line: its lines (libpq indents hints with a
+  /// tab) trimmed and joined with "; ".
   private static func message(_ handle: OpaquePointer?) -> String {
     guard let handle, let text = PQerrorMessage(handle) else { return "no message" }
-    var message = String(cString: text)
-    while message.last?.isNewline == true { message.removeLast() }
-    return message.replacingOccurrences(of: "\n", with: "; ")
+    return String(cString: text).split(whereSeparator: \.isNewline)
+      .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: "; ")
   }
 
   // MARK: Notifications

@@ -32,7 +32,10 @@ final class PostgresListener: Sendable {
     self.pollInterval = pollInterval
   }
 
-  /// Starts the thread; it signals `beacon` (held weakly) and reports its mode to it.
+  /// Connects and listens, then starts the thread; it signals `beacon` (held weakly) and
+  /// reports its mode to it. The first connection is made here, before the first
+  /// subscription is handed out, so that its wake mode says whether notifications work
+  /// (a server that cannot be reached now is reported as polling, with the reason).
   func start(_ beacon: Beacon) {
     let ends: (read: Int32, write: Int32)?
     do {
@@ -42,12 +45,12 @@ final class PostgresListener: Sendable {
     }
     let stop = StopSignal(pipe: ends)
     running.withLock { $0 = stop }
-    beacon.report(.polling(interval: pollInterval, reason: "connecting the LISTEN connection"))
     let loop = ListenLoop(
       place: place, pollMilliseconds: Int32(clamping: pollInterval.milliseconds), stopFD: ends?.read ?? -1,
       stop: stop, beacon: WeakBeacon(beacon), pollInterval: pollInterval)
+    let first = Handoff(connection: loop.connect(backoff: ListenLoop.firstBackoff))
     let thread = Thread {
-      loop.run()
+      loop.run(first.connection)
       stop.closePipe()
     }
     thread.name = "PostgresListener"
@@ -60,6 +63,12 @@ final class PostgresListener: Sendable {
   }
 
   deinit { stop() }
+}
+
+/// The first connection, made on the subscribing thread and handed to the listener's
+/// thread, which alone uses it from then on.
+private struct Handoff: @unchecked Sendable {
+  let connection: PQConnection?
 }
 
 /// The beacon, held weakly: a listener winding down must not keep the store alive.
@@ -84,27 +93,19 @@ private struct ListenLoop: Sendable {
   static let firstBackoff: Int32 = 50
   static let longestBackoff: Int32 = 2_000
 
-  func run() {
+  /// Listens on `connection` (nil: connects first) until asked to stop, reconnecting with
+  /// back-off whenever the connection is lost.
+  func run(_ connection: PQConnection?) {
     var backoff = Self.firstBackoff
-    var connection: PQConnection?
+    var connection = connection
     while !stop.isRequested {
       guard let listening = connection else {
-        do {
-          let opened = try PQConnection(place, role: .listener)
-          try opened.listen()
-          connection = opened
-          backoff = Self.firstBackoff
-          beacon.value?.report(.notifications(pollInterval: pollInterval))
-          beacon.value?.signal()  // a change may have committed while nobody listened
-        } catch {
-          let reason = (error as? SessionStorageError)?.message ?? "\(error)"
-          beacon.value?.report(
-            .polling(
-              interval: .milliseconds(backoff),
-              reason: "the LISTEN connection failed (\(reason)); reconnecting"))
-          beacon.value?.signal()
+        connection = connect(backoff: backoff)
+        if connection == nil {
           if wait(for: -1, milliseconds: backoff) == .stop { return }
           backoff = min(backoff * 2, Self.longestBackoff)
+        } else {
+          backoff = Self.firstBackoff
         }
         continue
       }
@@ -124,6 +125,25 @@ private struct ListenLoop: Sendable {
           beacon.value?.signal()
         }
       }
+    }
+  }
+
+  /// Opens a connection and listens on it, reporting the mode either way and waking the
+  /// subscribers (a change may have committed while nobody listened); nil when it failed.
+  func connect(backoff: Int32) -> PQConnection? {
+    do {
+      let opened = try PQConnection(place, role: .listener)
+      try opened.listen()
+      beacon.value?.report(.notifications(pollInterval: pollInterval))
+      beacon.value?.signal()
+      return opened
+    } catch {
+      let reason = (error as? SessionStorageError)?.message ?? "\(error)"
+      beacon.value?.report(
+        .polling(
+          interval: .milliseconds(backoff), reason: "the LISTEN connection failed (\(reason)); reconnecting"))
+      beacon.value?.signal()
+      return nil
     }
   }
 

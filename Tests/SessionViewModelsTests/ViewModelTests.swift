@@ -28,8 +28,27 @@ import Testing
     #expect(GreetingViewModel(session: store.state).greeting == "Hello, ada")
   }
 
-  @Test func profileFollowsRenamesOnAnInMemoryStore() async throws {
-    let store = InMemorySessionStore()
+  /// The stores a view model can be handed; the view models cannot tell them apart.
+  enum Store: String, CaseIterable, Sendable {
+    case memory, sqlite, postgres
+
+    /// A new, empty store of this kind (and what keeps its file alive).
+    func make() throws -> (any SessionRepository, TemporaryDirectory?) {
+      switch self {
+      case .memory: return (InMemorySessionStore(), nil)
+      case .sqlite:
+        let dir = try TemporaryDirectory()
+        return (try SessionStore(path: dir.file("session.db")), dir)
+      case .postgres:
+        return (try PostgresSessionStore(url: PostgresCluster.shared().freshStoreURL()), nil)
+      }
+    }
+  }
+
+  @Test(arguments: Store.allCases)
+  func profileFollowsRenamesAndSignsOut(_ kind: Store) async throws {
+    let (store, dir) = try kind.make()
+    defer { withExtendedLifetime(dir) {} }
     try await store.logIn(as: "alice")
     let model = ProfileViewModel(session: store)
     #expect(model.greeting == "Hello, alice")
@@ -37,7 +56,7 @@ import Testing
     #expect(await eventually { model.greeting == "Hello, bob" })
     await model.logOut()
     #expect(await eventually { model.greeting == "Signed out" && !model.isLoggedIn })
-    #expect(store.state.isLoggedIn == false)
+    #expect(try store.state.isLoggedIn == false)
     #expect(model.writeError == nil)
     #expect(model.readError == nil)
   }
@@ -96,6 +115,58 @@ import Testing
     model = nil
     #expect(released == nil)
     #expect(await eventually { !watching() }, "its subscription ended and closed its watcher")
+  }
+
+  @Test func releasingAProfileEndsItsListenConnectionOnPostgres() async throws {
+    let cluster = try PostgresCluster.shared()
+    let origin = "release-\(UInt32.random(in: 0...UInt32.max))"
+    let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: origin))
+    try await store.logIn(as: "alice")
+    let listening = {
+      try cluster.psql(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(origin)/listener'")
+        == "1\n"
+    }
+    var model: ProfileViewModel? = ProfileViewModel(session: store)
+    weak let released = model
+    #expect(try await eventually { try listening() }, "the view model subscribed")
+    model = nil
+    #expect(released == nil)
+    #expect(
+      try await eventually { try !listening() }, "its subscription ended and closed the LISTEN connection")
+  }
+
+  /// A `psql` transaction holds the session row while the view model signs out on
+  /// PostgreSQL: the main actor keeps running, and the sign-out completes after it.
+  @Test func signingOutWhileAPsqlTransactionHoldsTheRowLeavesTheMainActorFree() async throws {
+    let cluster = try PostgresCluster.shared()
+    let store = try PostgresSessionStore(url: cluster.freshStoreURL())
+    try await store.logIn(as: "alice")
+    let model = ProfileViewModel(session: store)
+    let schema = store.schema
+    let holder = Task.detached {
+      try cluster.psql("BEGIN; SELECT 1 FROM session FOR UPDATE; SELECT pg_sleep(4); COMMIT;", schema: schema)
+    }
+    let holding = {
+      try cluster.psql(
+        "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(4)%' AND pid <> pg_backend_pid()")
+        == "1\n"
+    }
+    #expect(try await eventually { try holding() }, "psql holds the row")
+    let signingOut = Task { await model.logOut() }
+    var turns = 0
+    for _ in 0..<10 {
+      try await Task.sleep(for: .milliseconds(20))
+      turns += 1  // this test runs on the main actor: each turn is the main actor running
+    }
+    #expect(turns == 10)
+    #expect(model.isSigningOut, "the sign-out waits for the row, off the main actor")
+    #expect(model.isLoggedIn)
+    _ = try await holder.value
+    await signingOut.value
+    #expect(!model.isSigningOut)
+    #expect(model.writeError == nil)
+    #expect(await eventually { !model.isLoggedIn && model.greeting == "Signed out" })
   }
 
   @Test func aFailingLogOutIsShownNotThrown() async throws {

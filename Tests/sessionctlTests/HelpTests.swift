@@ -23,6 +23,7 @@ import Testing
     #expect(text.contains("\n  -h, --help              Show help information.\n"))
     #expect(text.contains("EXIT STATUS: 0 success"))
     #expect(text.contains("66 cursor compacted"))
+    #expect(text.contains("69 the PostgreSQL server cannot be reached"))
     #expect(text.hasSuffix("\n  See 'sessionctl help <subcommand>' for detailed help.\n"))
     for command in Self.commands {
       #expect(text.contains("\n  \(command) "), "SUBCOMMANDS lacks \(command)")
@@ -75,7 +76,8 @@ import Testing
           <username>              The user to sign in as.
 
         OPTIONS:
-          --db <path>             The database file (default: see 'sessionctl help').
+          --db <path>             The database file or PostgreSQL URL (default: see
+                                  'sessionctl help').
           -j, --json              Print JSON Lines: one object per line.
           -h, --help              Show help information.
 

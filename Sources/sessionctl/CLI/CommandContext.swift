@@ -1,4 +1,5 @@
 import SessionStorage
+import SessionStoragePostgres
 
 /// What a command runs with: the global options, the environment, and where its output
 /// and errors go.
@@ -15,26 +16,47 @@ struct CommandContext: Sendable {
   /// Text or JSON Lines, as `--json` asks.
   var presenter: Presenter { Presenter(json: options.json) }
 
-  /// The database file: `--db`, else `$SESSIONCTL_DB`, else the default location.
+  /// The database: `--db`, else `$SESSIONCTL_DB`, else the default location.
   /// - Throws: ``CLIError`` when none of them gives a path.
   func location() throws(CLIError) -> DatabaseLocation {
     try DatabaseLocation.resolve(option: options.db, environment: environment)
   }
 
-  /// Opens the file without writing; a missing file is an error, and nothing is created.
-  func openForReading(_ location: DatabaseLocation) throws -> SessionStore {
+  /// Opens the database without writing; a missing file (or PostgreSQL schema) is an
+  /// error, and nothing is created.
+  func openForReading(_ location: DatabaseLocation) throws -> any AdministeredStore {
+    if location.isPostgres {
+      return try PostgresSessionStore(
+        url: location.path, options: .init(origin: SessionCtl.origin, readOnly: true))
+    }
+    return try openFileForReading(location)
+  }
+
+  /// Opens the database for writing, creating it (and the default directory, or the
+  /// PostgreSQL schema) when missing.
+  func openForWriting(_ location: DatabaseLocation) throws -> any AdministeredStore {
+    if location.isPostgres {
+      return try PostgresSessionStore(url: location.path, options: .init(origin: SessionCtl.origin))
+    }
+    return try openFileForWriting(location)
+  }
+
+  /// Opens the SQLite file without writing, for the commands that work on a file.
+  func openFileForReading(_ location: DatabaseLocation) throws -> SessionStore {
     try SessionStore(path: location.path, options: .init(origin: SessionCtl.origin, readOnly: true))
   }
 
-  /// Opens the file for writing, creating it (and the default directory) when missing.
-  func openForWriting(_ location: DatabaseLocation) throws -> SessionStore {
+  /// Opens the SQLite file for writing, for the commands that work on a file.
+  func openFileForWriting(_ location: DatabaseLocation) throws -> SessionStore {
     try SessionStore(
       path: location.path,
       options: .init(origin: SessionCtl.origin, createsMissingDirectories: location.source == .dataHome))
   }
 
   /// Prints a write's change, or "no change" and why when it changed nothing.
-  func printWrite(_ entry: SessionEntry?, _ store: SessionStore, reason: () -> String) throws -> ExitCode {
+  func printWrite(_ entry: SessionEntry?, _ store: any SessionRepository, reason: () -> String) throws
+    -> ExitCode
+  {
     if let entry {
       try output.write(try presenter.change(entry))
     } else {

@@ -1,8 +1,10 @@
 import Foundation
 import SessionStorage
+import SessionStoragePostgres
 
-/// Where the database file is, and why there: `--db`, else `$SESSIONCTL_DB`, else the
+/// Where the database is, and why there: `--db`, else `$SESSIONCTL_DB`, else the
 /// library's ``SessionStore/defaultPath(environment:)`` (the file apps use by default).
+/// A `postgresql://` or `postgres://` URL names a PostgreSQL database instead of a file.
 struct DatabaseLocation: Sendable, Equatable {
   /// Which rule chose the path.
   enum Source: Sendable, Equatable {
@@ -14,10 +16,28 @@ struct DatabaseLocation: Sendable, Equatable {
     case dataHome
   }
 
-  /// The database file.
+  /// The database file, or the PostgreSQL URL as given (with any password: never print
+  /// it; print ``display``).
   var path: String
   /// Which rule chose it.
   var source: Source
+
+  /// Whether ``path`` is a PostgreSQL URL rather than a file.
+  var isPostgres: Bool {
+    let lowered = path.lowercased()
+    return lowered.hasPrefix("postgresql://") || lowered.hasPrefix("postgres://")
+  }
+
+  /// The path, or the URL with its password replaced: what output and errors show.
+  var display: String { isPostgres ? PostgresSessionStore.redacted(path) : path }
+
+  /// Refuses a PostgreSQL URL for a command that works on a SQLite file.
+  /// - Throws: ``CLIError`` (exit 1) naming the command and what to use instead.
+  func requireFile(for command: String, instead: String) throws(CLIError) {
+    guard isPostgres else { return }
+    throw CLIError(
+      .failure, "'\(command)' works on a SQLite file, and \(display) is a PostgreSQL database: \(instead)")
+  }
 
   /// Applies the rules. An empty `--db` is an error; an empty `$SESSIONCTL_DB` counts as unset.
   /// - Throws: ``CLIError`` for an empty `--db`, or when no rule gives a path.
@@ -37,7 +57,10 @@ struct DatabaseLocation: Sendable, Equatable {
   }
 
   /// Whether the file exists (as anything: SessionStore refuses what is not a database).
+  /// A PostgreSQL database counts as existing: opening it read-only says when its schema
+  /// is missing.
   var exists: Bool {
+    if isPostgres { return true }
     var info = stat()
     return lstat(path, &info) == 0
   }

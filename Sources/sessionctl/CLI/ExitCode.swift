@@ -13,6 +13,9 @@ enum ExitCode: Int32, Sendable {
   /// The history changed under `watch`, or `--since CURSOR@TIME` names a change that a
   /// restore replaced: take a new snapshot.
   case historyRewritten = 67
+  /// The PostgreSQL server cannot be reached, or the connection was lost (sysexits
+  /// `EX_UNAVAILABLE`): worth retrying later, unlike a refusal.
+  case unavailable = 69
   /// `watch` stopped by SIGINT (128 + 2).
   case interrupted = 130
   /// `watch` stopped by SIGTERM (128 + 15).

@@ -5,7 +5,8 @@ import CommandLineKit
 struct GlobalOptions: Sendable {
   /// `--db <path>`.
   static let db = Option<String>(
-    "db", placeholder: "path", help: "The database file (default: see 'sessionctl help').", isInherited: true,
+    "db", placeholder: "path", help: "The database file or PostgreSQL URL (default: see 'sessionctl help').",
+    isInherited: true,
     completesFiles: true)
   /// `-j, --json`.
   static let json = Flag(

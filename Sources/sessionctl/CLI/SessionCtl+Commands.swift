@@ -17,10 +17,16 @@ extension SessionCtl {
       first write creates it (mode 0600; the default directory with mode 0700). status,
       history, watch and check only read, and create nothing.
 
+      A postgresql://user@host:5432/db?schema=NAME URL (in --db or $SESSIONCTL_DB) names
+      a PostgreSQL database instead: the store lives in schema NAME (default public), which
+      the first write creates. Passwords come from ~/.pgpass, $PGPASSFILE or $PGPASSWORD
+      and are never printed. backup, restore and retention work on files only.
+
       EXIT STATUS: 0 success; 1 failure (a refused or missing file, a failed check);
       64 usage error; 65 invalid input (username, cursor, number); 66 cursor compacted
       away; 67 the history followed changed under 'watch', or '--since CURSOR@TIME'
-      names a change a restore replaced; 130 and 143 'watch' stopped by SIGINT and SIGTERM.
+      names a change a restore replaced; 69 the PostgreSQL server cannot be reached or the
+      connection was lost; 130 and 143 'watch' stopped by SIGINT and SIGTERM.
       """,
     options: [GlobalOptions.db, GlobalOptions.json, GlobalOptions.version],
     subcommands: commands.map { $0.spec })

@@ -96,6 +96,7 @@ struct SessionCtl: Sendable {
       return error.exitCode
     case let error as SessionStorageError:
       context.fail(error.description + (error.code == .needsMigration ? " (run 'sessionctl migrate')" : ""))
+      if error.code == .unavailable { return .unavailable }
       return [.invalidUsername, .invalidArgument].contains(error.code) ? .invalidInput : .failure
     case let error as FeedError:
       context.fail(error.description + Self.hint(for: error))

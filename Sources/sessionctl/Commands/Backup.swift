@@ -31,10 +31,11 @@ extension SessionCtl {
 
     func run(_ context: CommandContext) throws -> ExitCode {
       let location = try context.location()
+      try location.requireFile(for: "backup", instead: "back up its schema with pg_dump --schema=NAME")
       guard location.exists else {
         throw CLIError(.failure, "\(location.path): no database here (nothing to back up)")
       }
-      let store = try context.openForReading(location)
+      let store = try context.openFileForReading(location)
       let result = try store.backup(to: file, overwrite: force)
       try context.output.write(context.presenter.backup(result))
       return .success

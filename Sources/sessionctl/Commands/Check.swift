@@ -23,7 +23,8 @@ extension SessionCtl {
       try context.output.write(context.presenter.check(items))
       let failures = items.filter { $0.verdict == .failed }.count
       guard failures == 0 else {
-        context.fail("check found \(failures) \(failures == 1 ? "problem" : "problems") in \(location.path)")
+        context.fail(
+          "check found \(failures) \(failures == 1 ? "problem" : "problems") in \(location.display)")
         return .failure
       }
       return .success

@@ -60,7 +60,7 @@ extension SessionCtl {
     func run(_ context: CommandContext) throws -> ExitCode {
       let location = try context.location()
       guard location.exists else {
-        throw CLIError(.failure, "\(location.path): no database here (nothing to compact)")
+        throw CLIError(.failure, "\(location.display): no database here (nothing to compact)")
       }
       let store = try context.openForWriting(location)
       let compaction =

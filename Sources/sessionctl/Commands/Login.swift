@@ -26,11 +26,11 @@ extension SessionCtl {
       username = try arguments.required(Self.username)
     }
 
-    func run(_ context: CommandContext) throws -> ExitCode {
+    func run(_ context: CommandContext) async throws -> ExitCode {
       let location = try context.location()
       let name = try Username.validated(username)  // before the file is created
       let store = try context.openForWriting(location)
-      return try context.printWrite(try store.logIn(as: name), store) {
+      return try context.printWrite(try await store.logIn(as: name), store) {
         "already logged in as \(Presenter.display(name))"
       }
     }

@@ -7,9 +7,9 @@ extension SessionCtl {
       "logout", abstract: "Sign out (the username is kept).",
       discussion: "Signing out when nobody is signed in changes nothing and prints \"no change\".")
 
-    func run(_ context: CommandContext) throws -> ExitCode {
+    func run(_ context: CommandContext) async throws -> ExitCode {
       let store = try context.openForWriting(try context.location())
-      return try context.printWrite(try store.logOut(), store) { "nobody is logged in" }
+      return try context.printWrite(try await store.logOut(), store) { "nobody is logged in" }
     }
   }
 }

@@ -10,10 +10,13 @@ extension SessionCtl {
 
     func run(_ context: CommandContext) throws -> ExitCode {
       let location = try context.location()
-      let created = !location.exists
+      let existed = location.exists
       let store = try context.openForWriting(location)
+      // A PostgreSQL schema counts as created when its first migration was applied now.
+      let created = location.isPostgres ? store.appliedMigrations.contains { $0.version == 1 } : !existed
       try context.output.write(
-        context.presenter.migration(path: location.path, created: created, applied: store.appliedMigrations))
+        context.presenter.migration(
+          path: location.display, created: created, applied: store.appliedMigrations))
       return .success
     }
   }

@@ -17,11 +17,11 @@ extension SessionCtl {
       username = try arguments.required(Self.username)
     }
 
-    func run(_ context: CommandContext) throws -> ExitCode {
+    func run(_ context: CommandContext) async throws -> ExitCode {
       let location = try context.location()
       let name = try Username.validated(username)
       let store = try context.openForWriting(location)
-      return try context.printWrite(try store.rename(to: name), store) {
+      return try context.printWrite(try await store.rename(to: name), store) {
         "the username is already \(Presenter.display(name))"
       }
     }

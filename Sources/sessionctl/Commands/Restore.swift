@@ -28,7 +28,9 @@ extension SessionCtl {
 
     func run(_ context: CommandContext) throws -> ExitCode {
       let location = try context.location()
-      let store = try context.openForWriting(location)
+      try location.requireFile(
+        for: "restore", instead: "restore a pg_dump of its schema with pg_restore or psql")
+      let store = try context.openFileForWriting(location)
       let result = try store.restore(from: file)
       try context.output.write(context.presenter.restore(result))
       return .success

@@ -37,15 +37,18 @@ extension SessionCtl {
 
     func run(_ context: CommandContext) throws -> ExitCode {
       let location = try context.location()
+      try location.requireFile(
+        for: "retention",
+        instead: "compact it on a schedule with 'sessionctl compact --keep N' or '--older-than AGE'")
       guard let change else {
         guard location.exists else {
           throw CLIError(.failure, "\(location.path): no database here (it is created by the first write)")
         }
-        let store = try context.openForReading(location)
+        let store = try context.openFileForReading(location)
         try context.output.write(context.presenter.retention(try store.retention()))
         return .success
       }
-      let store = try context.openForWriting(location)
+      let store = try context.openFileForWriting(location)
       var policy = change.off ? SessionStorage.Retention.off : try store.retention()
       if let keep = change.keep { policy.keepLast = keep }
       if let maxAge = change.maxAge { policy.maxAge = maxAge.duration }

@@ -20,7 +20,7 @@ extension SessionCtl {
       let snapshot = try store.snapshot()
       let greeting = await MainActor.run { GreetingViewModel(session: snapshot.state).greeting }
       try context.output.write(
-        try context.presenter.status(snapshot, path: location.path, greeting: greeting))
+        try context.presenter.status(snapshot, path: location.display, greeting: greeting))
       return .success
     }
   }

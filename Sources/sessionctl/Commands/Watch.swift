@@ -89,7 +89,8 @@ extension SessionCtl {
       // changes arrive by polling, and why.
       if case .polling(let interval, let reason) = changes.wakeMode {
         try context.errors.write(
-          "sessionctl: warning: cannot watch the file for changes (\(reason)); polling every \(interval)")
+          "sessionctl: warning: cannot watch \(location.isPostgres ? "the database" : "the file") for changes "
+            + "(\(reason)); polling every \(interval)")
       }
       // Aligned like `history` for the cursors of today; lines cannot be measured ahead.
       let cursorWidth = try store.bounds().head.description.count
