@@ -125,12 +125,15 @@ import Testing
     #expect(await eventually { !subscription.wakeMode.isPolling && subscription.wakeMode != .inProcess })
 
     let writing = Writer(writer)
-    #expect(await eventually { writing.count >= 10 })
+    #expect(
+      await eventually { writing.count >= 10 }, "\(writing.count) writes, failures: \(writing.failures)")
     // Writes that run into the restart fail (or, when it fell between two writes, the next
     // one connects again before its BEGIN): whichever happens, the checks below hold.
     try await onThreadOfItsOwn { try cluster.restart() }
     let restarted = writing.count
-    #expect(await eventually { writing.count >= restarted + 10 }, "writes go on after the restart")
+    #expect(
+      await eventually { writing.count >= restarted + 10 },
+      "writes go on after the restart: \(writing.count - restarted) writes, failures: \(writing.failures)")
     #expect(await eventually { !subscription.wakeMode.isPolling }, "the LISTEN connection is back")
 
     let acknowledged = try await writing.finish()
