@@ -26,10 +26,12 @@ enum InstructionCount {
       let raw = try perOperation(scenario, side: "raw")
       measurements.append(
         Measurement(scenario: scenario, metric: .instructionsPerOperation, ours: ours, baseline: raw))
+      // The benchmark issue's aims: 1.15× for a write and a read, 1.5× for a page.
+      let aim = scenario == "history" ? 1.5 : 1.15
       verdicts.append(
         Verdict(
-          scenario: scenario, aim: "instructions per operation ≤ 1.15× raw",
-          measured: String(format: "%.2f×", ours / raw), met: ours <= raw * 1.15))
+          scenario: scenario, aim: String(format: "instructions per operation ≤ %.2f× raw", aim),
+          measured: String(format: "%.2f×", ours / raw), met: ours <= raw * aim))
     }
     return Outcome(measurements: measurements, verdicts: verdicts)
   }
