@@ -44,7 +44,7 @@ enum Command: Equatable {
     isHidden: true)
 
   static let loopScenario = Option<String>(
-    "scenario", placeholder: "name", help: "write-normal or read.", isRequired: true)
+    "scenario", placeholder: "name", help: "write-normal, read or history.", isRequired: true)
   static let loopSide = Option<String>("side", placeholder: "side", help: "ours or raw.", isRequired: true)
   static let loopCount = Option<Int>(
     "count", placeholder: "n", help: "Operations after the setup.", isRequired: true)

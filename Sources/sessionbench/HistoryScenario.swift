@@ -49,7 +49,7 @@ enum HistoryScenario {
   }
 
   /// `count` changes through the store's own UPDATE, 10,000 per transaction.
-  private static func fill(_ writer: RawWriter, count: Int, from start: Int) throws {
+  static func fill(_ writer: RawWriter, count: Int, from start: Int) throws {
     var written = 0
     while written < count {
       try writer.db.exec("BEGIN IMMEDIATE")
