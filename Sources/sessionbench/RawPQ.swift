@@ -8,9 +8,13 @@ import SessionStoragePostgres
 final class RawPQ {
   let handle: OpaquePointer
 
-  /// Connects to `url` (a server URL without `schema`); with `schema`, selects it.
+  /// Connects to `url` (a server URL without `schema`; a 5 s `connect_timeout` unless it sets
+  /// one, as the store's default); with `schema`, selects it.
   init(url: String, schema: String? = nil) throws {
-    guard let handle = PQconnectdb(url) else { throw BenchError("libpq is out of memory") }
+    let connected = ["connect_timeout", "dbname"].withCStringArray(terminated: true) { keywords in
+      ["5", url].withCStringArray(terminated: true) { values in PQconnectdbParams(keywords, values, 1) }
+    }
+    guard let handle = connected else { throw BenchError("libpq is out of memory") }
     guard PQstatus(handle) == CONNECTION_OK else {
       let message = Self.message(handle)
       PQfinish(handle)
@@ -71,11 +75,12 @@ final class RawPQ {
 }
 
 extension [String] {
-  /// Calls `body` with a C array of the strings, valid during the call.
-  fileprivate func withCStringArray<Result>(_ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> Result)
-    -> Result
-  {
-    let copies = map { strdup($0) }
+  /// Calls `body` with a C array of the strings (and a NULL after them when `terminated`),
+  /// valid during the call.
+  fileprivate func withCStringArray<Result>(
+    terminated: Bool = false, _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> Result
+  ) -> Result {
+    let copies = map { strdup($0) } + (terminated ? [nil] : [])
     defer { for copy in copies { free(copy) } }
     return copies.map { UnsafePointer($0) }.withUnsafeBufferPointer { body($0.baseAddress) }
   }
