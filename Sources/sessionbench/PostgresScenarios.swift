@@ -58,15 +58,16 @@ enum PostgresScenarios {
     let store = try schemas.store()
     var ours = DeliverScenario.Side()
     var raw = DeliverScenario.Side()
-    let server = ["--postgres", schemas.server, "--schema"]
-    let oursChild = try BenchChild(["child-pg-subscriber"] + server + [schemas.ours], arrivals: ours.arrivals)
-    defer { oursChild.finish() }
-    let rawChild = try BenchChild(["child-pg-raw-listener"] + server + [schemas.raw], arrivals: raw.arrivals)
-    defer { rawChild.finish() }
-    try oursChild.waitUntilReady()
-    try rawChild.waitUntilReady()
-    ours.subscribers = 1
-    raw.subscribers = 1
+    // Our subscriber and the raw listener, each in a process of its own and on its own schema.
+    let children = try [
+      ("child-pg-subscriber", schemas.ours, ours.arrivals),
+      ("child-pg-raw-listener", schemas.raw, raw.arrivals),
+    ].map { command, schema, arrivals in
+      try BenchChild([command, "--postgres", schemas.server, "--schema", schema], arrivals: arrivals)
+    }
+    defer { for child in children { child.finish() } }
+    for child in children { try child.waitUntilReady() }
+    (ours.subscribers, raw.subscribers) = (1, 1)
     ours.head = try store.bounds().head.value
     ours.write = { index in
       let entry = index.isMultiple(of: 2) ? try store.logIn(as: "alice") : try store.logOut()
