@@ -5,7 +5,7 @@ import SessionStorage
 /// Writes use `synchronous=NORMAL`, so that the figures show delivery, not `fsync`.
 enum DeliverScenario {
   /// One side of a delivery scenario: where its subscribers report, and how it writes.
-  private struct Side {
+  struct Side {
     let arrivals = Arrivals()
     var head: Int64 = 0
     var subscribers = 0
@@ -144,7 +144,7 @@ enum DeliverScenario {
   }
 
   /// Warms both sides up, then runs `count` writes per side in `rounds` alternating blocks.
-  private static func alternate(_ ours: inout Side, _ raw: inout Side, count: Int, rounds: Int) throws -> (
+  static func alternate(_ ours: inout Side, _ raw: inout Side, count: Int, rounds: Int) throws -> (
     Sample, Sample
   ) {
     var (oursSample, rawSample) = (Sample(), Sample())
