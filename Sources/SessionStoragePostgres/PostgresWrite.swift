@@ -16,15 +16,22 @@ import SessionStorage
 /// store connects again and looks: its token still in the row, or its entry at its cursor,
 /// means it committed; a head below its cursor means it did not; otherwise the outcome is
 /// unknown and the error says so.
-struct PostgresWrite {
+package struct PostgresWrite {
   let write: SessionWrite
   let origin: String
   /// A random number only this write puts in `session.write_token`.
   let token: String
 
+  package init(write: SessionWrite, origin: String, token: String) {
+    self.write = write
+    self.origin = origin
+    self.token = token
+  }
+
   /// The UPDATE and its values; when it changed the row it returns the change in the
   /// columns of ``PostgresTables/changeColumns``, then the head before it.
-  private var statement: (sql: String, values: [String?]) {
+  /// (`package`: sessionbench's raw baseline runs the same statement.)
+  package var statement: (sql: String, values: [String?]) {
     let (set, condition, values): (String, String, [String?]) =
       switch write {
       case .login(let name):

@@ -1,5 +1,6 @@
 import CLibPQ
 import Foundation
+import SessionStorage
 import SessionStoragePostgres
 
 /// A bare libpq connection for the PostgreSQL baselines: `PQ*` calls from Swift and nothing
@@ -7,6 +8,8 @@ import SessionStoragePostgres
 /// connections have them. Not thread-safe: each thread (or process) opens its own.
 final class RawPQ {
   let handle: OpaquePointer
+  /// The statements prepared on this connection, by their SQL.
+  private var statements: [String: String] = [:]
 
   /// Connects to `url` (a server URL without `schema`; a 5 s `connect_timeout` unless it sets
   /// one, as the store's default); with `schema`, selects it.
@@ -39,13 +42,21 @@ final class RawPQ {
     try check(result, sql)
   }
 
-  /// Runs one statement with `PQexecParams` (text values, text results) and calls `body`
-  /// with its result, which is cleared afterwards.
+  /// Runs one statement, prepared on first use (`PQprepare`, then `PQexecPrepared`: text
+  /// values, text results, as the store does), and calls `body` with its result, which is
+  /// cleared afterwards.
   func query<Result>(_ sql: String, _ values: [String] = [], _ body: (OpaquePointer) -> Result) throws
     -> Result
   {
+    if statements[sql] == nil {
+      let prepared = PQprepare(handle, "raw_\(statements.count)", sql, Int32(values.count), nil)
+      defer { PQclear(prepared) }
+      try check(prepared, sql)
+      statements[sql] = "raw_\(statements.count)"
+    }
+    let name = statements[sql] ?? ""
     let result = values.withCStringArray {
-      PQexecParams(handle, sql, Int32(values.count), nil, $0, nil, nil, 0)
+      PQexecPrepared(handle, name, Int32(values.count), $0, nil, nil, 0)
     }
     defer { PQclear(result) }
     try check(result, sql)
@@ -88,17 +99,8 @@ extension [String] {
 
 /// The baseline write on PostgreSQL: `BEGIN`, the store's own UPDATE with `PQexecParams`
 /// (a fresh write token each time, so the trigger records the origin, as for the store),
-/// `COMMIT`: the transaction the store runs, without reading the entry back.
+/// `COMMIT`: the transaction the store runs, without decoding the change it returns.
 final class RawPQWriter {
-  /// The UPDATE of `PostgresSessionStore.logIn(as:)`, as the store runs it.
-  static let loginSQL =
-    "UPDATE session SET username = $1, is_logged_in = true, updated_by = $2, write_token = $3 "
-    + "WHERE id = 1 AND (username IS DISTINCT FROM $1 OR NOT is_logged_in) RETURNING head"
-  /// The UPDATE of `PostgresSessionStore.logOut()`, as the store runs it.
-  static let logoutSQL =
-    "UPDATE session SET is_logged_in = false, updated_by = $1, write_token = $2 "
-    + "WHERE id = 1 AND is_logged_in RETURNING head"
-
   let connection: RawPQ
   private let username: String
   private let origin: String
@@ -116,10 +118,11 @@ final class RawPQWriter {
   func write(login signIn: Bool) throws -> Int64? {
     token += 1
     try connection.exec("BEGIN")
-    let head = try connection.query(
-      signIn ? Self.loginSQL : Self.logoutSQL,
-      signIn ? [username, origin, String(token)] : [origin, String(token)]
-    ) { result in
+    // The store's own UPDATE (it returns the change; its first column is the new head).
+    let (sql, values) = PostgresWrite(
+      write: signIn ? .login(username) : .logout, origin: origin, token: String(token)
+    ).statement
+    let head = try connection.query(sql, values.map { $0 ?? "" }) { result in
       PQntuples(result) == 1 ? atoll(PQgetvalue(result, 0, 0)) : nil
     }
     try connection.exec("COMMIT")
