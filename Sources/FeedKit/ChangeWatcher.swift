@@ -28,11 +28,15 @@ internal import SystemKit
 /// process's writes have been quiet for ``settleMilliseconds``, so that the watcher stays
 /// out of the way of the subscribers its writer just woke (and is not woken by every page
 /// its writer puts in the WAL meanwhile). A commit of another process that falls among this
-/// process's writes is seen that much later.
+/// process's writes is seen that much later, and at most ``settleLimitMilliseconds`` later
+/// while this process writes without a pause (writes that change nothing wake nobody).
 package final class ChangeWatcher: Sendable {
   /// How long this process's writes must have been quiet before an event that came while
   /// it wrote is looked at.
   package static let settleMilliseconds: Int32 = 1
+  /// How long the watcher waits at most for writes of this process that keep coming to
+  /// pause before it looks (a write under way is waited for: `hasChanged` waits for it).
+  package static let settleLimitMilliseconds: Int32 = 20
   /// How this watcher is woken: notifications, or a poll and the reason.
   package let mode: WakeMode
   private let stopSignal: StopSignal
@@ -231,17 +235,21 @@ private struct WatchLoop: Sendable {
   }
 
   /// When this process wrote since `writes` (or is writing), sleeps, deaf to file events,
-  /// until its writes have been quiet for ``ChangeWatcher/settleMilliseconds``, then reads
+  /// until its writes have been quiet for ``ChangeWatcher/settleMilliseconds`` (writes
+  /// that keep coming, for ``ChangeWatcher/settleLimitMilliseconds`` at most), then reads
   /// the events that came meanwhile. False when asked to stop.
   private func settle(since writes: UInt64) -> Bool {
     var seen = writes
-    while true {
+    var waited: Int32 = 0
+    while waited < ChangeWatcher.settleLimitMilliseconds {
       let now = localWrites()
       guard now != seen || now % 2 == 1 else { return true }
+      if now != seen { waited += ChangeWatcher.settleMilliseconds }
       seen = now
       if waitForEvent(events: -1, timeout: ChangeWatcher.settleMilliseconds) == .stop { return false }
       _ = drain(events)
     }
+    return true
   }
 
   private enum Wake { case stop, timeout, event }
