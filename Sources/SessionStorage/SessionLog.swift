@@ -65,21 +65,6 @@ final class SessionLog: FeedSource {
     }
   }
 
-  /// The newest change ever recorded, as `session_feed_tip` keeps it (compaction never
-  /// deletes it): what subscribers were last woken for. Throws once the file was replaced.
-  func tip() throws -> FeedTip? {
-    if let reason = file.replacement { throw SessionStorageError(.fileReplaced, reason, path: file.path) }
-    return try reader.withLock { connection in
-      try connection.query(SessionTables.tipSQL) { statement in
-        // The time as an entry's is read (EntryDecoder), so equal to the writer's.
-        try statement.step()
-          ? FeedTip(
-            cursor: Cursor(statement.int64(at: 0)), time: SessionTables.date(statement.utf8(at: 1)))
-          : nil
-      }
-    }
-  }
-
   /// `PRAGMA data_version` of the reader: it moves with every commit of another connection.
   func dataVersion() throws -> Int64 {
     try reader.withLock { try $0.scalarInt(Self.dataVersionSQL) ?? 0 }

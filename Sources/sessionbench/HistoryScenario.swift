@@ -45,6 +45,8 @@ enum HistoryScenario {
         measured: String(
           format: "newest %.2f×, oldest %.2f× the 1k-log page", growth, oldest),
         met: growth <= 1.5 && oldest <= 1.5))
+    outcome.verdicts.append(
+      .latency("history-newest", ours: large.newest.ours, raw: large.newest.raw, p50: 1.5))
     return outcome
   }
 

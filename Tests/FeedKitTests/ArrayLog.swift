@@ -12,6 +12,8 @@ final class ArrayLog: FeedSource {
 
   let contents = Mutex(Contents())
   let beacon = Beacon()
+  /// How many times ``entries(after:limit:)`` ran.
+  let reads = Mutex(0)
   var feed: Feed<Int, Int> { Feed(source: self, signal: beacon, pageSize: 3) }
 
   /// Appends `value` and wakes subscribers.
@@ -40,7 +42,8 @@ final class ArrayLog: FeedSource {
   func compact(before cursor: Cursor) { contents.withLock { $0.entries.removeAll { $0.cursor < cursor } } }
 
   func entries(after cursor: Cursor, limit: Int) -> [FeedEntry<Int>] {
-    contents.withLock { Array($0.entries.filter { $0.cursor > cursor }.prefix(limit)) }
+    reads.withLock { $0 += 1 }
+    return contents.withLock { Array($0.entries.filter { $0.cursor > cursor }.prefix(limit)) }
   }
 
   func bounds() -> FeedBounds {
