@@ -55,7 +55,10 @@ let package = Package(
       ]),
     .executableTarget(
       name: "sessionbench",
-      dependencies: ["CommandLineKit", "FeedKit", "SessionStorage", "CSQLite", "ProcessKit", "SystemKit"]),
+      dependencies: [
+        "CommandLineKit", "FeedKit", "SessionStorage", "SessionStoragePostgres", "CSQLite", "CLibPQ",
+        "ProcessKit", "SystemKit",
+      ]),
     .executableTarget(
       name: "sessiontorture",
       dependencies: ["CommandLineKit", "FeedKit", "SessionStorage", "SessionStoragePostgres", "ProcessKit"]),

@@ -52,10 +52,13 @@ public final class Beacon: WakeSignal {
 
   /// Returns once the generation exceeds `generation`, or when the task is cancelled.
   public func wait(past generation: UInt64) async {
-    let id = waiters.withLock { state in
-      state.nextID += 1
-      return state.nextID
-    }
+    guard
+      let id = waiters.withLock({ state -> Int? in
+        guard state.generation <= generation else { return nil }
+        state.nextID += 1
+        return state.nextID
+      })
+    else { return }
     await withTaskCancellationHandler {
       await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
         let resumeNow = waiters.withLock { state in

@@ -22,7 +22,21 @@ internal import SystemKit
 /// the inotify instance or watch limit, a platform without it) the poll is the mechanism,
 /// and ``mode`` says so and why; when not even a descriptor for its stop signal can be
 /// made, the thread polls in short sleeps. `onChange` runs on the watcher's thread.
+///
+/// In a process that writes too, most events are its own commits, which its writer signals
+/// itself: an event that came while `localWrites` moved is looked at only once this
+/// process's writes have been quiet for ``settleMilliseconds``, so that the watcher stays
+/// out of the way of the subscribers its writer just woke (and is not woken by every page
+/// its writer puts in the WAL meanwhile). A commit of another process that falls among this
+/// process's writes is seen that much later, and at most ``settleLimitMilliseconds`` later
+/// while this process writes without a pause (writes that change nothing wake nobody).
 package final class ChangeWatcher: Sendable {
+  /// How long this process's writes must have been quiet before an event that came while
+  /// it wrote is looked at.
+  package static let settleMilliseconds: Int32 = 1
+  /// How long the watcher waits at most for writes of this process that keep coming to
+  /// pause before it looks (a write under way is waited for: `hasChanged` waits for it).
+  package static let settleLimitMilliseconds: Int32 = 20
   /// How this watcher is woken: notifications, or a poll and the reason.
   package let mode: WakeMode
   private let stopSignal: StopSignal
@@ -34,14 +48,17 @@ package final class ChangeWatcher: Sendable {
   ///   - pollInterval: how often `hasChanged` runs when nothing happens.
   ///   - hasChanged: whether something committed since the last call (a cheap read of the
   ///     source's version).
+  ///   - localWrites: a number that this process's writer moves as each write begins and
+  ///     again as it ends (odd while one is under way); 0 for a process that never writes.
   ///   - onChange: called on the watcher's thread when `hasChanged` said yes.
   package convenience init(
     directory: String, fileNames: Set<String>, pollInterval: Duration = .seconds(1),
-    hasChanged: @escaping @Sendable () -> Bool, onChange: @escaping @Sendable () -> Void
+    hasChanged: @escaping @Sendable () -> Bool, localWrites: @escaping @Sendable () -> UInt64 = { 0 },
+    onChange: @escaping @Sendable () -> Void
   ) {
     self.init(
       directory: directory, fileNames: fileNames, pollInterval: pollInterval, notifications: Self.inotify,
-      hasChanged: hasChanged, onChange: onChange)
+      hasChanged: hasChanged, localWrites: localWrites, onChange: onChange)
   }
 
   /// Starts watching with `notifications` as the source of file events: a descriptor to
@@ -49,7 +66,8 @@ package final class ChangeWatcher: Sendable {
   init(
     directory: String, fileNames: Set<String>, pollInterval: Duration,
     notifications: (String) -> Result<Int32, WatchSetupFailure>,
-    hasChanged: @escaping @Sendable () -> Bool, onChange: @escaping @Sendable () -> Void
+    hasChanged: @escaping @Sendable () -> Bool, localWrites: @escaping @Sendable () -> UInt64 = { 0 },
+    onChange: @escaping @Sendable () -> Void
   ) {
     var reasons: [String] = []
     var ends: (read: Int32, write: Int32)?
@@ -72,7 +90,7 @@ package final class ChangeWatcher: Sendable {
     let loop = WatchLoop(
       fileNames: fileNames, events: events, stopFD: ends?.read ?? -1, stopSignal: stopSignal,
       pollMilliseconds: Int32(clamping: pollInterval.milliseconds),
-      hasChanged: hasChanged, onChange: onChange)
+      hasChanged: hasChanged, localWrites: localWrites, onChange: onChange)
     let thread = Thread {
       loop.run()
       stopSignal.closePipe()
@@ -155,6 +173,7 @@ private struct WatchLoop: Sendable {
   let stopSignal: StopSignal
   let pollMilliseconds: Int32
   let hasChanged: @Sendable () -> Bool
+  let localWrites: @Sendable () -> UInt64
   let onChange: @Sendable () -> Void
 
   /// Re-check delays after an event whose commit was not yet visible, in milliseconds.
@@ -169,11 +188,11 @@ private struct WatchLoop: Sendable {
   func run() {
     defer { if events >= 0 { close(events) } }
     while true {
-      switch waitForEvent(events: events, timeout: pollMilliseconds) {
+      switch next(timeout: pollMilliseconds) {
       case .stop: return
       case .timeout: if hasChanged() { onChange() }
+      case .otherFile: continue
       case .event:
-        guard drain(events) else { continue }
         // Re-check at once, then on the next event (the rest of the commit being written)
         // or after the delay, whichever comes first; each event of ours starts the
         // back-off over, so a commit that follows soon after is not left to a long delay.
@@ -183,12 +202,12 @@ private struct WatchLoop: Sendable {
           let delay = Self.backoff[min(attempt, Self.backoff.count - 1)]
           attempt += 1
           if delay > 0 {
-            switch waitForEvent(events: events, timeout: delay) {
+            switch next(timeout: delay) {
             case .stop: return
-            case .event where drain(events):
+            case .event:
               attempt = 1
               waited = 0
-            case .event, .timeout: waited += delay
+            case .otherFile, .timeout: waited += delay
             }
           }
           if hasChanged() {
@@ -198,6 +217,39 @@ private struct WatchLoop: Sendable {
         }
       }
     }
+  }
+
+  private enum Next { case stop, timeout, event, otherFile }
+
+  /// Waits for the stop signal, an event on one of our files (read, and settled: see
+  /// ``settle(since:)``), an event on another file, or the timeout.
+  private func next(timeout: Int32) -> Next {
+    let writes = localWrites()
+    switch waitForEvent(events: events, timeout: timeout) {
+    case .stop: return .stop
+    case .timeout: return .timeout
+    case .event:
+      guard drain(events) else { return .otherFile }
+      return settle(since: writes) ? .event : .stop
+    }
+  }
+
+  /// When this process wrote since `writes` (or is writing), sleeps, deaf to file events,
+  /// until its writes have been quiet for ``ChangeWatcher/settleMilliseconds`` (writes
+  /// that keep coming, for ``ChangeWatcher/settleLimitMilliseconds`` at most), then reads
+  /// the events that came meanwhile. False when asked to stop.
+  private func settle(since writes: UInt64) -> Bool {
+    var seen = writes
+    var waited: Int32 = 0
+    while waited < ChangeWatcher.settleLimitMilliseconds {
+      let now = localWrites()
+      guard now != seen || now % 2 == 1 else { return true }
+      if now != seen { waited += ChangeWatcher.settleMilliseconds }
+      seen = now
+      if waitForEvent(events: -1, timeout: ChangeWatcher.settleMilliseconds) == .stop { return false }
+      _ = drain(events)
+    }
+    return true
   }
 
   private enum Wake { case stop, timeout, event }

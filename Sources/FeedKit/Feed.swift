@@ -8,12 +8,34 @@ public struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
   package let signal: any WakeSignal
   /// How many entries a subscriber reads per query.
   package let pageSize: Int
+  /// The last page subscribers read, for the others waiting on the same cursor.
+  let sharedPage: SharedPage<Change>
 
   /// Creates a feed over `source`, woken by `signal`.
   public init(source: any FeedSource<Change, Snapshot>, signal: any WakeSignal, pageSize: Int = 256) {
+    self.init(source: source, signal: signal, pageSize: pageSize, sharedPage: SharedPage())
+  }
+
+  /// Creates a feed whose subscribers share `sharedPage` with the other feeds made with it:
+  /// one made where the feed itself cannot be reached yet (a watcher's callback) can read
+  /// ahead for them (``readAhead()``).
+  package init(
+    source: any FeedSource<Change, Snapshot>, signal: any WakeSignal, pageSize: Int = 256,
+    sharedPage: SharedPage<Change>
+  ) {
     self.source = source
     self.signal = signal
     self.pageSize = max(1, pageSize)
+    self.sharedPage = sharedPage
+  }
+
+  /// Reads ahead the page that subscribers woken just now will ask for, on the caller's
+  /// thread (see ``SharedPage/readAhead(currentGeneration:read:)``): for a watcher thread
+  /// right after it signalled, never for a writer.
+  package func readAhead() {
+    sharedPage.readAhead(currentGeneration: { signal.generation }) { cursor, last, limit in
+      try read(after: cursor, last: last, limit: limit)
+    }
   }
 
   /// Every entry after `start`, once, in order, as it commits.
@@ -79,6 +101,17 @@ public struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
 
   static func sameMillisecond(_ first: Date, _ second: Date) -> Bool {
     (first.timeIntervalSince1970 * 1000).rounded() == (second.timeIntervalSince1970 * 1000).rounded()
+  }
+
+  /// What a subscriber that waited past `generation` reads next: ``read(after:last:limit:)``,
+  /// or the page another subscriber at the same cursor read after the same wake-up.
+  func subscriberPage(after cursor: Cursor, last: FeedEntry<Change>?, generation: UInt64) throws
+    -> [FeedEntry<Change>]
+  {
+    try sharedPage.entries(
+      after: cursor, last: last, limit: pageSize, generation: generation,
+      currentGeneration: { signal.generation }, read: { try read(after: cursor, last: last, limit: pageSize) }
+    )
   }
 
   /// The entries after `cursor`, checking that none right after it was compacted away,

@@ -50,6 +50,10 @@ public struct FeedSubscription<Change: Sendable, Snapshot: Sendable>: AsyncSeque
     private var buffer: ArraySlice<Element> = []
     /// The entry delivered last: each read checks that the log still holds it.
     private var last: Element?
+    /// The signal's generation before the last read, when that read returned less than a
+    /// page (it reached the head): once its entries are delivered there is nothing more to
+    /// read until a wake-up past it, so the next call waits without reading again.
+    private var caughtUpAt: UInt64?
 
     init(feed: Feed<Change, Snapshot>, cursor: Cursor, listener: WakeListener, last: Element?) {
       self.feed = feed
@@ -67,9 +71,14 @@ public struct FeedSubscription<Change: Sendable, Snapshot: Sendable>: AsyncSeque
           last = entry
           return entry
         }
+        if let generation = caughtUpAt {
+          caughtUpAt = nil
+          await feed.signal.wait(past: generation)
+          continue
+        }
         let generation = feed.signal.generation
         do {
-          buffer = try feed.read(after: cursor, last: last, limit: feed.pageSize)[...]
+          buffer = try feed.subscriberPage(after: cursor, last: last, generation: generation)[...]
         } catch  where feed.source.isTransient(error) {
           // A fault that passes (an unreachable server): read again at the next wake-up.
           await feed.signal.wait(past: generation)
@@ -78,7 +87,11 @@ public struct FeedSubscription<Change: Sendable, Snapshot: Sendable>: AsyncSeque
           listener = nil
           throw error
         }
-        if buffer.isEmpty { await feed.signal.wait(past: generation) }
+        if buffer.isEmpty {
+          await feed.signal.wait(past: generation)
+        } else if buffer.count < feed.pageSize {
+          caughtUpAt = generation
+        }
       }
       listener = nil
       return nil

@@ -3,9 +3,8 @@ import Foundation
 import Synchronization
 
 /// Wakes a store's subscribers when another process (or the sqlite3 shell) commits: a
-/// ``ChangeWatcher`` on the database's directory, re-checking `PRAGMA data_version` on the
-/// store's reader connection (which never writes, so the number moves with every commit of
-/// any other connection). Runs only while the store has subscribers.
+/// ``ChangeWatcher`` on the database's directory, re-checking `PRAGMA data_version`. Runs
+/// only while the store has subscribers.
 ///
 /// The watched names are the file, its `-wal` and its `-journal`; the directory is watched
 /// because the WAL is deleted and recreated as connections come and go. SQLite writes the
@@ -14,35 +13,52 @@ import Synchronization
 final class CrossProcessWatch: Sendable {
   private let path: String
   private let pollInterval: Duration
-  private let dataVersion: @Sendable () throws -> Int64
+  private let version: @Sendable (_ waiting: Bool) throws -> Version?
   private let replaced: @Sendable () -> Bool
+  private let localWrites: @Sendable () -> UInt64
   private let watcher = Mutex<ChangeWatcher?>(nil)
-  private let last = Mutex<Int64?>(nil)
+  private let last = Mutex<Version?>(nil)
+
+  /// A `PRAGMA data_version` and the connection it was read on: it moves with every commit
+  /// of another connection than that one.
+  struct Version: Equatable {
+    /// Read on the writer, whose own commits (the ones this process already woke
+    /// subscribers for) do not move it; else on the reader, which never writes.
+    var onWriter: Bool
+    var value: Int64
+  }
 
   /// - Parameters:
   ///   - pollInterval: how often to re-check when no file event comes.
-  ///   - dataVersion: `PRAGMA data_version` of a connection that never writes.
+  ///   - version: the current ``Version``; nil once the store is gone (nothing to wake), and
+  ///     without `waiting` while a write of this process holds the writer.
   ///   - replaced: whether the path was just found to name another file (or none).
+  ///   - localWrites: moves as each write of this process begins and ends (see
+  ///     ``ChangeWatcher``): events among them are looked at once they are over.
   init(
-    path: String, pollInterval: Duration, dataVersion: @escaping @Sendable () throws -> Int64,
-    replaced: @escaping @Sendable () -> Bool
+    path: String, pollInterval: Duration, version: @escaping @Sendable (_ waiting: Bool) throws -> Version?,
+    replaced: @escaping @Sendable () -> Bool, localWrites: @escaping @Sendable () -> UInt64
   ) {
     self.path = path
     self.pollInterval = pollInterval
-    self.dataVersion = dataVersion
+    self.version = version
     self.replaced = replaced
+    self.localWrites = localWrites
   }
 
   /// Starts watching; `signal` runs on the watcher's thread after each commit noticed.
   /// Returns how the watcher is woken (notifications, or a poll and why).
   func start(signal: @escaping @Sendable () -> Void) -> WakeMode {
-    _ = hasChanged()  // the baseline
+    // The baseline, without waiting for a write of this process: the thread that subscribes
+    // must not wait for a lock another process holds. Without one the first re-check wakes
+    // subscribers once, for nothing.
+    _ = hasChanged(waiting: false)
     let url = URL(fileURLWithPath: path)
     let name = url.lastPathComponent
     let created = ChangeWatcher(
       directory: url.deletingLastPathComponent().path, fileNames: [name, name + "-wal", name + "-journal"],
-      pollInterval: pollInterval, hasChanged: { [weak self] in self?.hasChanged() ?? false }, onChange: signal
-    )
+      pollInterval: pollInterval, hasChanged: { [weak self] in self?.hasChanged(waiting: true) ?? false },
+      localWrites: localWrites, onChange: signal)
     watcher.withLock { $0 = created }
     return created.mode
   }
@@ -59,16 +75,17 @@ final class CrossProcessWatch: Sendable {
 
   /// Whether `PRAGMA data_version` moved since the last call (another connection
   /// committed), or the file was replaced: either way subscribers must read again.
-  private func hasChanged() -> Bool {
+  private func hasChanged(waiting: Bool) -> Bool {
     if replaced() { return true }
-    let current: Int64
+    let read: Version?
     do {
-      current = try dataVersion()
+      read = try version(waiting)
     } catch {
       // Harmless to swallow: a yes costs subscribers one re-read, and that read reports
       // the same failure to them as an error; a no could leave them waiting.
       return true
     }
+    guard let current = read else { return false }
     return last.withLock { last in
       defer { last = current }
       return last != current

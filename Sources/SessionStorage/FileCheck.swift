@@ -36,7 +36,9 @@ enum FileCheck {
   /// an empty file.
   static func identify(_ path: String, mayCreate: Bool) throws -> Identity? {
     var info = stat()
-    guard stat(path, &info) == 0 else {
+    // withCString lends the string's own bytes; passing `path` itself would copy them into a
+    // temporary array first (every write checks the path).
+    guard path.withCString({ stat($0, &info) }) == 0 else {
       let err = errno
       if err == ENOENT {
         if mayCreate {

@@ -50,7 +50,7 @@ final class OpenedFile: Sendable {
     case identity?:
       // SQLite deletes the -wal only when the last connection closes, and ours are open:
       // gone means deleted by hand, and our commits now go where no other process looks.
-      walExpected && access(walPath, F_OK) != 0
+      walExpected && walPath.withCString({ access($0, F_OK) }) != 0
         ? "the -wal file beside it was deleted while the store had it open" : nil
     case .some: "the file was replaced: another file has its name now"
     case nil: "the file was deleted or cannot be found any more"

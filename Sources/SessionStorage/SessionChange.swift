@@ -15,18 +15,25 @@ public struct SessionChange: Sendable, Hashable, CustomStringConvertible {
   /// which compares strings by canonical equivalence, sees the same name before and after.
   /// The library itself never writes such a change: a write that would change only those
   /// bytes is a no-op, in ``SessionStore`` and ``InMemorySessionStore`` alike.
-  public let events: [SessionEvent]
+  ///
+  /// Derived on each access (``SessionEvent/between(_:_:)``), not stored: a page of history
+  /// builds no event a reader does not ask for.
+  public var events: [SessionEvent] { SessionEvent.between(before, after) }
 
-  /// Creates a change, deriving its events.
+  /// Creates a change; its events are derived from the two states.
   public init(before: SessionState, after: SessionState) {
     self.before = before
     self.after = after
-    self.events = SessionEvent.between(before, after)
   }
+
+  /// Whether ``events`` is not empty, without building them: the login state or the
+  /// username (as Swift compares it) differs, which is what each event stands for.
+  var hasEvents: Bool { before.isLoggedIn != after.isLoggedIn || before.username != after.username }
 
   /// The events, `, `-separated: `rename alice → bob, login bob`.
   public var description: String {
-    events.isEmpty ? "(no event)" : events.map(\.description).joined(separator: ", ")
+    let events = events
+    return events.isEmpty ? "(no event)" : events.map(\.description).joined(separator: ", ")
   }
 }
 

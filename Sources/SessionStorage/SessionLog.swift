@@ -32,15 +32,27 @@ final class SessionLog: FeedSource {
         [.integer(cursor.value), .integer(Int64(limit))]
       ) { statement in
         var entries: [SessionEntry] = []
-        while try statement.step() { entries.append(SessionTables.entry(statement)) }
+        entries.reserveCapacity(min(limit, 1_000))
+        var decoder = connection.decoder  // a local copy: no exclusivity check per row
+        defer { connection.decoder = decoder }
+        while try statement.step() { entries.append(decoder.entry(statement)) }
         return entries
       }
     }
   }
 
+  /// The oldest and newest cursors. Every page of history reads them first; they are read
+  /// again only when `PRAGMA data_version` says another connection committed since (a
+  /// commit between the two reads moves it too, so the pair is read again next time).
   func bounds() throws -> FeedBounds {
     try readable()
-    return try reader.withLock { try SessionTables.bounds(on: $0) }
+    return try reader.withLock { connection in
+      let version = try connection.scalarInt(Self.dataVersionSQL)
+      if let version, let known = connection.bounds, known.dataVersion == version { return known.bounds }
+      let bounds = try SessionTables.bounds(on: connection)
+      connection.bounds = version.map { (dataVersion: $0, bounds: bounds) }
+      return bounds
+    }
   }
 
   func snapshot() throws -> (state: SessionState, cursor: Cursor) {
@@ -53,25 +65,12 @@ final class SessionLog: FeedSource {
     }
   }
 
-  /// The newest change ever recorded, as `session_feed_tip` keeps it (compaction never
-  /// deletes it): what subscribers were last woken for. Throws once the file was replaced.
-  func tip() throws -> FeedTip? {
-    if let reason = file.replacement { throw SessionStorageError(.fileReplaced, reason, path: file.path) }
-    return try reader.withLock { connection in
-      try connection.query(SessionTables.tipSQL) { statement in
-        // The time as an entry's is read (SessionTables.entry), so equal to the writer's.
-        try statement.step()
-          ? FeedTip(
-            cursor: Cursor(statement.int64(at: 0)), time: Timestamp.stored(statement.lossyText(at: 1)))
-          : nil
-      }
-    }
-  }
-
   /// `PRAGMA data_version` of the reader: it moves with every commit of another connection.
   func dataVersion() throws -> Int64 {
-    try reader.withLock { try $0.scalarInt("PRAGMA data_version") ?? 0 }
+    try reader.withLock { try $0.scalarInt(Self.dataVersionSQL) ?? 0 }
   }
+
+  private static let dataVersionSQL = SQL("PRAGMA data_version")
 
   /// The current state.
   func state() throws -> SessionState {

@@ -170,8 +170,7 @@ public final class SessionStore: Sendable {
   {
     try requireWritable()
     return try database.withWriter(options) { connection in
-      try connection.transaction(.immediate) {
-        try Migrator.reverify(connection)
+      try Migrator.verifiedWrite(connection) {
         if let (sql, bindings) = first { try connection.run(sql, bindings) }
         var removed = 0
         for (sql, bindings) in deletes {
@@ -201,7 +200,7 @@ public final class SessionStore: Sendable {
   fileprivate func write(_ write: SessionWrite, isCancelled: (@Sendable () -> Bool)? = nil) throws
     -> SessionEntry?
   {
-    let (sql, bindings) = write.statement
+    let (sql, bindings) = write.statement(origin: options.origin)
     try requireWritable()
     if isCancelled?() == true { throw CancellationError() }
     let entry: SessionEntry?
@@ -228,15 +227,15 @@ public final class SessionStore: Sendable {
   /// entry with no events; the transaction is rolled back (``OnlyBytesChanged``), as
   /// ``InMemorySessionStore`` makes no entry for it. It costs nothing on the common path:
   /// the entry is read anyway.
-  private func committed(_ sql: String, _ bindings: [SQLiteValue], isCancelled: (@Sendable () -> Bool)?)
+  private func committed(_ sql: SQL, _ bindings: [SQLiteValue], isCancelled: (@Sendable () -> Bool)?)
     throws -> SessionEntry?
   {
     try database.withWriter(options, isCancelled: isCancelled) { connection in
-      try connection.transaction(.immediate) { () throws -> SessionEntry? in
-        try Migrator.reverify(connection)  // the schema may have been changed since the open
+      // The schema may have been changed since the open.
+      try Migrator.verifiedWrite(connection) { () throws -> SessionEntry? in
         let before = connection.totalChanges
         do {
-          try connection.run(sql, bindings + [.text(options.origin)])
+          try connection.run(sql, bindings)
         } catch var error as SessionStorageError
           where error.code == .full && (try? SessionTables.bounds(on: connection))?.head.next == nil
         {
@@ -259,7 +258,7 @@ public final class SessionStore: Sendable {
               + "the trigger session_feed with its SQL in migrations/0001_session_and_feed.sql",
             path: path)
         }
-        guard !entry.events.isEmpty else { throw OnlyBytesChanged() }
+        guard entry.change.hasEvents else { throw OnlyBytesChanged() }
         return entry
       }
     }

@@ -16,16 +16,35 @@ final class SharedDatabase: Sendable {
     var durability: SessionStore.Durability
   }
 
+  /// The writer, in a box of its own so that the watcher made in `init` can look at it.
+  private final class WriterSlot: Sendable {
+    let writer: Mutex<Writer?>
+    /// Moves as each write begins and again as it ends: odd while one is under way.
+    let writes = Atomic<UInt64>(0)
+
+    init(_ writer: consuming sending Writer?) { self.writer = Mutex(writer) }
+
+    /// The writer's `PRAGMA data_version`, which moves with the commits of every connection
+    /// but the writer itself; `.some(nil)` when there is no writer. With `waiting`, it waits
+    /// for a write of this process that holds the writer: that write either commits (and
+    /// wakes subscribers, who read every commit before it too) or gives up, and then the
+    /// version says what others did; without, such a write makes it nil.
+    func dataVersion(waiting: Bool) throws -> Int64?? {
+      guard waiting else { return try writer.withLockIfAvailable { try Self.dataVersion(of: $0) } }
+      return try writer.withLock { try Self.dataVersion(of: $0) }
+    }
+
+    private static func dataVersion(of writer: Writer?) throws -> Int64? {
+      try writer.map { try $0.connection.scalarInt("PRAGMA data_version") ?? 0 }
+    }
+  }
+
   /// The path of the instance that opened the file first; errors name it.
   let path: String
   let log: SessionLog
   let beacon: Beacon
   let feed: Feed<SessionChange, SessionState>
-  private let writer: Mutex<Writer?>
-  /// One wake-up per commit: a commit of this process wakes subscribers as it returns,
-  /// and the cross-process watcher, which sees the same commit move `PRAGMA data_version`,
-  /// then finds nothing new and stays quiet.
-  private let wakes = WakeOnce()
+  private let slot: WriterSlot
   /// Where async writes wait for the writer, off their callers' actors.
   let writeQueue = DispatchQueue(label: "SessionStorage.write")
 
@@ -40,30 +59,46 @@ final class SharedDatabase: Sendable {
     self.path = path
     let file = OpenedFile(path: path, identity: identity, walExpected: readerMode != .immutable)
     log = SessionLog(reader: reader, file: file, refusal: refusal)
-    self.writer = Mutex(writer.map { Writer(connection: $0, durability: options.durability) })
-    let watch = CrossProcessWatch(
-      path: path, pollInterval: options.safetyPollInterval, dataVersion: { [log] in try log.dataVersion() },
-      replaced: { file.noticeReplacement() })
+    let slot = WriterSlot(writer.map { Writer(connection: $0, durability: options.durability) })
+    self.slot = slot
     let log = self.log
+    // One wake-up per commit: a commit of this process wakes subscribers as it returns, and
+    // the watcher looks at the writer's `data_version`, which such a commit does not move.
+    // Without a writer (none was opened, or the instances that held it are gone while a
+    // subscription lives on) no commit is this process's: the reader's is looked at. Held
+    // weakly: a watcher winding down must not keep the file open.
+    let watch = CrossProcessWatch(
+      path: path, pollInterval: options.safetyPollInterval,
+      version: { [weak slot, weak log] waiting in
+        guard let log else { return nil }
+        // The writer goes with the last instance; a subscription can outlive it.
+        if let slot {
+          guard let onWriter = try slot.dataVersion(waiting: waiting) else { return nil }
+          if let version = onWriter { return .init(onWriter: true, value: version) }
+        }
+        return .init(onWriter: false, value: try log.dataVersion())
+      },
+      replaced: { file.noticeReplacement() },
+      localWrites: { [weak slot] in slot?.writes.load(ordering: .acquiring) ?? 0 })
+    let page = SharedPage<SessionChange>()
     beacon = Beacon(
-      activate: { [wakes] beacon in
+      activate: { beacon in
         beacon.report(
           watch.start { [weak beacon, weak log] in
-            // Another process's commit, or one of ours seen again: wake only for a new one.
-            // A tip that cannot be read (a replaced file) wakes them: their read says why.
-            // Held weakly: a watcher winding down must not keep the file open.
             guard let beacon, let log else { return }
-            if wakes.isNew((try? log.tip()) ?? nil) { beacon.signal() }
+            beacon.signal()
+            // This thread reads the page while the woken subscribers' tasks are scheduled.
+            Feed(source: log, signal: beacon, sharedPage: page).readAhead()
           })
       },
       deactivate: { watch.stop() })
-    feed = Feed(source: log, signal: beacon)
+    feed = Feed(source: log, signal: beacon, sharedPage: page)
   }
 
   /// Gives a file opened by read-only instances its writer, made by `open` under the
   /// writer's lock, unless a writable instance gave it one already.
   func addWriter(_ options: SessionStore.Options, _ open: () throws -> sending Connection) throws {
-    try writer.withLock { writer in
+    try slot.writer.withLock { writer in
       guard writer == nil else { return }
       writer = Writer(connection: try open(), durability: options.durability)
     }
@@ -76,7 +111,7 @@ final class SharedDatabase: Sendable {
     _ options: SessionStore.Options, isCancelled: (@Sendable () -> Bool)? = nil,
     _ body: (Connection) throws -> Result
   ) throws -> Result {
-    try writer.withLock { writer in
+    try slot.writer.withLock { writer in
       guard let current = writer else {
         throw SessionStorageError(.readOnly, "the store was opened read-only", path: path)
       }
@@ -88,7 +123,11 @@ final class SharedDatabase: Sendable {
       }
       current.connection.busyTimeout = options.busyTimeout
       current.connection.isCancelled = isCancelled
-      defer { current.connection.isCancelled = nil }
+      slot.writes.add(1, ordering: .releasing)
+      defer {
+        slot.writes.add(1, ordering: .releasing)
+        current.connection.isCancelled = nil
+      }
       return try body(current.connection)
     }
   }
@@ -96,29 +135,5 @@ final class SharedDatabase: Sendable {
 
 extension SharedDatabase {
   /// Wakes subscribers for a commit this process made.
-  func wake(after entry: SessionEntry) {
-    _ = wakes.isNew(FeedTip(cursor: entry.cursor, time: entry.time))
-    beacon.signal()
-  }
-}
-
-/// Which change subscribers were last woken for (``SessionLog/tip()``).
-final class WakeOnce: Sendable {
-  private let wokenFor = Mutex<FeedTip?>(nil)
-
-  /// Records that subscribers are woken for `tip`; whether it is another one than last time
-  /// (an unknown tip always is).
-  func isNew(_ tip: FeedTip?) -> Bool {
-    wokenFor.withLock { woken in
-      defer { woken = tip }
-      return tip == nil || tip != woken
-    }
-  }
-}
-
-/// The newest change ever recorded: its cursor and time. A restore of an older backup can
-/// put another change under the same cursor, never at the same millisecond as well.
-struct FeedTip: Equatable, Sendable {
-  var cursor: Cursor
-  var time: Date
+  func wake(after entry: SessionEntry) { beacon.signal() }
 }

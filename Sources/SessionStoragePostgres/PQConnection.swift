@@ -25,6 +25,9 @@ final class PQConnection {
   /// Whether every transaction of this connection is read-only (the reader's).
   private let readOnly: Bool
   private var handle: OpaquePointer?
+  /// The statements prepared on this connection, by their SQL: the library runs a few
+  /// fixed statements, so each is parsed and planned once per connection, not per call.
+  private var prepared: [String: String] = [:]
 
   /// Connects and selects the store's schema; a `readOnly` connection cannot write.
   /// - Throws: `unavailable` when the server cannot be reached, `permissionDenied` when it
@@ -82,6 +85,7 @@ final class PQConnection {
   func reconnect() throws {
     PQfinish(handle)
     handle = nil
+    prepared = [:]  // prepared statements end with their server session
     handle = try Self.connect(place, role: role)
     try selectSchema()
   }
@@ -106,11 +110,13 @@ final class PQConnection {
   }
 
   /// Runs one statement with bound text values (`$1`, `$2`, …) and returns its rows as
-  /// text (nil for NULL) and the number of rows it changed.
+  /// text (nil for NULL) and the number of rows it changed. The statement is prepared on
+  /// its first use on this connection (`PQprepare`) and executed prepared from then on.
   @discardableResult
   func query(_ sql: String, _ values: [String?] = []) throws -> PQRows {
+    let name = try preparedName(sql, parameters: values.count)
     let result = withOptionalCStrings(values) { pointers in
-      PQexecParams(handle, sql, Int32(values.count), nil, pointers, nil, nil, 0)
+      PQexecPrepared(handle, name, Int32(values.count), pointers, nil, nil, 0)
     }
     defer { PQclear(result) }
     try check(result, sql)
@@ -129,6 +135,19 @@ final class PQConnection {
     }
     let changed = Int(String(cString: PQcmdTuples(result))) ?? 0
     return PQRows(rows: rows, changed: changed)
+  }
+
+  /// The name `sql` is prepared under on this connection, preparing it the first time.
+  /// (A prepared statement outlives a rolled-back transaction; PostgreSQL plans it again
+  /// when the tables it reads change.)
+  private func preparedName(_ sql: String, parameters: Int) throws -> String {
+    if let name = prepared[sql] { return name }
+    let name = "sessionstorage_\(prepared.count)"
+    let result = PQprepare(handle, name, sql, Int32(parameters), nil)
+    defer { PQclear(result) }
+    try check(result, sql)
+    prepared[sql] = name
+    return name
   }
 
   /// The first column of the first row, or nil.

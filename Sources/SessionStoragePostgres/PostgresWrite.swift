@@ -1,43 +1,54 @@
 import FeedKit
 import SessionStorage
 
-/// One write as PostgreSQL runs it: a conditional UPDATE of the session row that sets a
-/// fresh write token (so the trigger records the origin instead of `external`), and the
-/// feed row its trigger wrote, read in the same transaction.
+/// One write as PostgreSQL runs it: `BEGIN`, a conditional UPDATE of the session row that
+/// sets a fresh write token (so the trigger records the origin instead of `external`) and
+/// returns the change, `COMMIT` — the three round trips of a raw client's write.
+///
+/// The UPDATE returns its own entry: the row it locked before (`old`, read `FOR UPDATE`, so
+/// under the same lock the trigger's `OLD` is) and the row the trigger made (`NEW.head`,
+/// `updated_at` and `updated_by` are the feed row's `seq`, `at` and `origin`). A head that did
+/// not move by one means the trigger that numbers entries is missing or disabled: the
+/// write is rolled back.
 ///
 /// A write is never reported as done unless it committed: when the connection is lost
 /// before COMMIT was sent, nothing was written; when it is lost while committing, the
 /// store connects again and looks: its token still in the row, or its entry at its cursor,
 /// means it committed; a head below its cursor means it did not; otherwise the outcome is
 /// unknown and the error says so.
-struct PostgresWrite {
+package struct PostgresWrite {
   let write: SessionWrite
   let origin: String
   /// A random number only this write puts in `session.write_token`.
   let token: String
 
-  /// The UPDATE and its values; it returns the new head when it changed the row.
-  private var statement: (sql: String, values: [String?]) {
-    switch write {
-    case .login(let name):
-      (
-        "UPDATE session SET username = $1, is_logged_in = true, updated_by = $2, write_token = $3 "
-          + "WHERE id = 1 AND (username IS DISTINCT FROM $1 OR NOT is_logged_in) RETURNING head",
-        [name, origin, token]
-      )
-    case .logout:
-      (
-        "UPDATE session SET is_logged_in = false, updated_by = $1, write_token = $2 "
-          + "WHERE id = 1 AND is_logged_in RETURNING head",
-        [origin, token]
-      )
-    case .rename(let name):
-      (
-        "UPDATE session SET username = $1, updated_by = $2, write_token = $3 "
-          + "WHERE id = 1 AND username IS DISTINCT FROM $1 RETURNING head",
-        [name, origin, token]
-      )
-    }
+  package init(write: SessionWrite, origin: String, token: String) {
+    self.write = write
+    self.origin = origin
+    self.token = token
+  }
+
+  /// The UPDATE and its values; when it changed the row it returns the change in the
+  /// columns of ``PostgresTables/changeColumns``, then the head before it.
+  /// (`package`: sessionbench's raw baseline runs the same statement.)
+  package var statement: (sql: String, values: [String?]) {
+    let (set, condition, values): (String, String, [String?]) =
+      switch write {
+      case .login(let name):
+        (
+          "username = $3, is_logged_in = true", "old.username IS DISTINCT FROM $3 OR NOT old.is_logged_in",
+          [name]
+        )
+      case .logout: ("is_logged_in = false", "old.is_logged_in", [])
+      case .rename(let name): ("username = $3", "old.username IS DISTINCT FROM $3", [name])
+      }
+    let sql =
+      "UPDATE session SET \(set), updated_by = $1, write_token = $2 "
+      + "FROM (SELECT username, is_logged_in, updated_at, head FROM session WHERE id = 1 FOR UPDATE) old "
+      + "WHERE session.id = 1 AND (\(condition)) RETURNING session.head, "
+      + PostgresTables.time("session.updated_at") + ", session.updated_by, old.username, session.username, "
+      + "old.is_logged_in, session.is_logged_in, " + PostgresTables.time("old.updated_at") + ", old.head"
+    return (sql, [origin, token] + values)
   }
 
   /// Whether `entry` is the change this write makes (and not an older one: the trigger
@@ -59,13 +70,12 @@ struct PostgresWrite {
     let entry: SessionEntry
     do {
       try connection.begin()
-      guard let head = try connection.scalar(sql, values) else {
+      guard let row = try connection.query(sql, values).rows.first else {
         try connection.execute("ROLLBACK")
         return nil
       }
-      guard let row = try connection.query(PostgresTables.entrySQL, [head]).rows.first,
-        case let found = PostgresTables.entry(row), isMine(found)
-      else {
+      let found = PostgresTables.entry(row)
+      guard PostgresTables.integer(row[8]) + 1 == found.cursor.value, isMine(found) else {
         try connection.execute("ROLLBACK")
         throw SessionStorageError(
           .postgres,

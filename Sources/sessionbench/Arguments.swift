@@ -5,11 +5,15 @@ import CommandLineKit
 enum Command: Equatable {
   case help([String])
   case list
-  case bench(quick: Bool, json: String?, scenarios: [String])
+  /// `postgres`: the `--postgres` URL; `named`: whether the scenarios were named (else all of
+  /// them, and the `pg-*` ones only when there is a server).
+  case bench(quick: Bool, json: String?, scenarios: [String], postgres: String?, named: Bool)
   case instructions(scenarios: [String])
   case instructionLoop(scenario: String, side: String, count: Int, path: String)
   case childSubscriber(path: String)
   case childRawWatcher(path: String)
+  case childPostgresSubscriber(server: String, schema: String)
+  case childPostgresRawListener(server: String, schema: String)
 
   static let quickFlag = Flag(
     "quick",
@@ -19,6 +23,11 @@ enum Command: Equatable {
     "json", placeholder: "file",
     help: #"Also write the figures as a JSON array of {"scenario", "metric", "ours", "baseline"} objects."#,
     completesFiles: true)
+  static let postgresServer = Option<String>(
+    "postgres", placeholder: "url",
+    help: "The PostgreSQL server of the pg-* scenarios, postgresql://user@host:5432/db (default: "
+      + "$\(PostgresServer.environmentVariable), else a throwaway server started with scripts/postgres-cluster)."
+  )
   static let listFlag = Flag("list", help: "Print the scenario names.")
   static let instructionsFlag = Flag(
     "instructions",
@@ -26,7 +35,8 @@ enum Command: Equatable {
       + InstructionCount.scenarios.joined(separator: ", ") + "): repeatable on a busy machine, unlike times.")
   static let scenarioNames = Argument<String>(
     "scenario",
-    help: Scenarios.names.joined(separator: ", ") + " (default: all of them, in this order).",
+    help: Scenarios.names.joined(separator: ", ")
+      + " (default: all of them, in this order; the pg-* ones when there is a server, see --postgres).",
     isOptional: true,
     isRepeating: true)
   static let database = Option<String>(
@@ -43,8 +53,22 @@ enum Command: Equatable {
     options: [database],
     isHidden: true)
 
+  static let childServer = Option<String>(
+    "postgres", placeholder: "url", help: "The server, without a schema parameter.", isRequired: true)
+  static let childSchema = Option<String>(
+    "schema", placeholder: "name", help: "The schema.", isRequired: true)
+  /// `sessionbench child-pg-subscriber --postgres URL --schema NAME` (BENCHMARKS.md).
+  static let childPostgresSubscriber = CommandSpec(
+    "child-pg-subscriber",
+    abstract: "A PostgresSessionStore subscriber in another process (pg-deliver-remote).",
+    options: [childServer, childSchema], isHidden: true)
+  /// `sessionbench child-pg-raw-listener --postgres URL --schema NAME` (BENCHMARKS.md).
+  static let childPostgresRawListener = CommandSpec(
+    "child-pg-raw-listener", abstract: "The raw LISTEN loop pg-deliver-remote compares with.",
+    options: [childServer, childSchema], isHidden: true)
+
   static let loopScenario = Option<String>(
-    "scenario", placeholder: "name", help: "write-normal or read.", isRequired: true)
+    "scenario", placeholder: "name", help: "write-normal, read or history.", isRequired: true)
   static let loopSide = Option<String>("side", placeholder: "side", help: "ours or raw.", isRequired: true)
   static let loopCount = Option<Int>(
     "count", placeholder: "n", help: "Operations after the setup.", isRequired: true)
@@ -56,10 +80,13 @@ enum Command: Equatable {
 
   /// The tool's command line.
   static let root = CommandSpec(
-    "sessionbench", abstract: "Benchmarks SessionStorage against raw SQLite calls, side by side in one run.",
+    "sessionbench",
+    abstract: "Benchmarks SessionStorage against raw SQLite (and libpq) calls, side by side in one run.",
     discussion: "See BENCHMARKS.md for what each scenario measures.", arguments: [scenarioNames],
-    options: [quickFlag, jsonFile, listFlag, instructionsFlag],
-    subcommands: [childSubscriber, childRawWatcher, instructionLoop])
+    options: [quickFlag, jsonFile, postgresServer, listFlag, instructionsFlag],
+    subcommands: [
+      childSubscriber, childRawWatcher, childPostgresSubscriber, childPostgresRawListener, instructionLoop,
+    ])
 
   /// Parses the arguments after the program name.
   /// - Throws: ``UsageError`` or ``InvalidValue``.
@@ -69,6 +96,12 @@ enum Command: Equatable {
     switch parsed.commandPath.first {
     case childSubscriber.name: return .childSubscriber(path: try parsed.required(database))
     case childRawWatcher.name: return .childRawWatcher(path: try parsed.required(database))
+    case childPostgresSubscriber.name:
+      return .childPostgresSubscriber(
+        server: try parsed.required(childServer), schema: try parsed.required(childSchema))
+    case childPostgresRawListener.name:
+      return .childPostgresRawListener(
+        server: try parsed.required(childServer), schema: try parsed.required(childSchema))
     case instructionLoop.name:
       return .instructionLoop(
         scenario: try parsed.required(loopScenario), side: try parsed.required(loopSide),
@@ -89,9 +122,14 @@ enum Command: Equatable {
         throw parsed.usageError(
           .invalid("unknown scenario '\(unknown)' (scenarios: \(Scenarios.names.joined(separator: ", ")))"))
       }
+      let postgres = try parsed[postgresServer]
+      if let postgres, let problem = PostgresServer.problem(with: postgres) {
+        throw parsed.usageError(.invalid("--postgres: \(problem)"))
+      }
       return .bench(
         quick: parsed[quickFlag], json: try parsed[jsonFile],
-        scenarios: scenarios.isEmpty ? Scenarios.names : scenarios)
+        scenarios: scenarios.isEmpty ? Scenarios.names : scenarios, postgres: postgres,
+        named: !scenarios.isEmpty)
     }
   }
 }

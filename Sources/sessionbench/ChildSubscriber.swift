@@ -6,7 +6,11 @@ import SessionStorage
 /// subscription hands it over (``Monotonic/now()``, comparable across processes).
 enum ChildSubscriber {
   static func run(path: String) throws -> Never {
-    let store = try SessionStore(path: path, options: .init(origin: "sessionbench-child"))
+    try serve(SessionStore(path: path, options: .init(origin: "sessionbench-child")))
+  }
+
+  /// Subscribes to `store`'s changes from now and reports them as ``run(path:)`` says.
+  static func serve(_ store: some SessionRepository) throws -> Never {
     let changes = try store.changes(from: .now)
     ChildControl.say("ready \(changes.cursor.value)")
     ChildControl.serveStdin()

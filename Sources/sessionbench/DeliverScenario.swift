@@ -5,7 +5,7 @@ import SessionStorage
 /// Writes use `synchronous=NORMAL`, so that the figures show delivery, not `fsync`.
 enum DeliverScenario {
   /// One side of a delivery scenario: where its subscribers report, and how it writes.
-  private struct Side {
+  struct Side {
     let arrivals = Arrivals()
     var head: Int64 = 0
     var subscribers = 0
@@ -39,12 +39,7 @@ enum DeliverScenario {
     let (oursSample, rawSample) = try alternate(&ours, &raw, count: scale.deliveries, rounds: scale.rounds)
     return Outcome(
       measurements: Measurement.latency("deliver-local", ours: oursSample, baseline: rawSample),
-      verdicts: [
-        Verdict(
-          scenario: "deliver-local", aim: "p50 < 100 µs, p99 < 200 µs",
-          measured: String(format: "p50 %.0f µs, p99 %.0f µs", oursSample.p50, oursSample.p99),
-          met: oursSample.p50 < 100 && oursSample.p99 < 200)
-      ])
+      verdicts: [.latency("deliver-local", ours: oursSample, raw: rawSample, p50: 1.2, p99: 1.5)])
   }
 
   /// `deliver-remote` (the store writes) and `deliver-external` (a raw connection writes
@@ -77,15 +72,9 @@ enum DeliverScenario {
     raw.head = try rawWriter.db.head()
     raw.write = rawWrites(rawWriter)
     let (oursSample, rawSample) = try alternate(&ours, &raw, count: scale.deliveries, rounds: scale.rounds)
-    let ratio = oursSample.p50 / rawSample.p50
     return Outcome(
       measurements: Measurement.latency(name, ours: oursSample, baseline: rawSample),
-      verdicts: [
-        Verdict(
-          scenario: name, aim: "p50 ≤ 3× raw, p99 < 2 ms",
-          measured: String(format: "p50 %.2f×, p99 %.0f µs", ratio, oursSample.p99),
-          met: ratio <= 3 && oursSample.p99 < 2000)
-      ])
+      verdicts: [.latency(name, ours: oursSample, raw: rawSample, p50: 1.3, p99: 2)])
   }
 
   /// `fanout`: one writer, 16 subscribers in this process and 8 in other processes; the
@@ -121,7 +110,9 @@ enum DeliverScenario {
       return nil
     }
     let (oursSample, rawSample) = try alternate(&ours, &raw, count: scale.fanoutWrites, rounds: scale.rounds)
-    return Outcome(measurements: Measurement.latency("fanout", ours: oursSample, baseline: rawSample))
+    return Outcome(
+      measurements: Measurement.latency("fanout", ours: oursSample, baseline: rawSample),
+      verdicts: [.latency("fanout", ours: oursSample, raw: rawSample, p50: 1.5)])
   }
 
   /// Login/logout alternating through the store; returns the cursor it reported.
@@ -144,7 +135,7 @@ enum DeliverScenario {
   }
 
   /// Warms both sides up, then runs `count` writes per side in `rounds` alternating blocks.
-  private static func alternate(_ ours: inout Side, _ raw: inout Side, count: Int, rounds: Int) throws -> (
+  static func alternate(_ ours: inout Side, _ raw: inout Side, count: Int, rounds: Int) throws -> (
     Sample, Sample
   ) {
     var (oursSample, rawSample) = (Sample(), Sample())

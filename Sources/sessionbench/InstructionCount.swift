@@ -1,4 +1,5 @@
 import CSQLite
+import FeedKit
 import Foundation
 import ProcessKit
 import SessionStorage
@@ -9,8 +10,9 @@ import SessionStorage
 /// waits. Each side runs in a child process twice, with N and 2N operations after the same
 /// setup: the difference divided by N is the cost of one operation, setup excluded.
 enum InstructionCount {
-  /// The scenarios that have an instruction count: one write, one read.
-  static let scenarios = ["write-normal", "read"]
+  /// The scenarios that have an instruction count: one write, one read, one history page
+  /// of 100 entries (the newest of a log of 1,000 changes).
+  static let scenarios = ["write-normal", "read", "history"]
   static let operations = 2_000
 
   static func run(_ scenarios: [String]) throws -> Outcome {
@@ -24,10 +26,12 @@ enum InstructionCount {
       let raw = try perOperation(scenario, side: "raw")
       measurements.append(
         Measurement(scenario: scenario, metric: .instructionsPerOperation, ours: ours, baseline: raw))
+      // The benchmark issue's aims: 1.15× for a write and a read, 1.5× for a page.
+      let aim = scenario == "history" ? 1.5 : 1.15
       verdicts.append(
         Verdict(
-          scenario: scenario, aim: "instructions per operation ≤ 1.15× raw",
-          measured: String(format: "%.2f×", ours / raw), met: ours <= raw * 1.15))
+          scenario: scenario, aim: String(format: "instructions per operation ≤ %.2f× raw", aim),
+          measured: String(format: "%.2f×", ours / raw), met: ours <= raw * aim))
     }
     return Outcome(measurements: measurements, verdicts: verdicts)
   }
@@ -63,30 +67,37 @@ enum InstructionCount {
   /// The child: the scenario's setup, then `count` operations of one side.
   static func loop(scenario: String, side: String, count: Int, path: String) throws {
     let ours = side == "ours"
+    let store = try SessionStore(path: path, options: .init(durability: .normal, origin: "sessionbench"))
+    let db = try RawDB(path: path, synchronous: "NORMAL")
+    let page = 100
+    if scenario == "history" {
+      try HistoryScenario.fill(
+        RawWriter(db: db, origin: "sessionbench"), count: HistoryScenario.smallLog, from: 0)
+    }
+    let newest = Cursor(try db.head() - Int64(page))
     if ours {
-      let store = try SessionStore(path: path, options: .init(durability: .normal, origin: "sessionbench"))
       for index in 0..<count {
-        if scenario == "read" {
-          _ = try store.state
-        } else {
-          _ = index.isMultiple(of: 2) ? try store.logIn(as: "alice") : try store.logOut()
+        switch scenario {
+        case "read": _ = try store.state
+        case "history": _ = try store.history(from: .after(newest), limit: page)
+        default: _ = index.isMultiple(of: 2) ? try store.logIn(as: "alice") : try store.logOut()
         }
       }
       return
     }
-    _ = try SessionStore(path: path, options: .init(origin: "sessionbench"))  // the schema, as Workspace does
-    let db = try RawDB(path: path, synchronous: "NORMAL")
     let writer = try RawWriter(db: db)
     let select = try db.prepare("SELECT username, is_logged_in, updated_at FROM session WHERE id = 1")
+    let changes = try db.prepareChanges(limit: page)
     for index in 0..<count {
-      if scenario == "read" {
+      switch scenario {
+      case "read":
         guard sqlite3_step(select) == SQLITE_ROW else { throw BenchError("the session row is missing") }
         _ = sqlite3_column_text(select, 0)
         _ = sqlite3_column_int64(select, 1)
         _ = sqlite3_column_text(select, 2)
         sqlite3_reset(select)
-      } else {
-        _ = try writer.write(login: index.isMultiple(of: 2))
+      case "history": RawDB.readChanges(changes, after: newest.value)
+      default: _ = try writer.write(login: index.isMultiple(of: 2))
       }
     }
   }

@@ -58,3 +58,20 @@ struct Verdict {
   let measured: String
   let met: Bool
 }
+
+extension Verdict {
+  /// A latency aim as ratios to raw from one run: ours/raw at p50 at most `p50`, and at p99
+  /// at most `p99` when given.
+  static func latency(_ scenario: String, ours: Sample, raw: Sample, p50: Double, p99: Double? = nil)
+    -> Verdict
+  {
+    let ratio50 = ours.p50 / raw.p50
+    let ratio99 = ours.p99 / raw.p99
+    let aim = String(format: "p50 ≤ %g× raw", p50) + (p99.map { String(format: ", p99 ≤ %g× raw", $0) } ?? "")
+    let measured =
+      String(format: "p50 %.2f×", ratio50) + (p99 == nil ? "" : String(format: ", p99 %.2f×", ratio99))
+    return Verdict(
+      scenario: scenario, aim: aim, measured: measured,
+      met: ratio50 <= p50 && p99.map { ratio99 <= $0 } ?? true)
+  }
+}

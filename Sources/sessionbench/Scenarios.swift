@@ -6,10 +6,13 @@ enum Scenarios {
     "idle",
     "release",
     "history",
+    "pg-write", "pg-read", "pg-deliver-remote",
   ]
 
-  static func run(_ name: String, scale: Scale) throws -> Outcome {
+  static func run(_ name: String, scale: Scale, postgres: PostgresServer) throws -> Outcome {
     switch name {
+    case _ where PostgresScenarios.names.contains(name):
+      try PostgresScenarios.run(name, scale: scale, server: postgres)
     case "write-normal": try WriteScenario.run(name, durability: .normal, scale: scale)
     case "write-full": try WriteScenario.run(name, durability: .full, scale: scale)
     case "read": try ReadScenario.run(scale: scale)

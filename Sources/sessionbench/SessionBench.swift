@@ -22,8 +22,14 @@ enum SessionBench {
         try ChildSubscriber.run(path: path)
       case .childRawWatcher(let path):
         try RawWatcher.run(path: path)
-      case .bench(let quick, let json, let scenarios):
-        return try bench(quick: quick, json: json, scenarios: scenarios)
+      case .childPostgresSubscriber(let server, let schema):
+        try PostgresChildren.subscriber(server: server, schema: schema)
+      case .childPostgresRawListener(let server, let schema):
+        try PostgresChildren.rawListener(server: server, schema: schema)
+      case .bench(let quick, let json, let scenarios, let postgres, let named):
+        let server = PostgresServer(url: postgres ?? PostgresServer.fromEnvironment())
+        defer { server.stop() }
+        return try bench(quick: quick, json: json, scenarios: scenarios, postgres: server, named: named)
       case .instructions(let scenarios):
         let outcome = try InstructionCount.run(scenarios)
         print(Report.output(outcome.measurements, verdicts: outcome.verdicts, quick: false), terminator: "")
@@ -37,7 +43,9 @@ enum SessionBench {
     }
   }
 
-  private static func bench(quick: Bool, json: String?, scenarios: [String]) throws -> Int32 {
+  private static func bench(
+    quick: Bool, json: String?, scenarios: [String], postgres: PostgresServer, named: Bool
+  ) throws -> Int32 {
     let scale = Scale(quick: quick)
     var measurements: [Measurement] = []
     var verdicts: [Verdict] = []
@@ -50,9 +58,11 @@ enum SessionBench {
       }
       warn("▸ \(name)")
       do {
-        let outcome = try Scenarios.run(name, scale: scale)
+        let outcome = try Scenarios.run(name, scale: scale, postgres: postgres)
         measurements += outcome.measurements
         verdicts += outcome.verdicts
+      } catch let error as PostgresServer.Unavailable where !named {
+        warn("sessionbench: \(name) skipped: \(error)")
       } catch {
         warn("sessionbench: \(name) failed: \(error)")
         failed = true

@@ -12,16 +12,26 @@ enum WriteScenario {
       path: workspace.ours, options: .init(durability: durability, origin: "sessionbench"))
     let raw = try RawWriter(
       db: RawDB(path: workspace.raw, synchronous: durability == .full ? "FULL" : "NORMAL"))
+    return try alternating(
+      name, scale: scale, ours: { login in try (login ? store.logIn(as: "alice") : store.logOut()) != nil },
+      raw: { login in try raw.write(login: login) })
+  }
+
+  /// Signs in and out alternately, ours and raw, in ``Paired/blocks`` of writes, and judges
+  /// the aim of writes: ours ≥ 0.90× raw ops/s. Each closure signs in (`true`) or out and
+  /// returns whether it changed the session.
+  static func alternating(
+    _ name: String, scale: Scale, ours: (Bool) throws -> Bool, raw: (Bool) throws -> Bool
+  ) throws -> Outcome {
     let (ours, baseline) = try Paired.blocks(
       rounds: scale.rounds, block: scale.writeBlock,
       ours: { index in
-        let entry = index.isMultiple(of: 2) ? try store.logIn(as: "alice") : try store.logOut()
-        guard entry != nil else { throw BenchError("write \(index) through the store changed nothing") }
+        guard try ours(index.isMultiple(of: 2)) else {
+          throw BenchError("write \(index) through the store changed nothing")
+        }
       },
       raw: { index in
-        guard try raw.write(login: index.isMultiple(of: 2)) else {
-          throw BenchError("raw write \(index) changed nothing")
-        }
+        guard try raw(index.isMultiple(of: 2)) else { throw BenchError("raw write \(index) changed nothing") }
       })
     let ratio = ours.opsPerSecond / baseline.opsPerSecond
     return Outcome(

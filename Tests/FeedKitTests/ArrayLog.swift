@@ -12,6 +12,8 @@ final class ArrayLog: FeedSource {
 
   let contents = Mutex(Contents())
   let beacon = Beacon()
+  /// How many times ``entries(after:limit:)`` ran.
+  let reads = Mutex(0)
   /// What reads of entries throw while set, as a server that cannot be reached would.
   let failure = Mutex<ReadFailure?>(nil)
 
@@ -47,6 +49,7 @@ final class ArrayLog: FeedSource {
   func compact(before cursor: Cursor) { contents.withLock { $0.entries.removeAll { $0.cursor < cursor } } }
 
   func entries(after cursor: Cursor, limit: Int) throws -> [FeedEntry<Int>] {
+    reads.withLock { $0 += 1 }
     if let failure = failure.withLock({ $0 }) { throw failure }
     return contents.withLock { Array($0.entries.filter { $0.cursor > cursor }.prefix(limit)) }
   }

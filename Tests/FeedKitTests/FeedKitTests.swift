@@ -319,6 +319,41 @@ import Testing
     #expect(await eventually(timeout: .seconds(60)) { calls.withLock { $0 } == 1 })
   }
 
+  /// Events that come while this process writes are its own commits, which its writer
+  /// signals: the watcher looks at them once the writes are over, not before.
+  @Test func eventsWhileThisProcessWritesAreLookedAtOnceItsWritesAreOver() async throws {
+    let dir = try TemporaryDirectory()
+    let writes = Mutex<UInt64>(1)  // a write under way
+    let calls = Mutex(0)
+    let watcher = ChangeWatcher(
+      directory: dir.path, fileNames: ["db-wal"], pollInterval: .seconds(600), hasChanged: { true },
+      localWrites: { writes.withLock { $0 } }, onChange: { calls.withLock { $0 += 1 } })
+    defer { watcher.stop() }
+    try Data("frame".utf8).write(to: URL(fileURLWithPath: dir.file("db-wal")))
+    try await Task.sleep(for: .milliseconds(200))
+    #expect(calls.withLock { $0 } == 0, "not while this process writes")
+    writes.withLock { $0 += 1 }  // the write is over
+    #expect(await eventually { calls.withLock { $0 } == 1 })
+  }
+
+  /// A process that writes without a pause (say, writes that change nothing, which wake
+  /// nobody) does not keep the watcher from looking for long.
+  @Test func eventsWhileThisProcessWritesWithoutAPauseAreStillLookedAt() async throws {
+    let dir = try TemporaryDirectory()
+    let writes = Mutex<UInt64>(0)
+    let calls = Mutex(0)
+    let watcher = ChangeWatcher(
+      directory: dir.path, fileNames: ["db-wal"], pollInterval: .seconds(600), hasChanged: { true },
+      localWrites: {
+        writes.withLock {
+          $0 += 2; return $0
+        }
+      }, onChange: { calls.withLock { $0 += 1 } })
+    defer { watcher.stop() }
+    try Data("frame".utf8).write(to: URL(fileURLWithPath: dir.file("db-wal")))
+    #expect(await eventually { calls.withLock { $0 } >= 1 })
+  }
+
   /// When inotify cannot be set up the poll wakes, and the watcher says why.
   @Test func notificationsThatCannotBeSetUpFallBackToThePollAndSaySo() async throws {
     let dir = try TemporaryDirectory()

@@ -159,6 +159,35 @@ import Testing
     _ = try cluster.psql("ALTER TABLE session DISABLE TRIGGER session_feed", schema: store.schema)
     #expect(try store.check().filter { $0.verdict == .failed }.map(\.check) == [.schema, .state])
   }
+
+  /// The write returns the entry its UPDATE made; with the numbering trigger disabled or
+  /// dropped there is none, and the write is rolled back instead of returning a change
+  /// that is not in the feed.
+  @Test func aWriteWithoutTheFeedTriggerIsRolledBack() async throws {
+    let cluster = try PostgresCluster.shared()
+    let store = try PostgresSessionStore(url: cluster.freshStoreURL())
+    try await store.logIn(as: "alice")
+    let refused = { (how: String) async throws in
+      do {
+        try await store.rename(to: "bob")
+        Issue.record("a write without the trigger returned a change (\(how))")
+      } catch let error as SessionStorageError {
+        #expect(error.code == .postgres)
+        #expect(error.message.contains("session_feed trigger"), "\(error)")
+      }
+      #expect(try store.state.username == "alice", "rolled back (\(how))")
+      #expect(try cluster.psql("SELECT username FROM session", schema: store.schema) == "alice\n")
+    }
+    _ = try cluster.psql("ALTER TABLE session DISABLE TRIGGER session_feed", schema: store.schema)
+    try await refused("disabled")
+    _ = try cluster.psql("ALTER TABLE session ENABLE TRIGGER session_feed", schema: store.schema)
+    #expect(try await store.rename(to: "carol")?.cursor == Cursor(2), "works again once enabled")
+    try await store.rename(to: "alice")
+    _ = try cluster.psql("DROP TRIGGER session_feed ON session", schema: store.schema)
+    try await refused("dropped")
+    #expect(try store.bounds().head == Cursor(3))
+  }
+
 }
 
 /// The code of the `SessionStorageError` that `body` throws, or nil.

@@ -23,6 +23,13 @@ import Testing
     ] {
       #expect(scenarios.contains(name), "\(name) is missing")
     }
+    // A full run has the PostgreSQL scenarios when it finds a server (here a throwaway one,
+    // when PostgreSQL is installed); otherwise it says why it skipped them.
+    for name in ["pg-write", "pg-read", "pg-deliver-remote"] {
+      #expect(
+        scenarios.contains(name) || result.stderr.contains("\(name) skipped: no PostgreSQL server"),
+        "\(name) is missing: \(result.stderr)")
+    }
     let metrics: Set<String> = ["ops_per_s", "p50_us", "p99_us", "cpu_percent", "bytes_per_change"]
     for row in rows {
       #expect(Set(row.keys) == ["scenario", "metric", "ours", "baseline"], "\(row)")
@@ -36,5 +43,49 @@ import Testing
     #expect(result.stdout.hasPrefix("scenario              metric        better "), "\(result.stdout)")
     #expect(result.stdout.contains("\naims: not judged (quick run)\n"), "\(result.stdout)")
     #expect(!result.stdout.contains("MISSED") && !result.stdout.contains("\nmet "), "\(result.stdout)")
+  }
+
+  /// The `pg-*` scenarios against the shared test server (`--postgres`): every figure with its
+  /// raw-libpq baseline, and the schemas each scenario made are dropped afterwards.
+  @Test func postgresScenariosRunAgainstAGivenServerAndDropTheirSchemas() async throws {
+    let cluster = try PostgresCluster.shared()
+    let dir = try TemporaryDirectory()
+    let json = dir.file("figures.json")
+    let names = ["pg-write", "pg-read", "pg-deliver-remote"]
+    let result = try await ProcessRunner.runDetached(
+      ProcessRunner.product("sessionbench"), ["--quick", "--postgres", cluster.url, "--json", json] + names,
+      environment: ["TMPDIR": dir.path], timeout: .seconds(120))
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(!result.stderr.contains("throwaway"), "it must use the given server: \(result.stderr)")
+    let data = try #require(fileBytes(json))
+    let rows = try #require(try JSONSerialization.jsonObject(with: data) as? [[String: Any]])
+    let figures = Set(rows.map { "\($0["scenario"] ?? "") \($0["metric"] ?? "")" })
+    #expect(figures == Set(names.flatMap { ["\($0) ops_per_s", "\($0) p50_us", "\($0) p99_us"] }), "\(rows)")
+    for row in rows {
+      #expect((row["ours"] as? Double)?.isFinite == true, "\(row)")
+      #expect((row["baseline"] as? Double)?.isFinite == true, "\(row)")
+    }
+    let left = try cluster.psql("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'sessionbench%'")
+    #expect(left.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "schemas left behind: \(left)")
+  }
+
+  /// Without a usable server a `pg-*` scenario that was asked for fails with an error that
+  /// says how to give one (no crash, no password printed).
+  @Test(arguments: [
+    ("mysql://localhost/db", "is not a PostgreSQL URL"),
+    (
+      "postgresql://postgres:hunter2@127.0.0.1:1/postgres",
+      "cannot connect to postgresql://postgres:***@127.0.0.1:1"
+    ),
+  ])
+  func postgresScenarioWithoutAServerFailsClearly(url: String, message: String) async throws {
+    let dir = try TemporaryDirectory()
+    let result = try await ProcessRunner.runDetached(
+      ProcessRunner.product("sessionbench"), ["--quick", "pg-read"],
+      environment: ["TMPDIR": dir.path, "SESSIONBENCH_POSTGRES_URL": url], timeout: .seconds(60))
+    #expect(result.status == 1, "\(result.stderr)")
+    #expect(result.stderr.contains("pg-read failed: "), "\(result.stderr)")
+    #expect(result.stderr.contains(message), "\(result.stderr)")
+    #expect(!result.stderr.contains("hunter2"), "\(result.stderr)")
   }
 }

@@ -48,6 +48,22 @@ import Testing
     #expect(try connection.scalarInt("SELECT group_concat(i) FROM t") == 1)
   }
 
+  @Test func aTextIsBoundAgainWhenOnlyItsBytesDiffer() throws {
+    // The statement keeps its last binding; canonically equivalent texts are equal Strings.
+    for name in ["Jos\u{E9}", "Jose\u{301}", "Jose\u{301}", "Jos\u{E9}"] {
+      try connection.run("INSERT INTO t (s) VALUES (?)", [.text(name)])
+    }
+    #expect(
+      try connection.scalarText("SELECT group_concat(hex(s), ' ') FROM t")
+        == "4A6F73C3A9 4A6F7365CC81 4A6F7365CC81 4A6F73C3A9")
+    for value: SQLiteValue in [.integer(1), .null, .integer(1), .text("1")] {
+      try connection.run("INSERT INTO t (n) VALUES (?)", [value])
+    }
+    #expect(
+      try connection.scalarText("SELECT group_concat(quote(n), ' ') FROM t WHERE s IS NULL") == "1 NULL 1 '1'"
+    )
+  }
+
   @Test func errorsCarryTheExtendedCodeMessageAndSQL() throws {
     try connection.execute("CREATE TABLE u (x UNIQUE)")
     try connection.run("INSERT INTO u VALUES (1)")

@@ -144,15 +144,14 @@ import Testing
     try await store.logIn(as: "alice")
     let model = ProfileViewModel(session: store)
     let schema = store.schema
+    // psql holds the row until the test cancels its sleep (which rolls its transaction back).
     let holder = Task.detached {
-      try cluster.psql("BEGIN; SELECT 1 FROM session FOR UPDATE; SELECT pg_sleep(4); COMMIT;", schema: schema)
+      try? cluster.psql(
+        "BEGIN; SELECT 1 FROM session FOR UPDATE; SELECT pg_sleep(600); COMMIT;", schema: schema)
     }
-    let holding = {
-      try cluster.psql(
-        "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(4)%' AND pid <> pg_backend_pid()")
-        == "1\n"
-    }
-    #expect(try await eventually { try holding() }, "psql holds the row")
+    let sleeper = "FROM pg_stat_activity WHERE query LIKE '%pg_sleep(600)%' AND pid <> pg_backend_pid()"
+    #expect(
+      try await eventually { try cluster.psql("SELECT count(*) \(sleeper)") == "1\n" }, "psql holds the row")
     let signingOut = Task { await model.logOut() }
     var turns = 0
     for _ in 0..<10 {
@@ -162,7 +161,8 @@ import Testing
     #expect(turns == 10)
     #expect(model.isSigningOut, "the sign-out waits for the row, off the main actor")
     #expect(model.isLoggedIn)
-    _ = try await holder.value
+    _ = try cluster.psql("SELECT pg_cancel_backend(pid) \(sleeper)")
+    _ = await holder.value
     await signingOut.value
     #expect(!model.isSigningOut)
     #expect(model.writeError == nil)

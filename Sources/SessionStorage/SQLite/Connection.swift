@@ -26,7 +26,20 @@ final class Connection {
   /// The `PRAGMA schema_version` at which the schema was last found to be exactly the
   /// migrations' (see ``Migrator/reverify(_:)``).
   var verifiedSchemaVersion: Int64?
+  /// The ``fileDataVersion`` at which the schema was last found intact: while it has not
+  /// moved, nothing was committed since, and the schema needs no check at all.
+  var verifiedDataVersion: UInt32?
+  /// Decodes the feed's rows read on this connection; it keeps the last values it decoded,
+  /// so that the entry of the next write, or the next page, reuses them (``EntryDecoder``).
+  /// (Not checked for exclusive access at run time, ~50 instructions an access: a
+  /// connection is used by one thread at a time, under its owner's lock.)
+  @exclusivity(unchecked) var decoder = EntryDecoder()
+  /// The feed's bounds as last read on this connection (a reader), and the
+  /// `PRAGMA data_version` read just before them (``SessionLog/bounds()``).
+  var bounds: (dataVersion: Int64, bounds: FeedBounds)?
   private var cache: [String: Statement] = [:]
+  /// The statements of ``SQL`` values, at their slots.
+  @exclusivity(unchecked) private var slots: [Statement?] = []
 
   /// Opens `path`. Pragmas that write (WAL) are left to ``configure(_:)``, so a
   /// file can be inspected before anything is written to it.
@@ -152,6 +165,7 @@ final class Connection {
   /// Finalizes every statement and closes the handle; safe to call twice.
   func close() {
     cache.removeAll()
+    slots.removeAll()
     if let handle { sqlite3_close_v2(handle) }
     handle = nil
   }
@@ -164,22 +178,22 @@ final class Connection {
 
   /// Runs `body` with the prepared statement for `sql` (from the cache when it was
   /// prepared before), `bindings` bound; resets it afterwards, so no read stays open.
-  func query<Result>(_ sql: String, _ bindings: [SQLiteValue] = [], _ body: (Statement) throws -> Result)
-    throws
-    -> Result
-  {
-    let statement = try cached(sql)
+  func query<Result>(
+    _ sql: some SQLSource, _ bindings: [SQLiteValue] = [], _ body: (Statement) throws -> Result
+  ) throws -> Result {
+    let statement = try sql.statement(on: self)
     defer { statement.reset() }
     try statement.bind(bindings)
     return try body(statement)
   }
 
   /// Runs a statement that returns no rows.
-  func run(_ sql: String, _ bindings: [SQLiteValue] = []) throws {
+  func run(_ sql: some SQLSource, _ bindings: [SQLiteValue] = []) throws {
     _ = try query(sql, bindings) { try $0.step() }
   }
 
-  private func cached(_ sql: String) throws -> Statement {
+  /// The statement for `sql`, found by its text.
+  func cached(_ sql: String) throws -> Statement {
     if let statement = cache[sql] { return statement }
     let statement = try Statement(connection: self, sql: sql)
     if cache.count >= 32 { cache.removeAll() }
@@ -187,13 +201,22 @@ final class Connection {
     return statement
   }
 
+  /// The statement for `sql`, found by its slot.
+  func prepared(_ sql: SQL) throws -> Statement {
+    if sql.slot < slots.count, let statement = slots[sql.slot] { return statement }
+    let statement = try Statement(connection: self, sql: sql.text)
+    if slots.count <= sql.slot { slots += repeatElement(nil, count: sql.slot + 1 - slots.count) }
+    slots[sql.slot] = statement
+    return statement
+  }
+
   /// The first column of the first row of `sql` as text, or nil.
-  func scalarText(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> String? {
+  func scalarText(_ sql: some SQLSource, _ bindings: [SQLiteValue] = []) throws -> String? {
     try query(sql, bindings) { try $0.step() ? $0.text(at: 0) : nil }
   }
 
   /// The first column of the first row of `sql` as an integer, or nil.
-  func scalarInt(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> Int64? {
+  func scalarInt(_ sql: some SQLSource, _ bindings: [SQLiteValue] = []) throws -> Int64? {
     try query(sql, bindings) { try $0.step() && !$0.isNull(at: 0) ? $0.int64(at: 0) : nil }
   }
 
@@ -211,6 +234,16 @@ final class Connection {
     let finish = sqlite3_backup_finish(backup)
     guard step == SQLITE_DONE else { throw failure(step, sql: nil) }
     guard finish == SQLITE_OK else { throw failure(finish, sql: nil) }
+  }
+
+  /// SQLite's change counter of the main file as this connection knows it
+  /// (`SQLITE_FCNTL_DATA_VERSION`): it moves with each commit of this connection, and with
+  /// each commit of another connection once this one starts its next transaction. Read
+  /// without running a statement (unlike `PRAGMA data_version`); nil if SQLite cannot say.
+  var fileDataVersion: UInt32? {
+    var version: UInt32 = 0
+    return sqlite3_file_control(handle, "main", SQLITE_FCNTL_DATA_VERSION, &version) == SQLITE_OK
+      ? version : nil
   }
 
   /// The number of rows the last INSERT, UPDATE or DELETE changed.

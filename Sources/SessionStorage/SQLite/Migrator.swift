@@ -87,11 +87,32 @@ enum Migrator {
   /// intact on this connection (another client changed the schema while the store was
   /// open). Run it inside the transaction that relies on the schema.
   static func reverify(_ connection: Connection) throws {
-    let version = try connection.scalarInt("PRAGMA schema_version")
-    guard version == nil || version != connection.verifiedSchemaVersion else { return }
-    _ = try pending(on: connection)
-    connection.verifiedSchemaVersion = version
+    // Nothing was committed since the schema was found intact: not even the version is read.
+    let dataVersion = connection.fileDataVersion
+    if let dataVersion, dataVersion == connection.verifiedDataVersion { return }
+    let version = try connection.scalarInt(schemaVersionSQL)
+    if version == nil || version != connection.verifiedSchemaVersion {
+      _ = try pending(on: connection)
+      connection.verifiedSchemaVersion = version
+    }
+    connection.verifiedDataVersion = dataVersion
   }
+
+  /// Runs `body` in an IMMEDIATE transaction that first verifies the schema
+  /// (``reverify(_:)``). `body` changes no schema (the store's writes and deletes), so the
+  /// verification outlives its commit: the connection's next write skips even the
+  /// `PRAGMA schema_version` read unless another connection committed in between.
+  static func verifiedWrite<Result>(_ connection: Connection, _ body: () throws -> Result) throws -> Result {
+    let result = try connection.transaction(.immediate) { () throws -> Result in
+      try reverify(connection)
+      return try body()
+    }
+    // Nothing but `body` ran since the check, under the write lock.
+    connection.verifiedDataVersion = connection.fileDataVersion
+    return result
+  }
+
+  private static let schemaVersionSQL = SQL("PRAGMA schema_version")
 
   /// Applies each pending migration in its own IMMEDIATE transaction, records it, and
   /// mirrors the newest version in `PRAGMA user_version`. Returns what ran.

@@ -3,18 +3,19 @@ import Foundation
 /// The SQL that reads the session's tables, and the decoding of their rows: shared by the
 /// feed's log, the store's writes and `check`, which each run it on a connection of theirs.
 enum SessionTables {
-  static let stateSQL = "SELECT username, is_logged_in, updated_at FROM session WHERE id = 1"
+  static let stateSQL = SQL("SELECT username, is_logged_in, updated_at FROM session WHERE id = 1")
   static let changeColumns =
     "seq, at, origin, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at"
-  static let pageSQL = "SELECT \(changeColumns) FROM session_changes WHERE seq > ? ORDER BY seq LIMIT ?"
-  static let newestSQL = "SELECT \(changeColumns) FROM session_changes ORDER BY seq DESC LIMIT 1"
-  static let boundsSQL = """
+  static let pageSQL = SQL("SELECT \(changeColumns) FROM session_changes WHERE seq > ? ORDER BY seq LIMIT ?")
+  static let newestSQL = SQL("SELECT \(changeColumns) FROM session_changes ORDER BY seq DESC LIMIT 1")
+  static let boundsSQL = SQL(
+    """
     SELECT (SELECT min(seq) FROM session_changes),
       max(coalesce((SELECT max(seq) FROM session_changes), 0),
           coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'session_changes'), 0))
-    """
+    """)
 
-  static let tipSQL = "SELECT seq, at FROM session_feed_tip WHERE id = 1"
+  static let tipSQL = SQL("SELECT seq, at FROM session_feed_tip WHERE id = 1")
 
   static func bounds(on connection: Connection) throws -> FeedBounds {
     try connection.query(boundsSQL) { statement in
@@ -61,25 +62,18 @@ enum SessionTables {
         throw SessionStorageError(
           .corrupt, "the session row is missing (was the table edited by hand?)", path: connection.path)
       }
-      return SessionState(
-        username: statement.lossyText(at: 0), isLoggedIn: statement.int64(at: 1) != 0,
-        updatedAt: Timestamp.stored(statement.lossyText(at: 2)))
+      return connection.decoder.state(statement)
     }
   }
 
   /// The newest entry kept, or nil.
   static func newest(on connection: Connection) throws -> SessionEntry? {
-    try connection.query(newestSQL) {
-      try $0.step() ? entry($0) : nil
-    }
+    try connection.query(newestSQL) { try $0.step() ? connection.decoder.entry($0) : nil }
   }
 
-  /// The entry in the current row of a statement selecting ``changeColumns``.
-  static func entry(_ statement: Statement) -> SessionEntry {
-    SessionEntry(
-      seq: statement.int64(at: 0), at: statement.lossyText(at: 1), origin: statement.lossyText(at: 2),
-      oldUsername: statement.lossyText(at: 3), newUsername: statement.lossyText(at: 4),
-      oldIsLoggedIn: statement.int64(at: 5) != 0, newIsLoggedIn: statement.int64(at: 6) != 0,
-      oldUpdatedAt: statement.lossyText(at: 7))
+  /// A stored time (a column's bytes, ``Statement/utf8(at:)``); text not in the feed's
+  /// format (typed by hand) reads as the epoch and is reported by `check`.
+  static func date(_ text: UnsafeBufferPointer<UInt8>?) -> Date {
+    text.flatMap(Timestamp.parse) ?? Date(timeIntervalSince1970: 0)
   }
 }

@@ -1,0 +1,158 @@
+import CLibPQ
+import Foundation
+import SessionStorage
+import SessionStoragePostgres
+
+/// A bare libpq connection for the PostgreSQL baselines: `PQ*` calls from Swift and nothing
+/// on top, with `search_path` set to one schema and times in UTC, as the store's own
+/// connections have them. Not thread-safe: each thread (or process) opens its own.
+final class RawPQ {
+  let handle: OpaquePointer
+  /// The statements prepared on this connection, by their SQL.
+  private var statements: [String: String] = [:]
+
+  /// Connects to `url` (a server URL without `schema`; a 5 s `connect_timeout` unless it sets
+  /// one, as the store's default); with `schema`, selects it.
+  init(url: String, schema: String? = nil) throws {
+    let connected = ["connect_timeout", "dbname"].withCStringArray(terminated: true) { keywords in
+      ["5", url].withCStringArray(terminated: true) { values in PQconnectdbParams(keywords, values, 1) }
+    }
+    guard let handle = connected else { throw BenchError("libpq is out of memory") }
+    guard PQstatus(handle) == CONNECTION_OK else {
+      let message = Self.message(handle)
+      PQfinish(handle)
+      throw BenchError("cannot connect to \(PostgresSessionStore.redacted(url)): \(message)")
+    }
+    PQsetNoticeProcessor(handle, { _, _ in }, nil)
+    self.handle = handle
+    if let schema { try exec("SET search_path TO \(Self.quoted(schema)); SET TIME ZONE 'UTC'") }
+  }
+
+  deinit { PQfinish(handle) }
+
+  /// `name` as a quoted identifier.
+  static func quoted(_ name: String) -> String {
+    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+  }
+
+  /// Runs SQL without values (one or more statements) with `PQexec`.
+  func exec(_ sql: String) throws {
+    let result = PQexec(handle, sql)
+    defer { PQclear(result) }
+    try check(result, sql)
+  }
+
+  /// Runs one statement, prepared on first use (`PQprepare`, then `PQexecPrepared`: text
+  /// values, text results, as the store does), and calls `body` with its result, which is
+  /// cleared afterwards.
+  func query<Result>(_ sql: String, _ values: [String] = [], _ body: (OpaquePointer) -> Result) throws
+    -> Result
+  {
+    if statements[sql] == nil {
+      let prepared = PQprepare(handle, "raw_\(statements.count)", sql, Int32(values.count), nil)
+      defer { PQclear(prepared) }
+      try check(prepared, sql)
+      statements[sql] = "raw_\(statements.count)"
+    }
+    let name = statements[sql] ?? ""
+    let result = values.withCStringArray {
+      PQexecPrepared(handle, name, Int32(values.count), $0, nil, nil, 0)
+    }
+    defer { PQclear(result) }
+    try check(result, sql)
+    guard let result else { throw BenchError("libpq returned no result for: \(sql)") }
+    return body(result)
+  }
+
+  /// The first column of the first row of `sql` as an integer (0 for NULL or no row).
+  func integer(_ sql: String) throws -> Int64 {
+    try query(sql) { result in
+      PQntuples(result) > 0 && PQgetisnull(result, 0, 0) == 0
+        ? atoll(PQgetvalue(result, 0, 0)) : 0
+    }
+  }
+
+  private func check(_ result: OpaquePointer?, _ sql: String) throws {
+    let status = result.map(PQresultStatus) ?? PGRES_FATAL_ERROR
+    guard status != PGRES_COMMAND_OK, status != PGRES_TUPLES_OK else { return }
+    throw BenchError("PostgreSQL error (\(Self.message(handle))) in: \(sql)")
+  }
+
+  private static func message(_ handle: OpaquePointer) -> String {
+    guard let text = PQerrorMessage(handle) else { return "no message" }
+    return String(cString: text).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+      .joined(separator: "; ")
+  }
+}
+
+extension [String] {
+  /// Calls `body` with a C array of the strings (and a NULL after them when `terminated`),
+  /// valid during the call.
+  fileprivate func withCStringArray<Result>(
+    terminated: Bool = false, _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> Result
+  ) -> Result {
+    let copies = map { strdup($0) } + (terminated ? [nil] : [])
+    defer { for copy in copies { free(copy) } }
+    return copies.map { UnsafePointer($0) }.withUnsafeBufferPointer { body($0.baseAddress) }
+  }
+}
+
+/// The baseline write on PostgreSQL: `BEGIN`, the store's own UPDATE with `PQexecParams`
+/// (a fresh write token each time, so the trigger records the origin, as for the store),
+/// `COMMIT`: the transaction the store runs, without decoding the change it returns.
+final class RawPQWriter {
+  let connection: RawPQ
+  private let username: String
+  private let origin: String
+  private var token: Int64 = 0
+
+  init(_ connection: RawPQ, username: String = "alice", origin: String = "sessionbench") {
+    self.connection = connection
+    self.username = username
+    self.origin = origin
+  }
+
+  /// Signs in (`true`) or out in a transaction of its own; returns the new head, or nil
+  /// when no row changed.
+  @discardableResult
+  func write(login signIn: Bool) throws -> Int64? {
+    token += 1
+    try connection.exec("BEGIN")
+    // The store's own UPDATE (it returns the change; its first column is the new head).
+    let (sql, values) = PostgresWrite(
+      write: signIn ? .login(username) : .logout, origin: origin, token: String(token)
+    ).statement
+    let head = try connection.query(sql, values.map { $0 ?? "" }) { result in
+      PQntuples(result) == 1 ? atoll(PQgetvalue(result, 0, 0)) : nil
+    }
+    try connection.exec("COMMIT")
+    return head
+  }
+}
+
+/// The SQL the store reads with, as it runs it (`PostgresTables` in SessionStoragePostgres).
+enum RawPQReads {
+  /// A `timestamptz` column in the feed's text format.
+  private static func time(_ column: String) -> String {
+    "to_char(\(column) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+  }
+
+  /// The state and the head, in one row (what `state` and `snapshot()` run).
+  static let snapshotSQL =
+    "SELECT username, is_logged_in, \(time("updated_at")), head FROM session WHERE id = 1"
+  /// A page of the feed after `$1`, at most `$2` rows (what a subscription runs).
+  static let pageSQL =
+    "SELECT seq, \(time("at")), origin, old_username, new_username, old_is_logged_in, new_is_logged_in, "
+    + "\(time("old_updated_at")) FROM session_changes WHERE seq > $1 ORDER BY seq LIMIT $2"
+
+  /// Looks at every column of every row of `result` (`PQgetvalue`, no conversion: the
+  /// floor) and calls `each` with each row's first column as an integer.
+  static func readRows(_ result: OpaquePointer, _ each: (Int64) -> Void = { _ in }) {
+    for row in 0..<PQntuples(result) {
+      for column in 1..<PQnfields(result) where PQgetisnull(result, row, column) == 0 {
+        _ = PQgetvalue(result, row, column)
+      }
+      each(atoll(PQgetvalue(result, row, 0)))
+    }
+  }
+}
