@@ -140,7 +140,9 @@ import Testing
   /// PostgreSQL: the main actor keeps running, and the sign-out completes after it.
   @Test func signingOutWhileAPsqlTransactionHoldsTheRowLeavesTheMainActorFree() async throws {
     let cluster = try PostgresCluster.shared()
-    let store = try PostgresSessionStore(url: cluster.freshStoreURL())
+    // No lock timeout: the sign-out waits for as long as psql holds the row, however long a
+    // loaded machine takes to get to the cancel.
+    let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(lockTimeout: .zero))
     try await store.logIn(as: "alice")
     let model = ProfileViewModel(session: store)
     let schema = store.schema
