@@ -60,7 +60,8 @@ let package = Package(
         "ProcessKit", "SystemKit",
       ]),
     .executableTarget(
-      name: "sessiontorture", dependencies: ["CommandLineKit", "FeedKit", "SessionStorage", "ProcessKit"]),
+      name: "sessiontorture",
+      dependencies: ["CommandLineKit", "FeedKit", "SessionStorage", "SessionStoragePostgres", "ProcessKit"]),
     .target(name: "TestSupport", dependencies: ["ProcessKit"], path: "Tests/TestSupport"),
     .testTarget(name: "FeedKitTests", dependencies: ["FeedKit", "SystemKit", "TestSupport"]),
     .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
@@ -73,7 +74,9 @@ let package = Package(
     ),
     .testTarget(
       name: "SessionStoragePostgresTests",
-      dependencies: ["SessionStoragePostgres", "SessionStorage", "FeedKit", "TestSupport"]),
+      dependencies: [
+        "SessionStoragePostgres", "SessionStorage", "FeedKit", "ProcessKit", "TestSupport", "sessiontorture",
+      ]),
     .testTarget(
       name: "SessionViewModelsTests",
       dependencies: [

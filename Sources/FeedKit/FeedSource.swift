@@ -37,4 +37,15 @@ public protocol FeedSource<Change, Snapshot>: Sendable {
   func bounds() throws -> FeedBounds
   /// The current state and the cursor of the newest entry it includes, read atomically.
   func snapshot() throws -> (state: Snapshot, cursor: Cursor)
+  /// Whether `error`, thrown by a read of this source, is a fault that passes (a server
+  /// that cannot be reached for now). A subscription that meets one does not end: it waits
+  /// for the signal's next wake-up and reads again from its cursor, so a source that says
+  /// yes must have a signal that keeps waking subscribers while the fault lasts (a poll).
+  /// Every other error ends the subscription with a throw.
+  func isTransient(_ error: any Error) -> Bool
+}
+
+extension FeedSource {
+  /// No error passes: every read error ends a subscription.
+  public func isTransient(_ error: any Error) -> Bool { false }
 }

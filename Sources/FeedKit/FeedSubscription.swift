@@ -12,7 +12,8 @@
 public struct FeedSubscription<Change: Sendable, Snapshot: Sendable>: AsyncSequence, Sendable {
   /// Each element is one committed entry.
   public typealias Element = FeedEntry<Change>
-  /// Compaction and the source's read errors end iteration with a throw.
+  /// Compaction and the source's read errors end iteration with a throw, but for those the
+  /// source calls transient (``FeedSource/isTransient(_:)``): they are waited out.
   public typealias Failure = any Error
 
   let feed: Feed<Change, Snapshot>
@@ -78,6 +79,10 @@ public struct FeedSubscription<Change: Sendable, Snapshot: Sendable>: AsyncSeque
         let generation = feed.signal.generation
         do {
           buffer = try feed.subscriberPage(after: cursor, last: last, generation: generation)[...]
+        } catch  where feed.source.isTransient(error) {
+          // A fault that passes (an unreachable server): read again at the next wake-up.
+          await feed.signal.wait(past: generation)
+          continue
         } catch {
           listener = nil
           throw error

@@ -8,8 +8,20 @@ import SessionStorage
 /// Every statement with values goes through `PQexecParams` (bound parameters, text format);
 /// `PQexec` runs only the library's own SQL (transactions, migrations).
 final class PQConnection {
+  /// What a store uses a connection for; the server shows it in `application_name`.
+  enum Role: String {
+    /// Writes, migrations and compaction.
+    case writer
+    /// The feed's reads (the only connection of a read-only store).
+    case reader
+    /// The `LISTEN` connection that wakes subscribers.
+    case listener
+  }
+
   /// Where the store lives: what errors name and how to connect.
   let place: PostgresPlace
+  /// What the connection is for.
+  let role: Role
   /// Whether every transaction of this connection is read-only (the reader's).
   private let readOnly: Bool
   private var handle: OpaquePointer?
@@ -20,10 +32,11 @@ final class PQConnection {
   /// Connects and selects the store's schema; a `readOnly` connection cannot write.
   /// - Throws: `unavailable` when the server cannot be reached, `permissionDenied` when it
   ///   refuses the credentials, `invalidArgument` for a URL libpq cannot read.
-  init(_ place: PostgresPlace, readOnly: Bool = false) throws {
+  init(_ place: PostgresPlace, role: Role, readOnly: Bool = false) throws {
     self.place = place
+    self.role = role
     self.readOnly = readOnly
-    handle = try Self.connect(place)
+    handle = try Self.connect(place, role: role)
     do {
       try selectSchema()
     } catch {
@@ -35,10 +48,12 @@ final class PQConnection {
 
   deinit { PQfinish(handle) }
 
-  private static func connect(_ place: PostgresPlace) throws -> OpaquePointer? {
+  private static func connect(_ place: PostgresPlace, role: Role) throws -> OpaquePointer? {
     // The URL is expanded as `dbname`; the settings before it are defaults it can override.
     let keywords = ["connect_timeout", "fallback_application_name", "dbname"]
-    let values = [String(max(1, place.connectTimeoutSeconds)), place.applicationName, place.conninfo]
+    let values = [
+      String(max(1, place.connectTimeoutSeconds)), place.applicationName(for: role), place.conninfo,
+    ]
     let handle = withCStrings(keywords) { keywords in
       withCStrings(values) { values in PQconnectdbParams(keywords, values, 1) }
     }
@@ -56,10 +71,10 @@ final class PQConnection {
     return handle
   }
 
-  /// Selects the store's schema (quoted) and keeps times in UTC.
+  /// Selects the store's schema (quoted), keeps times in UTC and bounds lock waits.
   private func selectSchema() throws {
     try execute(
-      "SET search_path TO \(place.quotedSchema); SET TIME ZONE 'UTC'"
+      "SET search_path TO \(place.quotedSchema); SET TIME ZONE 'UTC'; SET lock_timeout = \(place.lockTimeoutMilliseconds)"
         + (readOnly ? "; SET default_transaction_read_only = on" : ""))
   }
 
@@ -71,7 +86,7 @@ final class PQConnection {
     PQfinish(handle)
     handle = nil
     prepared = [:]  // prepared statements end with their server session
-    handle = try Self.connect(place)
+    handle = try Self.connect(place, role: role)
     try selectSchema()
   }
 

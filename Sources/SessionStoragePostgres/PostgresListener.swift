@@ -19,8 +19,9 @@ internal import SystemKit
 /// A notification's payload is only a hint: subscribers re-read the log from their cursor.
 /// So the thread signals on each notification, on every safety-poll timeout, and after
 /// every reconnect (a notification may have been lost with the connection). A lost
-/// connection is connected again with back-off (50 ms doubling to 2 s); meanwhile the mode
-/// is `.polling` and subscribers are woken at each attempt.
+/// connection is connected again at once, then with back-off (50 ms doubling to 2 s); from
+/// the loss until it is listening again the mode is `.polling` and subscribers are woken at
+/// each attempt.
 final class PostgresListener: Sendable {
   private let place: PostgresPlace
   private let pollInterval: Duration
@@ -116,6 +117,11 @@ private struct ListenLoop: Sendable {
           if try listening.takeNotifications() > 0 { beacon.value?.signal() }
         } catch {
           connection = nil  // lost: reconnect at once, then back off
+          let reason = (error as? SessionStorageError)?.message ?? "\(error)"
+          beacon.value?.report(
+            .polling(
+              interval: .milliseconds(Self.firstBackoff),
+              reason: "the LISTEN connection was lost (\(reason)); reconnecting"))
           beacon.value?.signal()
         }
       }
@@ -126,7 +132,7 @@ private struct ListenLoop: Sendable {
   /// subscribers (a change may have committed while nobody listened); nil when it failed.
   func connect(backoff: Int32) -> PQConnection? {
     do {
-      let opened = try PQConnection(place)
+      let opened = try PQConnection(place, role: .listener)
       try opened.listen()
       beacon.value?.report(.notifications(pollInterval: pollInterval))
       beacon.value?.signal()

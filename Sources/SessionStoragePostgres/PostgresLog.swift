@@ -75,6 +75,11 @@ final class PostgresLog: FeedSource {
     PostgresTables.bounds(try row(PostgresTables.boundsSQL))
   }
 
+  /// A server that cannot be reached (`unavailable`) passes: subscribers wait for it, woken
+  /// by the `LISTEN` thread at each of its reconnection attempts, and resume from their
+  /// cursor once it answers again.
+  func isTransient(_ error: any Error) -> Bool { (error as? SessionStorageError)?.code == .unavailable }
+
   func snapshot() throws -> (state: SessionState, cursor: Cursor) {
     PostgresTables.snapshot(try row(PostgresTables.snapshotSQL))
   }

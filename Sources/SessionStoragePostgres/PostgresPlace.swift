@@ -1,5 +1,6 @@
 import Foundation
 import SessionStorage
+internal import SystemKit
 
 /// Where a store lives: the server (a libpq URL without the `schema` parameter) and the
 /// schema; what every error names (the URL with its password replaced by `***`).
@@ -12,9 +13,10 @@ struct PostgresPlace: Sendable {
   let described: String
   /// How long a connection attempt may take, in whole seconds (libpq's `connect_timeout`).
   let connectTimeoutSeconds: Int64
-  /// The `application_name` the server shows for the store's connections, unless the URL
-  /// sets one: the origin.
-  let applicationName: String
+  /// How long a statement waits for a lock, in milliseconds (`lock_timeout`; 0: no limit).
+  let lockTimeoutMilliseconds: Int64
+  /// The origin of the store's writes: what `application_name` starts with.
+  let origin: String
 
   /// The default schema when the URL names none.
   static let defaultSchema = "public"
@@ -24,7 +26,7 @@ struct PostgresPlace: Sendable {
 
   /// Parses `url`: `postgresql://` or `postgres://`, with an optional `schema` parameter.
   /// - Throws: `invalidArgument` naming the (redacted) URL and what is wrong.
-  init(url: String, connectTimeout: Duration, applicationName: String) throws {
+  init(url: String, connectTimeout: Duration, lockTimeout: Duration, origin: String) throws {
     described = Self.redacted(url)
     guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") else {
       throw SessionStorageError(
@@ -56,13 +58,23 @@ struct PostgresPlace: Sendable {
     conninfo = kept.isEmpty ? base : base + "?" + kept.joined(separator: "&")
     connectTimeoutSeconds = max(
       1, (connectTimeout.components.seconds) + (connectTimeout.components.attoseconds > 0 ? 1 : 0))
-    // The server keeps 63 bytes of it (and says so in a notice): cut at a character.
+    lockTimeoutMilliseconds = lockTimeout <= .zero ? 0 : max(1, lockTimeout.milliseconds)
+    self.origin = origin
+  }
+
+  /// The `application_name` the server shows for the store's connection of `role`, unless
+  /// the URL sets one: `<origin>/<role>`, such as `front-desk/listener`, so that
+  /// `pg_stat_activity` tells a store's writer, reader and `LISTEN` connections apart. The
+  /// server keeps 63 bytes (and says so in a notice): the origin is cut, at a character, to
+  /// leave room for the role.
+  func applicationName(for role: PQConnection.Role) -> String {
+    let suffix = "/" + role.rawValue
     var name = ""
-    for character in applicationName {
-      guard name.utf8.count + character.utf8.count <= 63 else { break }
+    for character in origin {
+      guard name.utf8.count + character.utf8.count + suffix.utf8.count <= 63 else { break }
       name.append(character)
     }
-    self.applicationName = name
+    return name + suffix
   }
 
   /// Throws `invalidArgument` unless `schema` follows ``schemaRule``.

@@ -18,7 +18,9 @@ import Synchronization
 public final class PostgresSessionStore: SessionRepository, Sendable {
   /// How a store connects.
   public struct Options: Sendable {
-    /// The origin recorded on this store's writes; `external` is reserved.
+    /// The origin recorded on this store's writes; `external` is reserved. The server shows
+    /// the store's connections as `<origin>/writer`, `<origin>/reader` and
+    /// `<origin>/listener` (`application_name`), unless the URL sets a name of its own.
     public var origin: String
     /// Connect without writing: no creation, no migration, no writes.
     public var readOnly: Bool
@@ -28,16 +30,23 @@ public final class PostgresSessionStore: SessionRepository, Sendable {
     /// How long a connection attempt may take (libpq's `connect_timeout`, in whole
     /// seconds, at least 1); a URL's own `connect_timeout` wins.
     public var connectTimeout: Duration
+    /// How long a write waits for the session row while another transaction holds it (a
+    /// `psql` session left open, a long transaction) before it fails with `busy` and writes
+    /// nothing: PostgreSQL's `lock_timeout` on the store's connections, in milliseconds, as
+    /// `busyTimeout` is for the SQLite store; `.zero` waits for as long as the row is held.
+    public var lockTimeout: Duration
 
     /// Creates options; the origin defaults to the process's name.
     public init(
       origin: String = ProcessInfo.processInfo.processName, readOnly: Bool = false,
-      safetyPollInterval: Duration = .seconds(1), connectTimeout: Duration = .seconds(5)
+      safetyPollInterval: Duration = .seconds(1), connectTimeout: Duration = .seconds(5),
+      lockTimeout: Duration = .seconds(5)
     ) {
       self.origin = origin
       self.readOnly = readOnly
       self.safetyPollInterval = safetyPollInterval
       self.connectTimeout = connectTimeout
+      self.lockTimeout = lockTimeout
     }
   }
 
@@ -73,16 +82,18 @@ public final class PostgresSessionStore: SessionRepository, Sendable {
     try Origin.validate(options.origin)
     self.options = options
     let place = try PostgresPlace(
-      url: url, connectTimeout: options.connectTimeout, applicationName: options.origin)
+      url: url, connectTimeout: options.connectTimeout, lockTimeout: options.lockTimeout,
+      origin: options.origin)
     self.place = place
-    let first = try PQConnection(place, readOnly: options.readOnly)
+    let first = try PQConnection(
+      place, role: options.readOnly ? .reader : .writer, readOnly: options.readOnly)
     appliedMigrations = try PostgresMigrator.open(first, readOnly: options.readOnly)
     if options.readOnly {
       writer = Mutex(nil)
       log = PostgresLog(reader: first)
     } else {
       writer = Mutex(first)
-      log = PostgresLog(reader: try PQConnection(place, readOnly: true))
+      log = PostgresLog(reader: try PQConnection(place, role: .reader, readOnly: true))
     }
     let listener = PostgresListener(place: place, pollInterval: options.safetyPollInterval)
     beacon = Beacon(activate: { listener.start($0) }, deactivate: { listener.stop() })
@@ -129,7 +140,9 @@ public final class PostgresSessionStore: SessionRepository, Sendable {
   /// the server confirms the commit; from an actor, use the `async` variant.
   /// - Returns: the committed change, or nil when already signed in as that user.
   /// - Throws: `SessionStorageError` (`invalidUsername` before anything is written;
-  ///   `unavailable` when the connection is lost, saying whether anything was written).
+  ///   `unavailable` when the connection is lost, saying whether anything was written;
+  ///   `busy` when another transaction held the session row longer than
+  ///   ``Options/lockTimeout``: nothing was written).
   @discardableResult
   public func logIn(as username: String) throws -> SessionEntry? { try write(try .login(username: username)) }
 

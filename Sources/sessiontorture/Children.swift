@@ -1,6 +1,7 @@
 import FeedKit
 import Foundation
 import SessionStorage
+import SessionStoragePostgres
 import Synchronization
 
 /// The processes the scenarios spawn.
@@ -39,9 +40,13 @@ enum Children {
   }
 
   /// Prints "cursor origin" for each of the next N changes (0: until stopped); "ready" once
-  /// subscribed; "ended DESCRIPTION" (exit 3) when the feed ends with a `FeedError`.
+  /// subscribed; "ended DESCRIPTION" (exit 3) when the feed ends with a `FeedError`. `path`
+  /// may be a PostgreSQL URL (`postgresql://…`): the child then follows that store.
   static func subscribe(path: String, count: Int) throws -> Int32 {
-    let store = try SessionStore(path: path, options: .init(readOnly: true))
+    let store: any SessionRepository =
+      path.hasPrefix("postgresql://") || path.hasPrefix("postgres://")
+      ? try PostgresSessionStore(url: path, options: .init(readOnly: true))
+      : try SessionStore(path: path, options: .init(readOnly: true))
     let changes = try store.changes(from: .now)
     Torture.emit("ready")
     let done = DispatchSemaphore(value: 0)

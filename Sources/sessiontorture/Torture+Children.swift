@@ -31,7 +31,9 @@ extension Torture {
     },
     TortureCommand(
       CommandSpec(
-        "subscribe", abstract: "A child: print \"cursor origin\" for each of the next <n> changes.",
+        "subscribe",
+        abstract:
+          "A child: print \"cursor origin\" for each of the next <n> changes (--db may be a postgresql:// URL).",
         options: [changes])
     ) { try Children.subscribe(path: $0.required(db), count: $0[changes] ?? 1) },
   ]

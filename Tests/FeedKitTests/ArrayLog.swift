@@ -14,6 +14,13 @@ final class ArrayLog: FeedSource {
   let beacon = Beacon()
   /// How many times ``entries(after:limit:)`` ran.
   let reads = Mutex(0)
+  /// What reads of entries throw while set, as a server that cannot be reached would.
+  let failure = Mutex<ReadFailure?>(nil)
+
+  /// A read that failed; `transient` says whether the log calls it a fault that passes.
+  struct ReadFailure: Error, Equatable {
+    var transient: Bool
+  }
   var feed: Feed<Int, Int> { Feed(source: self, signal: beacon, pageSize: 3) }
 
   /// Appends `value` and wakes subscribers.
@@ -41,8 +48,9 @@ final class ArrayLog: FeedSource {
   /// Drops entries before `cursor`.
   func compact(before cursor: Cursor) { contents.withLock { $0.entries.removeAll { $0.cursor < cursor } } }
 
-  func entries(after cursor: Cursor, limit: Int) -> [FeedEntry<Int>] {
+  func entries(after cursor: Cursor, limit: Int) throws -> [FeedEntry<Int>] {
     reads.withLock { $0 += 1 }
+    if let failure = failure.withLock({ $0 }) { throw failure }
     return contents.withLock { Array($0.entries.filter { $0.cursor > cursor }.prefix(limit)) }
   }
 
@@ -53,4 +61,6 @@ final class ArrayLog: FeedSource {
   func snapshot() -> (state: Int, cursor: Cursor) {
     contents.withLock { ($0.entries.last?.change ?? 0, $0.head) }
   }
+
+  func isTransient(_ error: any Error) -> Bool { (error as? ReadFailure)?.transient == true }
 }

@@ -172,6 +172,34 @@ import Testing
     #expect(try await failing.next() == nil, "after a throw, nil")
   }
 
+  /// A read error the source calls transient (a server that cannot be reached for now) is
+  /// waited out: the subscriber reads again at the next wake-up, from its cursor; any
+  /// other read error ends the subscription.
+  @Test func aTransientReadErrorIsWaitedOutAndOthersEndTheSubscription() async throws {
+    let log = ArrayLog()
+    let subscription = try log.feed.changes(from: .now)
+    var iterator = subscription.makeAsyncIterator()
+    log.append(1)
+    #expect(try await iterator.next()?.change == 1)
+    log.failure.withLock { $0 = ArrayLog.ReadFailure(transient: true) }
+    log.append(2)
+    let outage = Task.detached {
+      // Wake-ups while the source still fails: each read fails again, and the iterator waits.
+      for _ in 0..<3 {
+        try await Task.sleep(for: .milliseconds(20))
+        log.beacon.signal()
+      }
+      log.failure.withLock { $0 = nil }
+      log.beacon.signal()
+    }
+    #expect(try await iterator.next()?.change == 2, "the entry after the outage, once")
+    try await outage.value
+
+    log.failure.withLock { $0 = ArrayLog.ReadFailure(transient: false) }
+    log.append(3)
+    await #expect(throws: ArrayLog.ReadFailure(transient: false)) { try await iterator.next() }
+  }
+
   @Test func droppingTheLastSubscriptionReleasesTheListener() throws {
     let log = ArrayLog()
     do {

@@ -34,7 +34,7 @@ import Testing
     let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: origin))
     let listening = {
       try cluster.psql(
-        "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(origin)' AND query LIKE 'LISTEN%'")
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(origin)/listener'")
     }
     #expect(try listening() == "0\n")
     var subscriptions = [try store.changes(from: .now)]

@@ -48,12 +48,7 @@ public enum ProcessRunner {
     _ executable: String, _ arguments: [String], environment: [String: String] = [:],
     timeout: Duration = .seconds(60)
   ) async throws -> ProcessResult {
-    try await withCheckedThrowingContinuation { continuation in
-      Thread.detachNewThread {
-        continuation.resume(
-          with: Result { try run(executable, arguments, environment: environment, timeout: timeout) })
-      }
-    }
+    try await onThreadOfItsOwn { try run(executable, arguments, environment: environment, timeout: timeout) }
   }
 
   /// Runs the `sqlite3` shell on `database` with `sql`; throws when it fails.

@@ -1,0 +1,473 @@
+import FeedKit
+import Foundation
+import ProcessKit
+import SessionStorage
+import SessionStoragePostgres
+import Synchronization
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#endif
+
+/// Faults: backends terminated mid-stream, a server restart while writes continue, a long
+/// transaction on the session row, a lost notification, and a subscriber in another process.
+/// Each test checks that subscribers receive every committed change once, in order (the
+/// cursors `1...head`, and each entry as `history` has it), that writers get `unavailable`
+/// errors naming the store's redacted URL, and that every acknowledged write is in the feed.
+///
+/// Backends are found by their `application_name`, `<origin>/writer`, `/reader` or
+/// `/listener`, which the store sets on its connections.
+@Suite(.timeLimit(.minutes(2))) struct PostgresFaultTests {
+  @Test func terminatingTheListenersBackendMidStreamLosesNothingAndRepeatsNothing() async throws {
+    let cluster = try PostgresCluster.shared()
+    let url = cluster.freshStoreURL()
+    let writer = try PostgresSessionStore(url: url, options: .init(origin: "fault-writer"))
+    // The subscriber connects as a role of its own, so that its reconnection can be refused.
+    let origin = uniqueName("listened")
+    try await cluster.query("CREATE ROLE \(origin) LOGIN SUPERUSER")
+    defer { _ = try? cluster.psql("DROP ROLE IF EXISTS \(origin)") }
+    let store = try PostgresSessionStore(
+      url: url + "&user=\(origin)",
+      options: .init(origin: origin, readOnly: true, safetyPollInterval: .seconds(30)))
+    let subscription = try store.changes(from: .now)
+    let follower = Follower(subscription)
+    let listening = WakeMode.notifications(pollInterval: .seconds(30))
+    #expect(await eventually { subscription.wakeMode == listening })
+
+    let writing = Writer(writer)
+    var listener = try #require(try await backends(of: "\(origin)/listener", on: cluster).first)
+    for round in 1...5 {
+      let before = writing.count
+      #expect(await eventually { writing.count > before }, "writes go on (round \(round))")
+      #expect(try await terminate("\(origin)/listener", on: cluster) == 1, "round \(round)")
+      #expect(
+        await eventually {
+          let now = (try? await backends(of: "\(origin)/listener", on: cluster)) ?? []
+          guard now.count == 1, now != [listener] else { return false }
+          listener = now[0]
+          return true
+        }, "a new LISTEN connection (round \(round))")
+    }
+    #expect(await eventually { subscription.wakeMode == listening })
+
+    // While the listener cannot connect again, the subscriber polls, says so, and misses nothing.
+    try await cluster.query("ALTER ROLE \(origin) NOLOGIN")
+    #expect(try await terminate("\(origin)/listener", on: cluster) == 1)
+    #expect(await eventually { subscription.wakeMode.isPolling })
+    let whilePolling = writing.count + 2
+    #expect(await eventually { writing.count >= whilePolling })
+    let written = try #require(writing.acknowledged.last)
+    #expect(await eventually { follower.entries.last.map { $0.cursor >= written.cursor } ?? false })
+    #expect(subscription.wakeMode.isPolling, "\(subscription.wakeMode)")
+    try await cluster.query("ALTER ROLE \(origin) LOGIN")
+    #expect(await eventually { subscription.wakeMode == listening })
+
+    let acknowledged = try await writing.finish()
+    let received = try await follower.finish()
+    try expectEveryChangeOnce(received, in: writer, acknowledged: acknowledged)
+    #expect(acknowledged.count >= 5 + 2)
+  }
+
+  @Test func aTerminatedWriterOrReaderReconnectsAndAWriteCutOffSaysNothingWasWritten() async throws {
+    let cluster = try PostgresCluster.shared()
+    let origin = uniqueName("cut")
+    let store = try PostgresSessionStore(
+      url: cluster.freshStoreURL(), options: .init(origin: origin, lockTimeout: .zero))
+    let first = try #require(try await store.logIn(as: "alice"))
+
+    // Idle connections the server ended are connected again by the next use.
+    #expect(try await terminate("\(origin)/writer", on: cluster) == 1)
+    let renamed = try #require(try await store.rename(to: "bob"))
+    #expect(renamed.cursor == first.cursor.next)
+    #expect(try await terminate("\(origin)/reader", on: cluster) == 1)
+    #expect(try store.state.username == "bob")
+    #expect(try store.history() == [first, renamed])
+
+    // A write whose backend is ended while it waits for the row lock fails, saying so.
+    let holder = try await RowHolder(of: store, on: cluster, setting: "held", then: "ROLLBACK")
+    let write = Task { try await store.rename(to: "carol") }
+    #expect(
+      await eventually {
+        (try? await cluster.query(
+          "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(origin)/writer' "
+            + "AND wait_event_type = 'Lock'")) == "1\n"
+      })
+    #expect(try await terminate("\(origin)/writer", on: cluster) == 1)
+    let error = await #expect(throws: SessionStorageError.self) { try await write.value }
+    #expect(error?.code == .unavailable)
+    #expect(error?.path == store.url)
+    #expect(error?.message.contains("nothing was written") == true, "\(String(describing: error))")
+    try await holder.release()
+    #expect(try store.history() == [first, renamed], "nothing was written")
+    let after = try #require(try await store.rename(to: "dave"))
+    #expect(after.cursor == renamed.cursor.next)
+  }
+
+  @Test func aServerRestartWhileWritesContinueLosesNothingAcknowledgedAndTheSubscriberMissesNothing()
+    async throws
+  {
+    let cluster = try PostgresCluster.start()
+    defer { cluster.stop() }
+    let url = cluster.freshStoreURL()
+    let writer = try PostgresSessionStore(
+      url: url, options: .init(origin: "restart-writer", connectTimeout: .seconds(2)))
+    let store = try PostgresSessionStore(
+      url: url,
+      options: .init(
+        origin: "restart-subscriber", readOnly: true, safetyPollInterval: .milliseconds(500),
+        connectTimeout: .seconds(2)))
+    let subscription = try store.changes(from: .now)
+    let follower = Follower(subscription)
+    #expect(await eventually { !subscription.wakeMode.isPolling && subscription.wakeMode != .inProcess })
+
+    let writing = Writer(writer)
+    #expect(
+      await eventually { writing.count >= 5 }, "\(writing.count) writes, failures: \(writing.failures)")
+    // Writes that run into the restart fail (or, when it fell between two writes, the next
+    // one connects again before its BEGIN): whichever happens, the checks below hold.
+    try await onThreadOfItsOwn { try cluster.restart() }
+    let restarted = writing.count
+    #expect(
+      await eventually { writing.count >= restarted + 5 },
+      "writes go on after the restart: \(writing.count - restarted) writes, failures: \(writing.failures)")
+    #expect(await eventually { !subscription.wakeMode.isPolling }, "the LISTEN connection is back")
+
+    let acknowledged = try await writing.finish()
+    let received = try await follower.finish()
+    try expectEveryChangeOnce(received, in: writer, acknowledged: acknowledged)
+    for failure in writing.failures {
+      #expect(failure.code == .unavailable, "\(failure)")
+      #expect(failure.path == writer.url, "\(failure)")
+    }
+  }
+
+  @Test(arguments: ["COMMIT", "ROLLBACK"])
+  func aLongTransactionOnTheRowMakesWritersWaitAndItsChangeIsNeverSkipped(_ end: String) async throws {
+    let cluster = try PostgresCluster.shared()
+    let url = cluster.freshStoreURL()
+    let waiter = uniqueName("waiter")
+    let writers = try (0..<3).map {
+      // They wait for as long as the row is held (no lock timeout).
+      try PostgresSessionStore(url: url, options: .init(origin: "\(waiter)-\($0)", lockTimeout: .zero))
+    }
+    let store = try PostgresSessionStore(
+      url: url, options: .init(origin: "long-subscriber", readOnly: true, safetyPollInterval: .seconds(30)))
+    let first = try #require(try await writers[0].logIn(as: "alice"))
+    let subscription = try store.changes(from: .now)
+    let follower = Follower(subscription)
+
+    let holder = try await RowHolder(of: store, on: cluster, setting: "x", then: end)
+    let writes = writers.enumerated().map { index, writer in
+      Task { try await writer.rename(to: "after-\(index)") }
+    }
+    #expect(
+      await eventually {
+        (try? await cluster.query(
+          "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE '\(waiter)-_/writer' "
+            + "AND wait_event_type = 'Lock' AND query LIKE 'UPDATE session%'")) == "3\n"
+      }, "the three writers wait for the row")
+    try await holder.release()
+    var acknowledged = [first]
+    for write in writes { acknowledged.append(try #require(try await write.value)) }
+    _ = try #require(try await writers[0].rename(to: "done"))
+
+    let received = try await follower.finish()
+    let history = try writers[0].history(from: .beginning, limit: 100)
+    try expectEveryChangeOnce(received, in: writers[0], acknowledged: acknowledged, from: first.cursor)
+    let external = history.filter { $0.origin == "external" }
+    if end == "COMMIT" {
+      #expect(external.map(\.cursor) == [first.cursor.next].compactMap { $0 }, "psql's change commits first")
+      #expect(received.first == external.first, "the change that committed late is not skipped")
+    } else {
+      #expect(external.isEmpty)
+    }
+    #expect(history.filter { $0.origin.hasPrefix(waiter) }.count == 1 + 3 + 1, "alice, the waiters, done")
+  }
+
+  @Test func aWriteHeldLongerThanItsLockTimeoutFailsWithBusyAndWritesNothing() async throws {
+    let cluster = try PostgresCluster.shared()
+    let store = try PostgresSessionStore(
+      url: cluster.freshStoreURL(), options: .init(origin: "impatient", lockTimeout: .milliseconds(300)))
+    let first = try #require(try await store.logIn(as: "alice"))
+    let holder = try await RowHolder(of: store, on: cluster, setting: "held", then: "ROLLBACK")
+    let error = await #expect(throws: SessionStorageError.self) { try await store.rename(to: "bob") }
+    #expect(error?.code == .busy, "\(String(describing: error))")
+    #expect(error?.path == store.url)
+    try await holder.release()
+    #expect(try store.history() == [first], "nothing was written")
+    #expect(try await store.rename(to: "bob")?.cursor == first.cursor.next)
+  }
+
+  /// A notification that cannot arrive: the listener's server process is stopped (SIGSTOP)
+  /// while another store writes, so the notification waits in the server; only the safety
+  /// poll can wake the subscriber, and it reads the change from the log.
+  @Test func aNotificationThatCannotArriveIsCoveredByTheSafetyPoll() async throws {
+    // A private cluster: its server processes are this machine's, to be stopped and continued.
+    let cluster = try PostgresCluster.start()
+    defer { cluster.stop() }
+    let url = cluster.freshStoreURL()
+    let writer = try PostgresSessionStore(url: url, options: .init(origin: "lost-writer"))
+    let store = try PostgresSessionStore(
+      url: url, options: .init(origin: "lost", readOnly: true, safetyPollInterval: .milliseconds(200)))
+    let subscription = try store.changes(from: .now)
+    let follower = Follower(subscription)
+    #expect(await eventually { subscription.wakeMode == .notifications(pollInterval: .milliseconds(200)) })
+    let pid = try #require(try await backends(of: "lost/listener", on: cluster).first.flatMap { pid_t($0) })
+    let command = try String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)
+    #expect(command.hasPrefix("postgres"), "the listener's backend is a local server process")
+    guard command.hasPrefix("postgres") else { return }
+    #expect(kill(pid, SIGSTOP) == 0)
+    defer { kill(pid, SIGCONT) }
+
+    // Another store's writes: no in-process wake-up reaches this store's subscriber.
+    var acknowledged: [SessionEntry] = []
+    for name in ["one", "two", "three"] {
+      acknowledged.append(try #require(try await writer.rename(to: name)))
+      let cursor = acknowledged[acknowledged.count - 1].cursor
+      #expect(
+        await eventually { follower.entries.last?.cursor == cursor },
+        "the poll delivered \(name)")
+    }
+    #expect(try processState(pid) == "T", "the listener's backend was stopped all along")
+    kill(pid, SIGCONT)
+    acknowledged.append(try #require(try await writer.rename(to: "done")))
+    let received = try await follower.finish()
+    try expectEveryChangeOnce(received, in: writer, acknowledged: acknowledged)
+  }
+
+  @Test func aSubscriberInAnotherProcessOverTCPReceivesEveryWriteOnceInOrder() async throws {
+    let cluster = try PostgresCluster.shared()
+    let url = cluster.freshStoreURL()  // over TCP: postgresql://postgres@127.0.0.1:PORT/…
+    let writer = try PostgresSessionStore(url: url, options: .init(origin: "tcp-writer"))
+    let scratch = try TemporaryDirectory()
+    let child = try ChildProcess(
+      ProcessRunner.product("sessiontorture"), ["subscribe", "--db", url, "--count", "20"],
+      environment: ["PATH": "/usr/bin:/bin"], stdout: .pipe, stderr: .file(scratch.file("stderr")))
+    #expect(try child.readLine(timeout: .seconds(30)) == "ready")
+    #expect(
+      await eventually {
+        (try? await cluster.query(
+          "SELECT count(*) FROM pg_stat_activity WHERE application_name IN ('sessiontorture/reader', "
+            + "'sessiontorture/listener', 'tcp-writer/writer') AND client_addr IS NOT NULL")) == "3\n"
+      }, "both processes connect over TCP")
+    var cursors: [String] = []
+    for index in 0..<20 {
+      let entry =
+        index % 4 == 3
+        ? try await writer.logOut() : try await writer.logIn(as: "user-\(index)")
+      cursors.append(try #require(entry).cursor.description)
+    }
+    var lines: [String] = []
+    while lines.count < 20, let line = try child.readLine(timeout: .seconds(30)) { lines.append(line) }
+    #expect(lines == cursors.map { "\($0) tcp-writer" }, "\(fileBytes(scratch.file("stderr")) ?? Data())")
+    #expect(try child.wait(timeout: .seconds(30)) == 0)
+    #expect(try writer.history(from: .beginning, limit: 100).map(\.cursor.description) == cursors)
+  }
+}
+
+// MARK: Helpers
+
+/// Checks what a subscriber received from `start`: exactly the entries after it that the log
+/// holds (its cursors `start+1...head`, no gap, no duplicate, in order, each as `history` has
+/// it), the last being the log's newest; and that every acknowledged write is in the log as
+/// it was returned.
+private func expectEveryChangeOnce(
+  _ received: [SessionEntry], in store: PostgresSessionStore, acknowledged: [SessionEntry],
+  from start: Cursor = .zero, sourceLocation: SourceLocation = #_sourceLocation
+) throws {
+  let head = try store.bounds().head
+  let all = try store.history(from: .beginning, limit: .max)
+  #expect(
+    all.map(\.cursor.value) == Array(1..<(head.value + 1)), "the log has no hole",
+    sourceLocation: sourceLocation)
+  let history = all.filter { $0.cursor > start }
+  #expect(
+    received.map(\.cursor) == history.map(\.cursor), "every cursor once, in order",
+    sourceLocation: sourceLocation)
+  #expect(received == history, "each entry as the log has it", sourceLocation: sourceLocation)
+  let byCursor = Dictionary(all.map { ($0.cursor, $0) }, uniquingKeysWith: { first, _ in first })
+  for entry in acknowledged {
+    #expect(
+      byCursor[entry.cursor] == entry, "acknowledged write \(entry.cursor)", sourceLocation: sourceLocation)
+  }
+}
+
+/// Follows a subscription on a task of its own, keeping every entry, until one renames or
+/// signs in as `done`.
+private final class Follower: Sendable {
+  private let received = Mutex<[SessionEntry]>([])
+  private let task = Mutex<Task<Void, any Error>?>(nil)
+
+  init(_ subscription: SessionSubscription) {
+    let following = Task { [self] in
+      for try await entry in subscription {
+        received.withLock { $0.append(entry) }
+        if entry.after.username == "done" { return }
+      }
+    }
+    task.withLock { $0 = following }
+  }
+
+  var entries: [SessionEntry] { received.withLock { $0 } }
+
+  /// Waits until `done` arrived (or the subscription threw) and returns what was received.
+  func finish() async throws -> [SessionEntry] {
+    try await task.withLock { $0 }?.value
+    return entries
+  }
+}
+
+/// Renames the session again and again through `store` (`w0`, `w1`, …) until finished,
+/// retrying a failed write (an `unavailable` server) after 50 ms; keeps the entries its
+/// writes returned and the errors they threw. It writes with the blocking API on a thread of
+/// its own, so that it keeps writing however busy the cooperative pool is.
+private final class Writer: Sendable {
+  private struct Progress {
+    var acknowledged: [SessionEntry] = []
+    var failures: [SessionStorageError] = []
+    var stop = false
+  }
+  private let progress = Mutex(Progress())
+  private let store: PostgresSessionStore
+  private let task = Mutex<Task<Void, any Error>?>(nil)
+
+  init(_ store: PostgresSessionStore) {
+    self.store = store
+    let writing = Task { [self] in try await onThreadOfItsOwn { try self.write() } }
+    task.withLock { $0 = writing }
+  }
+
+  private func write() throws {
+    var index = 0
+    while !progress.withLock({ $0.stop }) {
+      do {
+        // nil: a retried write whose first attempt committed after all.
+        if let entry = try store.rename(to: "w\(index)") {
+          progress.withLock { $0.acknowledged.append(entry) }
+        }
+        index += 1
+        usleep(5_000)
+      } catch let error as SessionStorageError {
+        progress.withLock { $0.failures.append(error) }
+        usleep(50_000)
+      }
+    }
+  }
+
+  var count: Int { progress.withLock { $0.acknowledged.count } }
+  var acknowledged: [SessionEntry] { progress.withLock { $0.acknowledged } }
+  var failures: [SessionStorageError] { progress.withLock { $0.failures } }
+
+  /// Stops writing, then renames to `done` (retrying while the server is unavailable);
+  /// returns every acknowledged entry, `done`'s last.
+  func finish() async throws -> [SessionEntry] {
+    progress.withLock { $0.stop = true }
+    try await task.withLock { $0 }?.value
+    while true {
+      do {
+        let done = try #require(try await store.rename(to: "done"))
+        return progress.withLock { $0.acknowledged } + [done]
+      } catch let error as SessionStorageError where error.code == .unavailable {
+        progress.withLock { $0.failures.append(error) }
+        try await Task.sleep(for: .milliseconds(50))
+      }
+    }
+  }
+}
+
+/// `prefix_` and random lowercase letters: an origin that is also a role name.
+private func uniqueName(_ prefix: String) -> String {
+  prefix + "_" + String((0..<10).map { _ in "abcdefghijklmnopqrstuvwxyz".randomElement() ?? "a" })
+}
+
+/// The process ids of the backends whose `application_name` is `name`.
+private func backends(of name: String, on cluster: PostgresCluster) async throws -> [String] {
+  try await cluster.query("SELECT pid FROM pg_stat_activity WHERE application_name = '\(name)' ORDER BY pid")
+    .split(separator: "\n").map(String.init)
+}
+
+/// Terminates the backends whose `application_name` is `name`; how many there were.
+private func terminate(_ name: String, on cluster: PostgresCluster) async throws -> Int {
+  try await cluster.query(
+    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '\(name)'"
+  ).split(separator: "\n").filter { $0 == "t" }.count
+}
+
+/// A `psql` session that changed the username in a transaction and holds the session row
+/// until ``release()``: it waits for a row in a gate table of its own (re-read every 20 ms,
+/// for at most 90 s), then ends its transaction with `COMMIT` or `ROLLBACK`. Nothing but the
+/// test decides how long the row is held.
+private struct RowHolder {
+  let cluster: PostgresCluster
+  /// `public.gate_…`: a row in it releases the holder.
+  let gate: String
+  let session: Task<String, any Error>
+
+  /// Starts the session and returns once it holds the row.
+  init(
+    of store: PostgresSessionStore, on cluster: PostgresCluster, setting username: String, then end: String
+  ) async throws {
+    let name = uniqueName("holder")
+    let gate = "public.gate_" + name
+    try await cluster.query("CREATE TABLE \(gate) (opened boolean)")
+    self.cluster = cluster
+    self.gate = gate
+    session = Task {
+      try await onThreadOfItsOwn {
+        try cluster.psql(
+          """
+          SET application_name = '\(name)';
+          BEGIN;
+          UPDATE session SET username = '\(username)' WHERE id = 1;
+          DO $$ BEGIN
+            WHILE NOT EXISTS (SELECT FROM \(gate)) AND clock_timestamp() < now() + interval '90 seconds' LOOP
+              PERFORM pg_sleep(0.02);
+            END LOOP;
+          END $$;
+          \(end);
+          """, schema: store.schema)
+      }
+    }
+    let holds = await eventually {
+      (try? await cluster.query(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(name)' AND query LIKE 'DO %'"))
+        == "1\n"
+    }
+    try #require(holds, "psql holds the session row")
+  }
+
+  /// Lets the session end its transaction, and waits until it has.
+  func release() async throws {
+    try await cluster.query("INSERT INTO \(gate) VALUES (true)")
+    _ = try await session.value
+    try await cluster.query("DROP TABLE \(gate)")
+  }
+}
+
+/// The state letter of a process in `/proc/PID/stat` (`T` when stopped).
+private func processState(_ pid: pid_t) throws -> String {
+  let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+  // "pid (comm) S …": the state follows the last ')'.
+  guard let close = stat.lastIndex(of: ")") else { return "?" }
+  return String(stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).prefix(1))
+}
+
+extension PostgresCluster {
+  /// ``psql(_:schema:socket:)`` on a thread of its own, so that tests waiting for psql leave
+  /// the cooperative pool to the stores' subscribers and writers.
+  @discardableResult
+  fileprivate func query(_ sql: String, schema: String? = nil) async throws -> String {
+    try await onThreadOfItsOwn { try self.psql(sql, schema: schema) }
+  }
+}
+
+extension WakeMode {
+  fileprivate var isPolling: Bool {
+    if case .polling = self { return true }
+    return false
+  }
+}
