@@ -147,9 +147,11 @@ import Testing
     let model = ProfileViewModel(session: store)
     let schema = store.schema
     // psql holds the row until the test cancels its sleep (which rolls its transaction back).
-    let holder = Task.detached {
-      try? cluster.psql(
-        "BEGIN; SELECT 1 FROM session FOR UPDATE; SELECT pg_sleep(600); COMMIT;", schema: schema)
+    let holder = Task {
+      try? await onThreadOfItsOwn {
+        try cluster.psql(
+          "BEGIN; SELECT 1 FROM session FOR UPDATE; SELECT pg_sleep(600); COMMIT;", schema: schema)
+      }
     }
     let sleeper = "FROM pg_stat_activity WHERE query LIKE '%pg_sleep(600)%' AND pid <> pg_backend_pid()"
     #expect(
