@@ -46,8 +46,9 @@ final class CrossProcessWatch: Sendable {
     self.localWrites = localWrites
   }
 
-  /// Starts watching; `signal` runs on the watcher's thread after each commit noticed.
-  /// Returns how the watcher is woken (notifications, or a poll and why).
+  /// Starts watching; `signal` runs on the watcher's thread after each commit noticed, and
+  /// again when the path, looked at right after it, was just found replaced. Returns how the
+  /// watcher is woken (notifications, or a poll and why).
   func start(signal: @escaping @Sendable () -> Void) -> WakeMode {
     // The baseline, without waiting for a write of this process: the thread that subscribes
     // must not wait for a lock another process holds. Without one the first re-check wakes
@@ -58,7 +59,14 @@ final class CrossProcessWatch: Sendable {
     let created = ChangeWatcher(
       directory: url.deletingLastPathComponent().path, fileNames: [name, name + "-wal", name + "-journal"],
       pollInterval: pollInterval, hasChanged: { [weak self] in self?.hasChanged(waiting: true) ?? false },
-      localWrites: localWrites, onChange: signal)
+      localWrites: localWrites,
+      onChange: { [replaced] in
+        signal()
+        // A commit moved the version: the path is looked at once subscribers are woken,
+        // not before (two system calls off the delivery path). A replacement that came
+        // with the commit still wakes them, now to read the error.
+        if replaced() { signal() }
+      })
     watcher.withLock { $0 = created }
     return created.mode
   }
@@ -74,9 +82,9 @@ final class CrossProcessWatch: Sendable {
   }
 
   /// Whether `PRAGMA data_version` moved since the last call (another connection
-  /// committed), or the file was replaced: either way subscribers must read again.
+  /// committed), or else the file was replaced: either way subscribers must read again.
+  /// When the version moved, the path is looked at after the wake-up (see ``start(signal:)``).
   private func hasChanged(waiting: Bool) -> Bool {
-    if replaced() { return true }
     let read: Version?
     do {
       read = try version(waiting)
@@ -85,10 +93,11 @@ final class CrossProcessWatch: Sendable {
       // the same failure to them as an error; a no could leave them waiting.
       return true
     }
-    guard let current = read else { return false }
-    return last.withLock { last in
+    guard let current = read else { return replaced() }
+    let moved = last.withLock { last in
       defer { last = current }
       return last != current
     }
+    return moved || replaced()
   }
 }

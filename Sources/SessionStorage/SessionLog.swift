@@ -70,7 +70,8 @@ final class SessionLog: FeedSource {
     try reader.withLock { try $0.scalarInt(Self.dataVersionSQL) ?? 0 }
   }
 
-  private static let dataVersionSQL = SQL("PRAGMA data_version")
+  /// Prepared once per connection (found by slot): the watcher reads it on every file event.
+  static let dataVersionSQL = SQL("PRAGMA data_version")
 
   /// The current state.
   func state() throws -> SessionState {

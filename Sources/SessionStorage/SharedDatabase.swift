@@ -35,7 +35,7 @@ final class SharedDatabase: Sendable {
     }
 
     private static func dataVersion(of writer: Writer?) throws -> Int64? {
-      try writer.map { try $0.connection.scalarInt("PRAGMA data_version") ?? 0 }
+      try writer.map { try $0.connection.scalarInt(SessionLog.dataVersionSQL) ?? 0 }
     }
   }
 
