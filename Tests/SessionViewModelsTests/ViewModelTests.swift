@@ -157,12 +157,7 @@ import Testing
     #expect(
       try await eventually { try cluster.psql("SELECT count(*) \(sleeper)") == "1\n" }, "psql holds the row")
     let signingOut = Task { await model.logOut() }
-    var turns = 0
-    for _ in 0..<10 {
-      try await Task.sleep(for: .milliseconds(20))
-      turns += 1  // this test runs on the main actor: each turn is the main actor running
-    }
-    #expect(turns == 10)
+    #expect(try await mainActorTurns() == 10)
     #expect(model.isSigningOut, "the sign-out waits for the row, off the main actor")
     #expect(model.isLoggedIn)
     _ = try cluster.psql("SELECT pg_cancel_backend(pid) \(sleeper)")
@@ -171,6 +166,17 @@ import Testing
     #expect(!model.isSigningOut)
     #expect(model.writeError == nil)
     #expect(await eventually { !model.isLoggedIn && model.greeting == "Signed out" })
+  }
+
+  /// Ten turns of 20 ms on the main actor (these tests run on it): each turn is the main
+  /// actor running while a write waits elsewhere. Returns how many ran.
+  func mainActorTurns() async throws -> Int {
+    var turns = 0
+    for _ in 0..<10 {
+      try await Task.sleep(for: .milliseconds(20))
+      turns += 1
+    }
+    return turns
   }
 
   @Test func aFailingLogOutIsShownNotThrown() async throws {
@@ -224,12 +230,7 @@ import Testing
     let model = ProfileViewModel(session: store)
     let holder = try LockHolder(path, scratch: dir.file("holder.err"))
     let signingOut = Task { await model.logOut() }
-    var turns = 0
-    for _ in 0..<10 {
-      try await Task.sleep(for: .milliseconds(20))
-      turns += 1  // this test runs on the main actor: each turn is the main actor running
-    }
-    #expect(turns == 10)
+    #expect(try await mainActorTurns() == 10)
     #expect(model.isSigningOut, "the sign-out still waits for the lock, off the main actor")
     #expect(model.isLoggedIn)
     holder.release()
