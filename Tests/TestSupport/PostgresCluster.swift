@@ -97,6 +97,20 @@ public struct PostgresCluster: Sendable {
     _ = try Self.script(["restart", directory])
   }
 
+  /// Makes `role` log in over TCP with its password (`scram-sha-256`) instead of being
+  /// trusted, as a server in production would (only for clusters from ``start()``).
+  public func requirePassword(for role: String) throws {
+    guard let directory else {
+      throw ClusterError("requirePassword(for:) is only for clusters from PostgresCluster.start()")
+    }
+    let hba = directory + "/data/pg_hba.conf"
+    let rules = try String(contentsOfFile: hba, encoding: .utf8)
+    // The first matching line wins: this one comes before the cluster's `trust` lines.
+    try ("host all \(role) 127.0.0.1/32 scram-sha-256\n" + rules).write(
+      toFile: hba, atomically: false, encoding: .utf8)
+    _ = try psql("SELECT pg_reload_conf()")
+  }
+
   /// Stops the server and removes its directory (only for clusters from ``start()``). A
   /// failure is recorded as an issue of the running test.
   public func stop() {

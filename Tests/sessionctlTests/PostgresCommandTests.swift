@@ -111,6 +111,61 @@ import Testing
     #expect(sandbox.contents(stderr) == Data())
   }
 
+  /// A server that asks for passwords: they come from libpq's usual places (`PGPASSWORD`,
+  /// `PGPASSFILE`, `~/.pgpass`, the URL) and never appear in output or errors.
+  @Test func passwordsComeFromLibpqsPlacesAndAreNeverPrinted() throws {
+    let cluster = try PostgresCluster.start()
+    defer { cluster.stop() }
+    let secret = "pw-s3cret-\(UInt32.random(in: 0...UInt32.max))"
+    _ = try cluster.psql(
+      "CREATE ROLE clerk LOGIN PASSWORD '\(secret)'; GRANT CREATE ON DATABASE postgres TO clerk")
+    try cluster.requirePassword(for: "clerk")
+    let port = try #require(URL(string: cluster.url)?.port)
+    let url = "postgresql://clerk@127.0.0.1:\(port)/postgres?schema=front_desk"
+    let sandbox = try Sandbox()
+    var outcomes: [Outcome] = []
+
+    let refused = try sandbox.run(db: url, ["login", "alice"])
+    outcomes.append(refused)
+    #expect(refused.status == 1, "\(refused)")
+    #expect(refused.stderr.contains("password"), "\(refused)")
+
+    let fromEnvironment = try sandbox.run(
+      ["--db", url, "login", "alice"], environment: ["PGPASSWORD": secret])
+    outcomes.append(fromEnvironment)
+    #expect(fromEnvironment.status == 0, "\(fromEnvironment)")
+
+    let passfile = sandbox.path("pgpass")
+    try "127.0.0.1:\(port):postgres:clerk:\(secret)\n".write(
+      toFile: passfile, atomically: true, encoding: .utf8)
+    chmod(passfile, 0o600)  // libpq ignores a password file others may read
+    let fromPassfile = try sandbox.run(["--db", url, "rename", "bob"], environment: ["PGPASSFILE": passfile])
+    outcomes.append(fromPassfile)
+    #expect(fromPassfile.status == 0, "\(fromPassfile)")
+
+    try FileManager.default.copyItem(atPath: passfile, toPath: sandbox.home + "/.pgpass")
+    let fromHome = try sandbox.run(db: url, ["--json", "status"])
+    outcomes.append(fromHome)
+    #expect(fromHome.jsonLines.first?["username"] as? String == "bob", "\(fromHome)")
+
+    let inURL = "postgresql://clerk:\(secret)@127.0.0.1:\(port)/postgres?schema=front_desk"
+    let fromURL = try sandbox.run(["--db", inURL, "status"], environment: ["HOME": sandbox.path("io")])
+    outcomes.append(fromURL)
+    #expect(fromURL.status == 0, "\(fromURL)")
+    #expect(fromURL.stdout.contains("postgresql://clerk:***@127.0.0.1:"), "\(fromURL)")
+
+    let wrong = try sandbox.run(
+      ["--db", "postgresql://clerk:wrong-\(secret)@127.0.0.1:\(port)/postgres?schema=front_desk", "status"],
+      environment: ["HOME": sandbox.path("io")])
+    outcomes.append(wrong)
+    #expect(wrong.status == 1, "\(wrong)")
+    #expect(wrong.stderr.contains("postgresql://clerk:***@127.0.0.1:"), "\(wrong)")
+
+    for outcome in outcomes {
+      #expect(!outcome.stdout.contains(secret) && !outcome.stderr.contains(secret), "\(outcome)")
+    }
+  }
+
   @Test func anUnreachableServerHasItsOwnStatusAndThePasswordIsNeverPrinted() throws {
     let sandbox = try Sandbox()
     // Port 1 on loopback: nothing listens, the connection is refused at once.
