@@ -5,8 +5,9 @@ import SessionStorage
 /// One libpq connection to the store's server, with `search_path` set to the store's
 /// schema. libpq connections are not thread-safe: each is used under a lock of its owner.
 ///
-/// Every statement with values goes through `PQexecParams` (bound parameters, text format);
-/// `PQexec` runs only the library's own SQL (transactions, migrations).
+/// Every statement with values is prepared once per connection and run with
+/// `PQexecPrepared` (bound parameters, text format); `PQexec` runs only the library's own
+/// SQL without values (transactions, migrations).
 final class PQConnection {
   /// What a store uses a connection for; the server shows it in `application_name`.
   enum Role: String {
