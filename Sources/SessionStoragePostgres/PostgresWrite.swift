@@ -32,23 +32,27 @@ package struct PostgresWrite {
   /// columns of ``PostgresTables/changeColumns``, then the head before it.
   /// (`package`: sessionbench's raw baseline runs the same statement.)
   package var statement: (sql: String, values: [String?]) {
-    let (set, condition, values): (String, String, [String?]) =
-      switch write {
-      case .login(let name):
-        (
-          "username = $3, is_logged_in = true", "old.username IS DISTINCT FROM $3 OR NOT old.is_logged_in",
-          [name]
-        )
-      case .logout: ("is_logged_in = false", "old.is_logged_in", [])
-      case .rename(let name): ("username = $3", "old.username IS DISTINCT FROM $3", [name])
-      }
-    let sql =
-      "UPDATE session SET \(set), updated_by = $1, write_token = $2 "
+    switch write {
+    case .login(let name): (Self.loginSQL, [origin, token, name])
+    case .logout: (Self.logoutSQL, [origin, token])
+    case .rename(let name): (Self.renameSQL, [origin, token, name])
+    }
+  }
+
+  private static let loginSQL = update(
+    set: "username = $3, is_logged_in = true",
+    when: "old.username IS DISTINCT FROM $3 OR NOT old.is_logged_in")
+  private static let logoutSQL = update(set: "is_logged_in = false", when: "old.is_logged_in")
+  private static let renameSQL = update(set: "username = $3", when: "old.username IS DISTINCT FROM $3")
+
+  /// The UPDATE that sets `set` (with `$1` the origin, `$2` the token) when `condition`
+  /// holds for the row as it was (`old`, locked), built once per kind of write.
+  private static func update(set: String, when condition: String) -> String {
+    "UPDATE session SET \(set), updated_by = $1, write_token = $2 "
       + "FROM (SELECT username, is_logged_in, updated_at, head FROM session WHERE id = 1 FOR UPDATE) old "
       + "WHERE session.id = 1 AND (\(condition)) RETURNING session.head, "
       + PostgresTables.time("session.updated_at") + ", session.updated_by, old.username, session.username, "
       + "old.is_logged_in, session.is_logged_in, " + PostgresTables.time("old.updated_at") + ", old.head"
-    return (sql, [origin, token] + values)
   }
 
   /// Whether `entry` is the change this write makes (and not an older one: the trigger
