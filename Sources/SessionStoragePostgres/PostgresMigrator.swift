@@ -67,10 +67,26 @@ enum PostgresMigrator {
 
   /// The migrations the schema lacks (all of them for a missing or empty schema). Writes
   /// nothing.
+  /// A schema this role may not use is refused as such, not taken for an empty one.
   static func inspect(_ connection: PQConnection) throws -> [Migration] {
     let place = connection.place
+    // pg_namespace and pg_class list what exists whatever this role may use (unlike
+    // information_schema, which hides what it has no privilege on).
+    if let usage = try connection.query(
+      "SELECT has_schema_privilege(oid, 'USAGE'), current_user FROM pg_namespace WHERE nspname = $1",
+      [place.schema]
+    ).rows.first, usage[0] == "f" {
+      let role = usage[1] ?? "this role"
+      throw SessionStorageError(
+        .permissionDenied,
+        "role \(role) may not use schema \(place.schema): its owner can allow it with GRANT USAGE ON SCHEMA "
+          + "\(place.quotedSchema) TO \(role), and SELECT (to read) or SELECT, UPDATE, DELETE (to write) ON ALL "
+          + "TABLES IN SCHEMA \(place.quotedSchema)",
+        path: place.described)
+    }
     let tables = try connection.query(
-      "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name",
+      "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        + "WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') ORDER BY c.relname",
       [place.schema]
     ).rows.compactMap { $0[0] }
     if tables.isEmpty { return known }

@@ -188,6 +188,47 @@ import Testing
     #expect(try store.bounds().head == Cursor(3))
   }
 
+  /// A role the schema's owner did not let in is told so, with the GRANT that lets it in,
+  /// instead of being shown an empty schema (information_schema hides what a role may not
+  /// use); nothing is created or written.
+  @Test func aRoleThatMayNotUseTheSchemaIsToldSoAndChangesNothing() async throws {
+    let cluster = try PostgresCluster.shared()
+    let url = cluster.freshStoreURL()
+    let owner = try PostgresSessionStore(url: url)
+    try await owner.logIn(as: "alice")
+    let role = "clerk_\(UInt32.random(in: 0...UInt32.max))"
+    _ = try cluster.psql("CREATE ROLE \(role) LOGIN")
+    var components = try #require(URLComponents(string: url))
+    components.user = role
+    let clerkURL = try #require(components.string)
+    for readOnly in [true, false] {
+      #expect(
+        code { try PostgresSessionStore(url: clerkURL, options: .init(readOnly: readOnly)) }
+          == .permissionDenied)
+    }
+    do {
+      _ = try PostgresSessionStore(url: clerkURL)
+    } catch let error as SessionStorageError {
+      #expect(error.message.contains("role \(role) may not use schema \(owner.schema)"), "\(error)")
+      #expect(error.message.contains("GRANT USAGE ON SCHEMA \"\(owner.schema)\" TO \(role)"), "\(error)")
+    }
+    #expect(try cluster.psql("SELECT count(*) FROM pg_namespace WHERE nspname = '\(owner.schema)'") == "1\n")
+
+    // Let in to read: it reads; its writes are refused and change nothing.
+    _ = try cluster.psql(
+      "GRANT USAGE ON SCHEMA \(owner.schema) TO \(role); GRANT SELECT ON ALL TABLES IN SCHEMA \(owner.schema) TO \(role)"
+    )
+    #expect(try PostgresSessionStore(url: clerkURL, options: .init(readOnly: true)).state.username == "alice")
+    let clerk = try PostgresSessionStore(url: clerkURL)
+    do {
+      try await clerk.logIn(as: "mallory")
+      Issue.record("a role allowed only to read wrote")
+    } catch let error as SessionStorageError {
+      #expect(error.code == .permissionDenied, "\(error)")
+    }
+    #expect(try owner.state.username == "alice")
+    #expect(try owner.bounds().head == Cursor(1))
+  }
 }
 
 /// The code of the `SessionStorageError` that `body` throws, or nil.
