@@ -33,21 +33,31 @@ import Testing
   }
 
   @Test(arguments: [Int64.max, Int64.max - 1])
-  func readsServeACursorNearTheLargestInteger(_ seq: Int64) async throws {
+  func readsServeACursorNearTheLargestIntegerAndRefuseTheGapBeforeIt(_ seq: Int64) async throws {
     let store = try makeStore(seq: seq)
     #expect(try store.bounds() == FeedBounds(oldest: Cursor(1), head: Cursor(seq)))
-    #expect(try store.history().map(\.cursor.value) == [1, 2, seq])
     #expect(try store.history(from: .after(Cursor(seq))).isEmpty)
-    #expect(try store.history(from: .after(Cursor(2))).map(\.cursor.value) == [seq])
-    // A page at a time, the way sessionctl reads it.
+    #expect(try store.history(from: .after(Cursor(seq - 1))).map(\.cursor.value) == [seq])
+    // Cursors 3 up to the row are missing: every read across them fails, none skips them.
+    #expect(throws: FeedError.self) { try store.history() }
+    #expect(throws: FeedError.self) { try store.history(from: .after(Cursor(2))) }
+    // A page at a time, the way sessionctl reads it: 1 and 2, then the gap.
     var cursors: [Int64] = []
     var start = FeedStart.beginning
-    while let last = try store.history(from: start, limit: 1).last {
-      cursors.append(last.cursor.value)
-      start = .after(last.cursor)
+    let ending = #expect(throws: FeedError.self) {
+      while let last = try store.history(from: start, limit: 1).last {
+        cursors.append(last.cursor.value)
+        start = .after(last.cursor)
+      }
     }
-    #expect(cursors == [1, 2, seq])
-    #expect(try await first(3, of: store.changes(from: .beginning)).map(\.cursor.value) == [1, 2, seq])
+    #expect(cursors == [1, 2])
+    guard case .historyRewritten(let cursor, let reason) = ending else {
+      Issue.record("ended with \(String(describing: ending))")
+      return
+    }
+    #expect(cursor == Cursor(2))
+    #expect(reason.contains("missing between 2 and \(seq)"))
+    await #expect(throws: FeedError.self) { try await first(3, of: store.changes(from: .beginning)) }
     #expect(try store.snapshotAndChanges().cursor == Cursor(seq))
     #expect(try store.check().count >= 5)
   }

@@ -5,7 +5,7 @@ import Testing
 /// every command exits with a documented status and says what is wrong.
 @Suite(.serialized, .timeLimit(.minutes(2))) struct CursorLimitCommandTests {
   /// The statuses the README documents.
-  static let documented: Set<Int32> = [0, 1, 64, 65, 66, 130, 143]
+  static let documented: Set<Int32> = [0, 1, 64, 65, 66, 67, 130, 143]
 
   /// A store with changes 1 and 2 (alice logs in, then out) and one row at `seq` inserted
   /// with the sqlite3 shell.
@@ -43,25 +43,29 @@ import Testing
     }
   }
 
-  @Test func historyAndWatchServeTheLargestCursor() throws {
+  @Test func historyAndWatchRefuseTheGapBeforeTheLargestCursorAndServeWhatFollowsNoGap() throws {
     let sandbox = try Sandbox()
     let db = try makeStore(sandbox, seq: .max)
     let history = try sandbox.run(db: db, ["history", "--json"])
-    #expect(history.status == 0, "\(history)")
-    #expect(history.jsonLines.compactMap { $0["cursor"] as? Int64 } == [1, 2, .max])
-    let paged = try sandbox.run(db: db, ["history", "--since", "2", "--json"])
+    #expect(history.status == 67, "\(history)")
+    #expect(history.stderr.contains("missing between 2 and \(Int64.max)"), "\(history)")
+    let paged = try sandbox.run(db: db, ["history", "--since", "\(Int64.max - 1)", "--json"])
     #expect(paged.jsonLines.compactMap { $0["cursor"] as? Int64 } == [.max])
     let after = try sandbox.run(db: db, ["history", "--since", "\(Int64.max)"])
     #expect(after.status == 0, "\(after)")
     #expect(after.stdout == "")
     let watch = try sandbox.run(db: db, ["watch", "--since", "1", "--limit", "2", "--json"])
-    #expect(watch.status == 0, "\(watch)")
-    #expect(watch.jsonLines.compactMap { $0["cursor"] as? Int64 } == [2, .max])
+    #expect(watch.status == 67, "\(watch)")
+    // The page that holds the gap is refused whole.
+    #expect(watch.jsonLines.compactMap { $0["cursor"] as? Int64 } == [], "\(watch)")
     let snapshot = try sandbox.run(db: db, ["watch", "--limit", "0", "--json"])
     #expect(snapshot.jsonLines.first?["cursor"] as? Int64 == .max)
     let compact = try sandbox.run(db: db, ["compact", "--keep", "1"])
     #expect(compact.status == 0, "\(compact)")
     #expect(compact.stdout == "removed 2 entries; kept \(Int64.max)…\(Int64.max)\n")
+    let kept = try sandbox.run(db: db, ["history", "--json"])
+    #expect(kept.status == 0, "\(kept)")
+    #expect(kept.jsonLines.compactMap { $0["cursor"] as? Int64 } == [.max])
   }
 
   @Test func aWriteAtTheLargestCursorSaysWhatIsWrongAndCheckToo() throws {
