@@ -264,12 +264,19 @@ final class Connection {
     SQLiteFailure.error(rc, db: handle, path: path, sql: sql)
   }
 
-  /// Creates a missing file with mode 0600 before SQLite opens it; SQLite gives its
-  /// -wal and -shm files the same mode.
+  /// Creates a missing file with mode 0600 before SQLite opens it, whatever the umask (under
+  /// `umask 0277` `open` alone gives 0400, and the first write would fail); SQLite gives its
+  /// -wal and -shm files the same mode, also past the umask.
   private static func createPrivately(_ path: String) throws {
     let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
     if fd >= 0 {
-      Foundation.close(fd)
+      defer { Foundation.close(fd) }
+      guard fchmod(fd, 0o600) == 0 else {
+        let err = errno
+        unlink(path)
+        throw SessionStorageError(
+          .sqlite, "cannot give the new database file mode 0600: \(Errno(rawValue: err))", path: path)
+      }
       return
     }
     let err = errno
