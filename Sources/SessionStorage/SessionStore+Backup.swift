@@ -252,6 +252,7 @@ extension SessionStore {
       throw SessionStorageError(
         code, "cannot create the backup file in \(directory): \(Errno(rawValue: err))", path: path)
     }
+    fchmod(fd, 0o600)  // mkstemp's 0600 less the umask: 0400 under umask 0277
     close(fd)
     return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
   }

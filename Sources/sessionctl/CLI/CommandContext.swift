@@ -12,6 +12,9 @@ struct CommandContext: Sendable {
   var output = LineWriter.standardOutput
   /// Where errors go.
   var errors = LineWriter.standardError
+  /// What the command made permanent before printing its result (for the message when
+  /// the result cannot be written); one per run.
+  var commitment = Commitment()
 
   /// Text or JSON Lines, as `--json` asks.
   var presenter: Presenter { Presenter(json: options.json) }
@@ -58,6 +61,7 @@ struct CommandContext: Sendable {
     -> ExitCode
   {
     if let entry {
+      commitment.record("the change is committed all the same, at cursor \(entry.cursor)")
       try output.write(try presenter.change(entry))
     } else {
       try output.write(try presenter.noChange(reason(), store.snapshot()))

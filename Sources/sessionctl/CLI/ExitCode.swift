@@ -16,6 +16,10 @@ enum ExitCode: Int32, Sendable {
   /// The PostgreSQL server cannot be reached, or the connection was lost (sysexits
   /// `EX_UNAVAILABLE`): worth retrying later, unlike a refusal.
   case unavailable = 69
+  /// The result could not be written: standard output is on a full disk, closed, or (for
+  /// every command but `watch`) a pipe whose reader went away (sysexits `EX_IOERR`). A
+  /// change the command committed stays committed; the message says so.
+  case outputFailed = 74
   /// `watch` stopped by SIGINT (128 + 2).
   case interrupted = 130
   /// `watch` stopped by SIGTERM (128 + 15).

@@ -37,6 +37,8 @@ extension SessionCtl {
       }
       let store = try context.openFileForReading(location)
       let result = try store.backup(to: file, overwrite: force)
+      context.commitment.record(
+        "the backup is written all the same (\(Presenter.display(result.path)), head \(result.head))")
       try context.output.write(context.presenter.backup(result))
       return .success
     }

@@ -32,6 +32,8 @@ extension SessionCtl {
         for: "restore", instead: "restore a pg_dump of its schema with pg_restore or psql")
       let store = try context.openFileForWriting(location)
       let result = try store.restore(from: file)
+      context.commitment.record(
+        "the restore is committed all the same (head \(result.head), was \(result.previousHead))")
       try context.output.write(context.presenter.restore(result))
       return .success
     }
