@@ -268,18 +268,14 @@ import Testing
   /// afterwards for a fresh `sqlite3`.
   @Test(arguments: storeFiles)
   func theStoresOwnFilesAreNeverABackupTargetOrSource(_ suffix: String) async throws {
-    try await onThreadOfItsOwn { try Self.refuseStoreFiles(suffix) }
-  }
-
-  static func refuseStoreFiles(_ suffix: String) throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    #expect(try sandbox.run(db: db, ["login", "alice"]).status == 0)
+    #expect(try await sandbox.running(db: db, ["login", "alice"]).status == 0)
     let holder = try ChildProcess(
       "/usr/bin/python3", ["-c", Self.holder, db], environment: sandbox.environment, stdin: .pipe,
       stdout: .pipe, stderr: .file(sandbox.path("io/holder")))
     defer { holder.kill(SIGKILL) }
-    #expect(try holder.readLine() == "written")
+    #expect(try await holder.nextLine() == "written")
 
     // Names of the file: as it is, through a link to its directory, and links to it (a
     // hard link only to a file that exists). Links are made with symlink(2) and link(2),
@@ -293,12 +289,12 @@ import Testing
       names.append(sandbox.path("hardlink"))
     }
     for name in names {
-      let backup = try sandbox.run(db: db, ["backup", name, "--force"])
+      let backup = try await sandbox.running(db: db, ["backup", name, "--force"])
       #expect(backup.status == 65, "\(name): \(backup)")
       #expect(backup.stderr.hasPrefix("sessionctl: error: \(name): "), "\(backup.stderr)")
       #expect(backup.stderr.contains(suffix.isEmpty ? "the store itself" : "the store's \(suffix) file"))
       #expect(backup.stderr.contains("nothing was written"), "\(backup.stderr)")
-      let restore = try sandbox.run(db: db, ["restore", name])
+      let restore = try await sandbox.running(db: db, ["restore", name])
       #expect(restore.status == 65, "\(name): \(restore)")
       #expect(restore.stderr.hasPrefix("sessionctl: error: \(name): "), "\(restore.stderr)")
       #expect(restore.stderr.contains("the store was not changed"), "\(restore.stderr)")
@@ -306,13 +302,14 @@ import Testing
     #expect(!sandbox.exists(db + "-journal"), "no journal was planted")
 
     try holder.writeLine("after")
-    #expect(try holder.readLine() == "ok", "the holder still writes")
+    #expect(try await holder.nextLine() == "ok", "the holder still writes")
     holder.closeInput()
-    #expect(try holder.wait(timeout: .seconds(30)) == 0)
-    #expect(try sandbox.sqlite(db, "PRAGMA integrity_check") == "ok")
-    #expect(try sandbox.sqlite(db, "SELECT count(*) FROM session_changes") == "22")
-    #expect(try sandbox.sqlite(db, "SELECT username FROM session") == "after")
-    #expect(try sandbox.run(db: db, ["check"]).status == 0)
+    #expect(try await holder.exitStatus(within: .seconds(30)) == 0)
+    let read = try await sandbox.sqliteRunning(
+      db, "PRAGMA integrity_check; SELECT count(*) FROM session_changes; SELECT username FROM session")
+    #expect(read.status == 0, "\(read)")
+    #expect(read.stdout == "ok\n22\nafter")
+    #expect(try await sandbox.running(db: db, ["check"]).status == 0)
   }
 
   /// A target that exists and is not a regular file — a FIFO, a directory, a symbolic link
@@ -321,49 +318,47 @@ import Testing
   /// was. `/dev/full` itself is tried last, and only once every stand-in was refused: a
   /// regression must not replace the machine's device.
   @Test func aTargetThatIsNotARegularFileIsNeverReplaced() async throws {
-    try await onThreadOfItsOwn {
-      let sandbox = try Sandbox()
-      let db = sandbox.path("s.db")
-      #expect(try sandbox.run(db: db, ["login", "alice"]).status == 0)
-      let fifo = sandbox.path("fifo")
-      #expect(mkfifo(fifo, 0o600) == 0)
-      let directory = sandbox.path("directory")
-      try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
-      #expect(symlink(fifo, sandbox.path("link")) == 0)
-      var targets = [
-        (fifo, S_IFIFO, "a FIFO"), (directory, S_IFDIR, "a directory"),
-        (sandbox.path("link"), S_IFIFO, "a FIFO"),
-      ]
-      let device = sandbox.path("full")
-      // Device 1,7 (Linux encodes a small major and minor as major << 8 | minor).
-      if getuid() == 0, mknod(device, S_IFCHR | 0o666, dev_t(1 << 8 | 7)) == 0 {
-        targets.append((device, S_IFCHR, "a character device"))
-      }
-      /// Whether `backup TARGET` and `backup TARGET --force` were refused and left it as it was.
-      func refused(_ target: String, _ type: mode_t, _ what: String) throws -> Bool {
-        var kept = true
-        for force in [[], ["--force"]] {
-          let outcome = try sandbox.run(db: db, ["backup", target] + force)
-          #expect(outcome.status == 65, "\(target) \(force): \(outcome)")
-          #expect(
-            outcome.stderr.hasPrefix("sessionctl: error: \(target): this is \(what), not a regular file"),
-            "\(outcome.stderr)")
-          var info = stat()
-          let same = stat(target, &info) == 0 && info.st_mode & S_IFMT == type
-          #expect(same, "\(target) is what it was")
-          kept = kept && same && outcome.status == 65
-        }
-        return kept
-      }
-      var allRefused = true
-      for (target, type, what) in targets { allRefused = try refused(target, type, what) && allRefused }
-      if getuid() == 0, allRefused, targets.count == 4 {
-        #expect(try refused("/dev/full", S_IFCHR, "a character device"))
-      }
-      let leftovers = try FileManager.default.contentsOfDirectory(atPath: sandbox.root).filter {
-        $0.contains("backup-")
-      }
-      #expect(leftovers.isEmpty)
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    #expect(try await sandbox.running(db: db, ["login", "alice"]).status == 0)
+    let fifo = sandbox.path("fifo")
+    #expect(mkfifo(fifo, 0o600) == 0)
+    let directory = sandbox.path("directory")
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+    #expect(symlink(fifo, sandbox.path("link")) == 0)
+    var targets = [
+      (fifo, S_IFIFO, "a FIFO"), (directory, S_IFDIR, "a directory"),
+      (sandbox.path("link"), S_IFIFO, "a FIFO"),
+    ]
+    let device = sandbox.path("full")
+    // Device 1,7 (Linux encodes a small major and minor as major << 8 | minor).
+    if getuid() == 0, mknod(device, S_IFCHR | 0o666, dev_t(1 << 8 | 7)) == 0 {
+      targets.append((device, S_IFCHR, "a character device"))
     }
+    /// Whether `backup TARGET` and `backup TARGET --force` were refused and left it as it was.
+    func refused(_ target: String, _ type: mode_t, _ what: String) async throws -> Bool {
+      var kept = true
+      for force in [[], ["--force"]] {
+        let outcome = try await sandbox.running(db: db, ["backup", target] + force)
+        #expect(outcome.status == 65, "\(target) \(force): \(outcome)")
+        #expect(
+          outcome.stderr.hasPrefix("sessionctl: error: \(target): this is \(what), not a regular file"),
+          "\(outcome.stderr)")
+        var info = stat()
+        let same = stat(target, &info) == 0 && info.st_mode & S_IFMT == type
+        #expect(same, "\(target) is what it was")
+        kept = kept && same && outcome.status == 65
+      }
+      return kept
+    }
+    var allRefused = true
+    for (target, type, what) in targets { allRefused = try await refused(target, type, what) && allRefused }
+    if getuid() == 0, allRefused, targets.count == 4 {
+      #expect(try await refused("/dev/full", S_IFCHR, "a character device"))
+    }
+    let leftovers = try FileManager.default.contentsOfDirectory(atPath: sandbox.root).filter {
+      $0.contains("backup-")
+    }
+    #expect(leftovers.isEmpty)
   }
 }
