@@ -23,11 +23,10 @@ extension SessionCtl {
       and are never printed. backup, restore and retention work on files only.
 
       EXIT STATUS: 0 success; 1 failure (a refused or missing file, a failed check);
-      64 usage error; 65 invalid input (username, cursor, number, age; a backup or
-      restore file that is one of the store's own or not a regular file); 66 cursor
-      compacted away; 67 the history followed changed under 'watch', or '--since
-      CURSOR@TIME' names a change a restore replaced; 69 the PostgreSQL server cannot be
-      reached or the connection was lost; 130 and 143 'watch' stopped by SIGINT and SIGTERM.
+      64 usage error; 65 invalid input (username, cursor, number); 66 cursor compacted
+      away; 67 the history followed changed under 'watch', or '--since CURSOR@TIME'
+      names a change a restore replaced; 69 the PostgreSQL server cannot be reached or the
+      connection was lost; 130 and 143 'watch' stopped by SIGINT and SIGTERM.
       """,
     options: [GlobalOptions.db, GlobalOptions.json, GlobalOptions.version],
     subcommands: commands.map { $0.spec })
