@@ -145,6 +145,56 @@ import Testing
     #expect(throws: SessionStorageError.self) { try store.compact(olderThan: .seconds(-1)) }
   }
 
+  /// The largest age (``Retention/maximumAge``, whose cutoff counted back from any clock
+  /// after 1970 is a date SQLite's date functions represent) deletes what is older — a
+  /// change of the year 1 — and never the change written a moment ago; one millisecond
+  /// more, and `Int64.max` seconds, are refused with `invalidArgument` by
+  /// `compact(olderThan:)` and `setRetention`, on both stores, and delete nothing.
+  @Test func theLargestAgeDeletesNothingYoungAndOneMoreIsRefused() async throws {
+    let store = try SessionStore(path: path)
+    try await onThreadOfItsOwn { [self] in try insertOldRows(1, at: "0001-01-01T00:00:00.000Z") }
+    try await store.logIn(as: "alice")
+    let largest = Retention.maximumAge
+    #expect(largest == .seconds(719_528 * 86_400))
+    #expect(try store.compact(olderThan: largest).removed == 1, "the change of the year 1 is older")
+    #expect(try cursors(store) == [2])
+    let beyond = [largest + .milliseconds(1), .seconds(Int64.max)]
+    for age in beyond {
+      let compaction = #expect(throws: SessionStorageError.self) { try store.compact(olderThan: age) }
+      #expect(compaction?.code == .invalidArgument)
+      #expect(compaction?.message.contains("at most 719528d") == true, "\(String(describing: compaction))")
+      let policy = #expect(throws: SessionStorageError.self) {
+        try store.setRetention(Retention(maxAge: age))
+      }
+      #expect(policy?.code == .invalidArgument)
+      #expect(policy?.message.contains("at most 719528d") == true, "\(String(describing: policy))")
+    }
+    #expect(try cursors(store) == [2])
+    #expect(try store.retention() == .off)
+    #expect(try store.setRetention(Retention(maxAge: largest)).removed == 0)
+    try await store.rename(to: "bob")
+    #expect(try cursors(store) == [2, 3])
+
+    let memory = try InMemorySessionStore(origin: "memory")
+    try await memory.logIn(as: "alice")
+    #expect(try memory.compact(olderThan: largest).removed == 0)
+    for age in beyond {
+      let compaction = #expect(throws: SessionStorageError.self) { try memory.compact(olderThan: age) }
+      #expect(compaction?.code == .invalidArgument)
+    }
+    #expect(memory.bounds() == FeedBounds(oldest: Cursor(1), head: Cursor(1)))
+  }
+
+  /// The age DELETE itself deletes nothing when SQLite cannot compute its cutoff (the date
+  /// an age beyond the range gives is NULL), instead of every entry.
+  @Test func anAgeWhoseCutoffSQLiteCannotComputeDeletesNothing() throws {
+    let store = try SessionStore(path: path)
+    try store.logIn(as: "alice")
+    #expect(try store.maintain(SessionStore.olderThanSQL, [.integer(Int64.max)]).removed == 0)
+    #expect(try store.maintain(SessionStore.olderThanSQL, [.integer(3_000_000 * 86_400_000)]).removed == 0)
+    #expect(try cursors(store) == [1])
+  }
+
   @Test func theInMemoryStoreCompactsByAgeAlike() async throws {
     let store = try InMemorySessionStore(origin: "memory")
     try await store.logIn(as: "alice")

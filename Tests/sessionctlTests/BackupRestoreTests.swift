@@ -1,4 +1,5 @@
 import Foundation
+import ProcessKit
 import TestSupport
 import Testing
 
@@ -143,7 +144,7 @@ import Testing
     #expect(!sandbox.exists(fresh + "-wal") && !sandbox.exists(fresh + "-journal"))
 
     let itself = try sandbox.run(db: db, ["backup", db, "--force"])
-    #expect(itself.status == 1)
+    #expect(itself.status == 65)
     #expect(itself.stderr.contains("it is the store itself"))
     let nowhere = try sandbox.run(db: db, ["backup", sandbox.path("missing/b.db")])
     #expect(nowhere.status == 1)
@@ -208,7 +209,7 @@ import Testing
     let db = sandbox.path("s.db")
     _ = try sandbox.run(db: db, ["login", "alice"])
     let outcome = try sandbox.run(db: db, ["restore", db])
-    #expect(outcome.status == 1)
+    #expect(outcome.status == 65)
     #expect(outcome.stderr == "sessionctl: error: \(db): it is the store itself; the store was not changed\n")
   }
 
@@ -233,5 +234,133 @@ import Testing
     #expect(outcome.stderr.contains("the store was not changed"), "\(outcome.stderr)")
     let status = try ProcessRunner.run(sessionctl, ["--db", db, "status", "--json"])
     #expect(status.stdout.contains(#""username":"bob""#))
+  }
+
+  /// Another process (Python's sqlite3 module) that holds the store open with automatic
+  /// checkpoints off, so that its 20 commits live only in the `-wal`; it prints "written",
+  /// then makes one more commit per line it reads ("ok" or the error).
+  static let holder = """
+    import sqlite3, sys
+    c = sqlite3.connect(sys.argv[1], timeout=30, isolation_level=None)
+    c.execute("PRAGMA wal_autocheckpoint = 0")
+    for i in range(20):
+        c.execute("UPDATE session SET username = ?, is_logged_in = ? WHERE id = 1", ("held-%d" % i, i % 2))
+    print("written", flush=True)
+    for line in sys.stdin:
+        try:
+            c.execute("UPDATE session SET username = ? WHERE id = 1", (line.strip(),))
+            print("ok", flush=True)
+        except Exception as error:
+            print("failed: %s" % error, flush=True)
+    """
+
+  /// The store's own file and its companions: the `-wal` (commits not yet in the file),
+  /// the `-shm` (the lock index every process shares) and the `-journal` (a name SQLite
+  /// would roll back into the store).
+  static let storeFiles = ["", "-wal", "-shm", "-journal"]
+
+  /// `backup --force` and `restore` given the store, one of its companion files, a path to
+  /// it through a symbolic link to its directory, or a (symbolic or hard) link to it,
+  /// while another process holds the store open with commits only in the `-wal`: every
+  /// one is refused with exit 65 naming the file, and the holder's commits are all there
+  /// for a fresh `sqlite3` after it is killed (with `backup STORE-wal --force` accepted,
+  /// 21 of its 22 acknowledged commits were gone).
+  @Test(arguments: storeFiles)
+  func theStoresOwnFilesAreNeverABackupTargetOrSource(_ suffix: String) async throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    #expect(try await sandbox.running(db: db, ["login", "alice"]).status == 0)
+    let holder = try ChildProcess(
+      "/usr/bin/python3", ["-c", Self.holder, db], environment: sandbox.environment, stdin: .pipe,
+      stdout: .pipe, stderr: .file(sandbox.path("io/holder")))
+    defer { holder.kill(SIGKILL) }
+    #expect(try await holder.nextLine() == "written")
+
+    // Names of the file: as it is, through a link to its directory, and links to it (a
+    // hard link only to a file that exists). Links are made with symlink(2) and link(2),
+    // which open nothing.
+    let file = db + suffix
+    #expect(symlink(sandbox.root, sandbox.path("dir")) == 0)
+    #expect(symlink(file, sandbox.path("symlink")) == 0)
+    var names = [file, sandbox.path("dir/s.db" + suffix), sandbox.path("symlink")]
+    if sandbox.exists(file) {
+      #expect(link(file, sandbox.path("hardlink")) == 0)
+      names.append(sandbox.path("hardlink"))
+    }
+    for name in names {
+      let backup = try await sandbox.running(db: db, ["backup", name, "--force"])
+      #expect(backup.status == 65, "\(name): \(backup)")
+      #expect(backup.stderr.hasPrefix("sessionctl: error: \(name): "), "\(backup.stderr)")
+      #expect(backup.stderr.contains(suffix.isEmpty ? "the store itself" : "the store's \(suffix) file"))
+      #expect(backup.stderr.contains("nothing was written"), "\(backup.stderr)")
+      let restore = try await sandbox.running(db: db, ["restore", name])
+      #expect(restore.status == 65, "\(name): \(restore)")
+      #expect(restore.stderr.hasPrefix("sessionctl: error: \(name): "), "\(restore.stderr)")
+      #expect(restore.stderr.contains("the store was not changed"), "\(restore.stderr)")
+    }
+    #expect(!sandbox.exists(db + "-journal"), "no journal was planted")
+    #expect(try await sandbox.running(db: db, ["status"]).status == 0, "the store still reads")
+
+    // The holder writes once more, then ends as a crash would: its commits are then only
+    // in the -wal, where a fresh process must find them.
+    try holder.writeLine("after")
+    #expect(try await holder.nextLine() == "ok", "the holder still writes")
+    holder.kill(SIGKILL)
+    #expect(try await holder.exitStatus(within: .seconds(30)) == 128 + SIGKILL)
+    let read = try await sandbox.sqliteRunning(
+      db, "PRAGMA integrity_check; SELECT count(*) FROM session_changes; SELECT username FROM session")
+    #expect(read.status == 0, "\(read)")
+    #expect(read.stdout == "ok\n22\nafter")
+    #expect(try await sandbox.running(db: db, ["check"]).status == 0)
+  }
+
+  /// A target that exists and is not a regular file — a FIFO, a directory, a symbolic link
+  /// to a FIFO and, as root, a character device made in the sandbox (`mknod`, the same
+  /// device as `/dev/full`) — is refused with exit 65 also with `--force`, and stays what it
+  /// was. `/dev/full` itself is tried last, and only once every stand-in was refused: a
+  /// regression must not replace the machine's device.
+  @Test func aTargetThatIsNotARegularFileIsNeverReplaced() async throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    #expect(try await sandbox.running(db: db, ["login", "alice"]).status == 0)
+    let fifo = sandbox.path("fifo")
+    #expect(mkfifo(fifo, 0o600) == 0)
+    let directory = sandbox.path("directory")
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+    #expect(symlink(fifo, sandbox.path("link")) == 0)
+    var targets = [
+      (fifo, S_IFIFO, "a FIFO"), (directory, S_IFDIR, "a directory"),
+      (sandbox.path("link"), S_IFIFO, "a FIFO"),
+    ]
+    let device = sandbox.path("full")
+    // Device 1,7 (Linux encodes a small major and minor as major << 8 | minor).
+    if getuid() == 0, mknod(device, S_IFCHR | 0o666, dev_t(1 << 8 | 7)) == 0 {
+      targets.append((device, S_IFCHR, "a character device"))
+    }
+    /// Whether `backup TARGET` and `backup TARGET --force` were refused and left it as it was.
+    func refused(_ target: String, _ type: mode_t, _ what: String) async throws -> Bool {
+      var kept = true
+      for force in [[], ["--force"]] {
+        let outcome = try await sandbox.running(db: db, ["backup", target] + force)
+        #expect(outcome.status == 65, "\(target) \(force): \(outcome)")
+        #expect(
+          outcome.stderr.hasPrefix("sessionctl: error: \(target): this is \(what), not a regular file"),
+          "\(outcome.stderr)")
+        var info = stat()
+        let same = stat(target, &info) == 0 && info.st_mode & S_IFMT == type
+        #expect(same, "\(target) is what it was")
+        kept = kept && same && outcome.status == 65
+      }
+      return kept
+    }
+    var allRefused = true
+    for (target, type, what) in targets { allRefused = try await refused(target, type, what) && allRefused }
+    if getuid() == 0, allRefused, targets.count == 4 {
+      #expect(try await refused("/dev/full", S_IFCHR, "a character device"))
+    }
+    let leftovers = try FileManager.default.contentsOfDirectory(atPath: sandbox.root).filter {
+      $0.contains("backup-")
+    }
+    #expect(leftovers.isEmpty)
   }
 }

@@ -129,7 +129,7 @@ import Testing
     (["watch", "--since=1.5"], "invalid cursor '1.5' for '--since': expected a whole number ≥ 0"),
     (
       ["history", "--since", "99999999999999999999"],
-      "invalid cursor '99999999999999999999' for '--since': expected a whole number ≥ 0"
+      "invalid cursor '99999999999999999999' for '--since': expected a whole number from 0 to 9223372036854775807"
     ),
     (["watch", "--limit", "x"], "invalid value 'x' for '--limit': expected a whole number ≥ 0"),
     (["history", "-n", "-3"], "invalid value '-3' for '--limit': expected a whole number ≥ 0"),

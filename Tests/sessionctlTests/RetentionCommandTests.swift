@@ -88,6 +88,41 @@ import Testing
     }
   }
 
+  /// `--older-than` and `--max-age` take ages up to 719528d, in any unit, and that largest
+  /// age deletes nothing written a moment ago; one more (and ages whose cutoff SQLite cannot
+  /// compute, which once deleted every change) is refused with 65, naming the option and
+  /// the range, and deletes nothing.
+  @Test func theLargestAgeIsAcceptedAndOneMoreIsRefused() async throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("s.db")
+    #expect(try await sandbox.running(db: db, ["login", "alice"]).status == 0)
+    #expect(try await sandbox.running(db: db, ["rename", "bob"]).status == 0)
+    for largest in ["719528d", "17268672h", "1036120320m", "62167219200s"] {
+      let compaction = try await sandbox.running(db: db, ["compact", "--older-than", largest])
+      #expect(compaction.stdout == "removed 0 entries; kept 1…2\n", "\(largest): \(compaction)")
+      let retention = try await sandbox.running(db: db, ["retention", "--max-age", largest])
+      #expect(
+        retention.lines == ["keep last  no limit", "max age    719528d", "removed 0 entries; kept 1…2"],
+        "\(largest): \(retention)")
+    }
+    #expect(try await sandbox.running(db: db, ["retention", "--off"]).status == 0)
+    for beyond in ["719529d", "17268673h", "1036120321m", "62167219201s", "3000000d", "106751991167d"] {
+      for (command, option) in [("compact", "--older-than"), ("retention", "--max-age")] {
+        let outcome = try await sandbox.running(db: db, [command, option, beyond])
+        #expect(outcome.status == 65, "\(command) \(beyond): \(outcome)")
+        #expect(
+          outcome.stderr
+            == "sessionctl: error: invalid duration '\(beyond)' for '\(option)': expected a whole number "
+            + "and a unit: s, m, h or d (90s, 15m, 12h, 30d), at most 719528d\n")
+      }
+    }
+    #expect(try await sandbox.running(db: db, ["history"]).lines.count == 2, "nothing was deleted")
+    #expect(
+      try await sandbox.running(db: db, ["retention"]).lines == [
+        "keep last  no limit", "max age    no limit",
+      ])
+  }
+
   @Test func limitsThatWouldDeleteTheNewestChangeAreInvalidInput() throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")

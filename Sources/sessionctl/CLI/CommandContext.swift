@@ -44,14 +44,18 @@ struct CommandContext: Sendable {
     return try openFileForWriting(location)
   }
 
-  /// Opens the SQLite file without writing, for the commands that work on a file.
+  /// Opens the SQLite file without writing, for the commands that work on a file. The
+  /// default location is refused when others may change its directories.
   func openFileForReading(_ location: DatabaseLocation) throws -> SessionStore {
-    try SessionStore(path: location.path, options: .init(origin: SessionCtl.origin, readOnly: true))
+    try location.requirePrivateDirectory(creating: false)
+    return try SessionStore(path: location.path, options: .init(origin: SessionCtl.origin, readOnly: true))
   }
 
-  /// Opens the SQLite file for writing, for the commands that work on a file.
+  /// Opens the SQLite file for writing, for the commands that work on a file. The default
+  /// location's directories are created (mode 0700), and refused when others may change them.
   func openFileForWriting(_ location: DatabaseLocation) throws -> SessionStore {
-    try SessionStore(
+    try location.requirePrivateDirectory(creating: true)
+    return try SessionStore(
       path: location.path,
       options: .init(origin: SessionCtl.origin, createsMissingDirectories: location.source == .dataHome))
   }

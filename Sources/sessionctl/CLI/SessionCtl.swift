@@ -106,7 +106,8 @@ struct SessionCtl: Sendable {
     case let error as SessionStorageError:
       context.fail(error.description + (error.code == .needsMigration ? " (run 'sessionctl migrate')" : ""))
       if error.code == .unavailable { return .unavailable }
-      return [.invalidUsername, .invalidArgument].contains(error.code) ? .invalidInput : .failure
+      return [.invalidUsername, .invalidArgument, .storeFile, .notARegularFile].contains(error.code)
+        ? .invalidInput : .failure
     case let error as FeedError:
       context.fail(error.description + Self.hint(for: error))
       switch error {

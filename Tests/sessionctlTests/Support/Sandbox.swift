@@ -46,6 +46,7 @@ final class Sandbox {
     root = String(cString: created)
     home = root + "/home"
     try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: false)
+    chmod(home, 0o755)  // whatever the umask: a home others may write is refused as a default location
     try FileManager.default.createDirectory(atPath: root + "/io", withIntermediateDirectories: false)
     environment = ["HOME": home, "PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"]
   }
