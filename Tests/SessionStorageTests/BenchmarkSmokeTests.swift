@@ -48,7 +48,7 @@ import Testing
   /// The `pg-*` scenarios against the shared test server (`--postgres`): every figure with its
   /// raw-libpq baseline, and the schemas each scenario made are dropped afterwards.
   @Test func postgresScenariosRunAgainstAGivenServerAndDropTheirSchemas() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let dir = try TemporaryDirectory()
     let json = dir.file("figures.json")
     let names = ["pg-write", "pg-read", "pg-deliver-remote"]
@@ -65,7 +65,7 @@ import Testing
       #expect((row["ours"] as? Double)?.isFinite == true, "\(row)")
       #expect((row["baseline"] as? Double)?.isFinite == true, "\(row)")
     }
-    let left = try cluster.psql("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'sessionbench%'")
+    let left = try await cluster.psql("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'sessionbench%'")
     #expect(left.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "schemas left behind: \(left)")
   }
 

@@ -8,8 +8,9 @@ public final class LockHolder {
   private let child: ChildProcess
   private var released = false
 
-  /// Takes the write lock on `path`; returns once it is held.
-  public init(_ path: String, scratch: String) throws {
+  /// Takes the write lock on `path`; returns once it is held (awaited, not blocking a
+  /// thread of the cooperative pool while python starts).
+  public init(_ path: String, scratch: String) async throws {
     let script = """
       import sqlite3, sys, time
       db = sqlite3.connect(sys.argv[1], isolation_level=None)
@@ -17,9 +18,9 @@ public final class LockHolder {
       print("locked", flush=True)
       time.sleep(60)
       """
-    child = try ChildProcess(
+    child = try await ChildProcess(
       "/usr/bin/python3", ["-c", script, path], environment: [:], stdout: .pipe, stderr: .file(scratch))
-    guard try child.readLine() == "locked" else {
+    guard try await child.readLine() == "locked" else {
       throw ChildProcess.SpawnError(description: "python3 did not take the write lock on \(path)")
     }
   }

@@ -39,14 +39,14 @@ public enum Unprivileged {
     )
   }
 
-  /// Runs `executable` as the unprivileged user with a plain environment (`PATH`, `HOME`).
+  /// Runs `executable` as the unprivileged user with ``ProcessRunner``'s environment,
+  /// `PATH=/usr/bin:/bin` and `HOME` = `home`.
   public static func run(
     _ executable: String, _ arguments: [String], home: String, timeout: Duration = .seconds(60)
   ) async throws -> ProcessResult {
     let (program, line) = command(executable, arguments)
-    return try await ProcessRunner.runDetached(
-      program, line, environment: ["PATH": "/usr/bin:/bin", "HOME": home, "LC_ALL": "C.UTF-8"],
-      timeout: timeout)
+    return try await ProcessRunner.run(
+      program, line, environment: ["PATH": "/usr/bin:/bin", "HOME": home], timeout: timeout)
   }
 
   /// Gives `path` and everything under it to the unprivileged user, and lets everyone

@@ -14,14 +14,14 @@ import Testing
       "schema_migrations lists migration -9223372036854775808"
     ),
   ])
-  func aLedgerEditIsRefusedByEveryCommand(_ sql: String, _ reason: String) throws {
+  func aLedgerEditIsRefusedByEveryCommand(_ sql: String, _ reason: String) async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    _ = try sandbox.run(db: db, ["login", "alice"])
-    try sandbox.sqlite(db, sql)
+    _ = try await sandbox.run(db: db, ["login", "alice"])
+    try await sandbox.sqlite(db, sql)
     let before = try #require(sandbox.contents(db))
     for command in [["migrate"], ["login", "bob"], ["status"], ["check"], ["history"]] {
-      let outcome = try sandbox.run(db: db, command)
+      let outcome = try await sandbox.run(db: db, command)
       #expect(outcome.status == 1, "\(command): \(outcome)")
       #expect(outcome.stderr.hasPrefix("sessionctl: error: \(db): "), "\(command): \(outcome)")
       #expect(outcome.stderr.contains(reason), "\(command): \(outcome)")
