@@ -69,16 +69,16 @@ extension ChildProcess {
   }
 
   /// The next line of a piped standard output, as ``readLine(timeout:)`` returns it, read
-  /// on a thread of its own.
+  /// on a thread of its own. The default `timeout` is a hang guard, ample for a loaded machine.
   /// - Throws: ``Timeout`` when no line arrives in time.
-  package func readLine(timeout: Duration = .seconds(20)) async throws(Timeout) -> String? {
+  package func readLine(timeout: Duration = .seconds(60)) async throws(Timeout) -> String? {
     try await onThreadOfItsOwn { () throws(Timeout) -> String? in try self.readLine(timeout: timeout) }
   }
 
   /// Waits until a line satisfying `predicate` was printed, as
   /// ``waitForLine(within:where:)`` does, on a thread of its own; false when none did in time.
   package func waitForLine(
-    within timeout: Duration = .seconds(10), where predicate: @escaping @Sendable (String) -> Bool
+    within timeout: Duration = .seconds(60), where predicate: @escaping @Sendable (String) -> Bool
   ) async -> Bool {
     await onThreadOfItsOwn { self.waitForLine(within: timeout, where: predicate) }
   }

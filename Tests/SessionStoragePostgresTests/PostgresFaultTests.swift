@@ -21,7 +21,7 @@ import Testing
 ///
 /// Backends are found by their `application_name`, `<origin>/writer`, `/reader` or
 /// `/listener`, which the store sets on its connections.
-@Suite(.timeLimit(.minutes(2))) struct PostgresFaultTests {
+@Suite(.timeLimit(.minutes(10))) struct PostgresFaultTests {
   @Test func terminatingTheListenersBackendMidStreamLosesNothingAndRepeatsNothing() async throws {
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()

@@ -6,7 +6,7 @@ import TestSupport
 import Testing
 
 /// What PostgreSQL adds to the contract: origins of other clients, refusals, URLs.
-@Suite(.timeLimit(.minutes(1))) struct PostgresStoreTests {
+@Suite(.timeLimit(.minutes(10))) struct PostgresStoreTests {
   @Test func aPsqlUpdateIsExternalAndLibraryWritesNameTheirOrigin() async throws {
     let cluster = try await PostgresCluster.shared()
     let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "front-desk"))

@@ -6,7 +6,7 @@ import TestSupport
 import Testing
 
 /// The `LISTEN` connection: it runs while anyone subscribes, over TCP or the Unix socket.
-@Suite(.timeLimit(.minutes(1))) struct SubscriptionTests {
+@Suite(.timeLimit(.minutes(10))) struct SubscriptionTests {
   @Test func storesOverTheSocketAndOverTCPShareOneFeed() async throws {
     let cluster = try await PostgresCluster.shared()
     let socketURL = cluster.freshStoreURL(socket: true)

@@ -7,7 +7,7 @@ import Testing
 
 /// `SessionStore.backup(to:overwrite:)` and `restore(from:)` in one process: what they
 /// return, what they refuse, and what this process's subscribers see.
-@Suite(.timeLimit(.minutes(1))) struct BackupTests {
+@Suite(.timeLimit(.minutes(10))) struct BackupTests {
   let dir: TemporaryDirectory
   let path: String
   let store: SessionStore

@@ -10,7 +10,7 @@ import Testing
 /// whose `String` equality is canonical equivalence. A library write that would make only
 /// such a change is a no-op in both stores; such a change by another client reaches
 /// subscribers as an entry with no events.
-@Suite(.timeLimit(.minutes(1))) struct BytesOnlyChangeTests {
+@Suite(.timeLimit(.minutes(10))) struct BytesOnlyChangeTests {
   static let composed = "Jos\u{E9}"
   static let decomposed = "Jose\u{301}"
 

@@ -7,7 +7,7 @@ import Testing
 @testable import SessionStorage
 
 /// Other processes: they see our writes, we see theirs, and several write at once.
-@Suite(.timeLimit(.minutes(2))) struct CrossProcessTests {
+@Suite(.timeLimit(.minutes(10))) struct CrossProcessTests {
   static let torture = ProcessRunner.product("sessiontorture")
   let dir: TemporaryDirectory
   let path: String

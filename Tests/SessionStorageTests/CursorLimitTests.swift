@@ -7,7 +7,7 @@ import Testing
 
 /// Cursors come from the file, and the sqlite3 shell can store any Int64 there: a row at
 /// either end of the range is served or refused with a clear error, never a trap.
-@Suite(.timeLimit(.minutes(1))) struct CursorLimitTests {
+@Suite(.timeLimit(.minutes(10))) struct CursorLimitTests {
   let dir: TemporaryDirectory
   let path: String
 

@@ -6,7 +6,7 @@ import Testing
 @testable import SessionStorage
 
 /// Files that are damaged, misplaced or unwritable give a clear error and stay untouched.
-@Suite(.timeLimit(.minutes(1))) struct HostileFileTests {
+@Suite(.timeLimit(.minutes(10))) struct HostileFileTests {
   let dir: TemporaryDirectory
   let path: String
 

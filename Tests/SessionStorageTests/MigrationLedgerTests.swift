@@ -8,7 +8,7 @@ import Testing
 /// `schema_migrations`, `PRAGMA user_version` and the tables present must tell one story.
 /// When a hand edit makes them disagree, the file is refused untouched with a message that
 /// names all three and the SQL that repairs it.
-@Suite(.timeLimit(.minutes(1))) struct MigrationLedgerTests {
+@Suite(.timeLimit(.minutes(10))) struct MigrationLedgerTests {
   let dir: TemporaryDirectory
   let path: String
 

@@ -4,7 +4,7 @@ import Testing
 
 /// How the tests run child processes (`TestSupport.ProcessRunner`): awaited without holding
 /// a thread of the cooperative pool, and with an environment of their own.
-@Suite(.timeLimit(.minutes(1))) struct ProcessRunnerTests {
+@Suite(.timeLimit(.minutes(10))) struct ProcessRunnerTests {
   /// More children than the pool has threads wait at once for a file that only another task
   /// of this test creates: if waiting for them held pool threads, that task would never run
   /// and every child would run into its timeout.

@@ -9,7 +9,7 @@ import Testing
 /// One contract, three stores: `InMemorySessionStore` and `PostgresSessionStore` must behave
 /// like `SessionStore`. The PostgreSQL case runs against `PostgresCluster.shared()`, in a
 /// fresh schema per test.
-@Suite(.timeLimit(.minutes(1))) struct RepositoryContractTests {
+@Suite(.timeLimit(.minutes(10))) struct RepositoryContractTests {
   /// A store under test, with the maintenance calls the contract needs.
   struct Subject: Sendable {
     let repository: any SessionRepository

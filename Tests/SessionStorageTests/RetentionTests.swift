@@ -8,7 +8,7 @@ import Testing
 
 /// The retention policy stored in the file: applied by every write in its transaction, by
 /// whoever writes; `compact(olderThan:)` on both stores.
-@Suite(.timeLimit(.minutes(2))) struct RetentionTests {
+@Suite(.timeLimit(.minutes(10))) struct RetentionTests {
   static let torture = ProcessRunner.product("sessiontorture")
   let dir: TemporaryDirectory
   let path: String

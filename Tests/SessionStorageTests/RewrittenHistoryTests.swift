@@ -9,7 +9,7 @@ import Testing
 /// History that changes under a subscriber — a restore of an older backup, a sequence
 /// reset by hand, a file replaced — ends it with a typed error instead of skipping or
 /// repeating cursors; `values()` takes a new snapshot.
-@Suite(.timeLimit(.minutes(1))) struct RewrittenHistoryTests {
+@Suite(.timeLimit(.minutes(10))) struct RewrittenHistoryTests {
   let dir: TemporaryDirectory
   let path: String
   let store: SessionStore

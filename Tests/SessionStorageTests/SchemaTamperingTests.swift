@@ -8,7 +8,7 @@ import Testing
 /// A schema changed by hand (a trigger dropped, added or altered, a table or index dropped,
 /// added or altered) is refused before a byte is written, with the object named and the
 /// repair; `check` reports it; a write never returns an entry it did not create.
-@Suite(.timeLimit(.minutes(1))) struct SchemaTamperingTests {
+@Suite(.timeLimit(.minutes(10))) struct SchemaTamperingTests {
   let dir: TemporaryDirectory
   let path: String
 

@@ -7,7 +7,7 @@ import Testing
 
 /// One process opening one file several times: the instances share one set of
 /// connections, and nothing another process does can make an acknowledged write vanish.
-@Suite(.timeLimit(.minutes(2))) struct SharedFileTests {
+@Suite(.timeLimit(.minutes(10))) struct SharedFileTests {
   let dir: TemporaryDirectory
   let path: String
 

@@ -5,7 +5,7 @@ import Testing
 /// The torture driver at CI size: crashes, concurrency with an outside client, and a
 /// batch of random argument vectors against sessionctl. Each scenario verifies the file
 /// through a fresh store; the test also reads it with the independent sqlite3 shell.
-@Suite(.timeLimit(.minutes(10))) struct TortureTests {
+@Suite(.timeLimit(.minutes(30))) struct TortureTests {
   static let torture = ProcessRunner.product("sessiontorture")
   let dir: TemporaryDirectory
   let path: String
@@ -18,7 +18,7 @@ import Testing
   /// Runs a scenario; returns its JSON summary.
   func scenario(_ arguments: [String]) async throws -> [String: Any] {
     let result = try await ProcessRunner.runDetached(
-      Self.torture, arguments + ["--db", path], timeout: .seconds(540))
+      Self.torture, arguments + ["--db", path], timeout: .seconds(1500))
     #expect(result.status == 0, "\(result.stderr)")
     let summary = try #require(result.stdout.split(separator: "\n").last)
     return try #require(try JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any])
@@ -86,7 +86,7 @@ import Testing
       [
         "chaos", "--seed", "20261201", "--steps", "300", "--db", place + "/session.db", "--sessionctl",
         try Unprivileged.product("sessionctl"),
-      ], home: place, timeout: .seconds(300))
+      ], home: place, timeout: .seconds(1500))
     #expect(result.status == 0, "\(result.stderr)")
     #expect(result.stdout.contains(#""steps":300"#))
     #expect(result.stdout.contains(#""problems":0"#))

@@ -8,7 +8,7 @@ import Testing
 /// `check` finds a session row that no change explains — a write that bypassed the feed
 /// trigger — also after compaction deleted every change, and times that are not the feed's
 /// ISO-8601 format.
-@Suite(.timeLimit(.minutes(1))) struct UnexplainedStateTests {
+@Suite(.timeLimit(.minutes(10))) struct UnexplainedStateTests {
   let dir: TemporaryDirectory
   let path: String
 

@@ -8,7 +8,7 @@ import Testing
 /// reordering and blank characters, code points with no meaning yet, oversized characters)
 /// are refused before anything is written; names of every script, with accents and emoji,
 /// are stored as typed (in NFC).
-@Suite(.timeLimit(.minutes(1))) struct UsernameTests {
+@Suite(.timeLimit(.minutes(10))) struct UsernameTests {
   let dir: TemporaryDirectory
   let path: String
   let store: SessionStore

@@ -7,8 +7,8 @@ import Testing
 /// A commit wakes the subscribers of this process once: the write wakes them as it returns,
 /// and the cross-process watcher, which sees the same commit move `PRAGMA data_version`,
 /// stays quiet. Another process's commit still wakes them.
-// Two minutes: see FeedTests.
-@Suite(.timeLimit(.minutes(2))) struct WakeOnceTests {
+// Ten minutes: see FeedTests.
+@Suite(.timeLimit(.minutes(10))) struct WakeOnceTests {
   @Test func eachWriteOfThisProcessWakesSubscribersOnce() async throws {
     let dir = try TemporaryDirectory()
     let path = dir.file("session.db")

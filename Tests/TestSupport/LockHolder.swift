@@ -3,7 +3,7 @@ import ProcessKit
 
 /// Another process (Python's sqlite3 module) holding a database's write lock: it begins an
 /// IMMEDIATE transaction and keeps it until it is released (killed, which releases every
-/// lock it has, as a crash would).
+/// lock it has, as a crash would), however long a loaded machine takes to get there.
 public final class LockHolder {
   private let child: ChildProcess
   private var released = false
@@ -16,7 +16,7 @@ public final class LockHolder {
       db = sqlite3.connect(sys.argv[1], isolation_level=None)
       db.execute("BEGIN IMMEDIATE")
       print("locked", flush=True)
-      time.sleep(60)
+      time.sleep(3600)
       """
     child = try await ChildProcess(
       "/usr/bin/python3", ["-c", script, path], environment: [:], stdout: .pipe, stderr: .file(scratch))

@@ -4,7 +4,7 @@ import Testing
 
 @testable import sessionctl
 
-@Suite(.timeLimit(.minutes(1))) struct ArgvEncodingTests {
+@Suite(.timeLimit(.minutes(10))) struct ArgvEncodingTests {
   @Test func invalidUTF8IsRefusedNotRepaired() throws {
     #expect(throws: CLIError.invalidInput("argument 2 is not valid UTF-8")) {
       try SessionCtl.decode([Array("login".utf8), [0x61, 0x62, 0xFF]])

@@ -4,7 +4,7 @@ import Testing
 
 /// `backup` and `restore`: online copies during a write storm, verified before anything is
 /// put in place, refusals that leave everything untouched, and what a running `watch` sees.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct BackupRestoreTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct BackupRestoreTests {
   func json(_ line: String?) throws -> [String: Any] {
     let text = try #require(line)
     return try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])

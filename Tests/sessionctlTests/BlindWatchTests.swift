@@ -4,7 +4,7 @@ import Testing
 /// `watch` is never silently blind: under a descriptor limit, or when inotify cannot be
 /// set up, it still delivers another process's commit (by polling, and says so on
 /// stderr), or ends with a clear error.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct BlindWatchTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct BlindWatchTests {
   /// Starts `watch` through `/bin/bash -c PREFIX sessionctl …`, waits for its snapshot,
   /// commits with the sqlite3 shell, reads the change line, stops it with SIGTERM (which
   /// needs no descriptor), and returns the change line (or nil), the exit status and stderr.

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// Every command's output and exit status, run as a separate process.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct CommandTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct CommandTests {
   static let timestamp = #"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z"#
 
   func matches(_ text: String, _ pattern: String) -> Bool {

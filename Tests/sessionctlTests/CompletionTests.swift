@@ -23,7 +23,7 @@ struct CompletionCase: Sendable, CustomTestStringConvertible {
 /// completion variables are set the way bash sets them for a line (with `--db=s.db` split
 /// into `--db`, `=`, `s.db`), and `COMPREPLY` is compared. The working directory holds the
 /// files `s.db`, `data.db` and `sub/x.db`.
-@Suite(.timeLimit(.minutes(2))) struct CompletionTests {
+@Suite(.timeLimit(.minutes(10))) struct CompletionTests {
   static let commands = HelpTests.commands
   static let files = ["data.db", "s.db", "sub"]
 

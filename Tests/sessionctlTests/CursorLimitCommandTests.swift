@@ -3,7 +3,7 @@ import Testing
 
 /// A feed row inserted by hand with a cursor at the ends of Int64 never crashes a command:
 /// every command exits with a documented status and says what is wrong.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct CursorLimitCommandTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct CursorLimitCommandTests {
   /// The statuses the README documents.
   static let documented: Set<Int32> = [0, 1, 64, 65, 66, 130, 143]
 

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `--db=PATH` / `--db PATH`, then `$SESSIONCTL_DB`, then `$XDG_DATA_HOME`, then `$HOME`.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct DatabasePathTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct DatabasePathTests {
   /// Runs `login` with the given setup and returns the file it wrote.
   func writtenFile(_ sandbox: Sandbox, _ arguments: [String], environment: [String: String]) async throws
     -> String?

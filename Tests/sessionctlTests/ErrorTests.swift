@@ -4,7 +4,7 @@ import Testing
 
 /// Every error class: its message on stderr, nothing on stdout, its exit status, and no
 /// file created or touched.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct ErrorTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct ErrorTests {
   @Test(arguments: [
     (
       ["stauts"], "unknown command 'stauts'. Did you mean 'status'?",

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `help` and `-h`/`--help` at every level (the completion script: ``CompletionTests``).
-@Suite(.serialized, .timeLimit(.minutes(1))) struct HelpTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct HelpTests {
   static let commands = [
     "status", "login", "logout", "rename", "watch", "history", "compact", "retention", "migrate", "backup",
     "restore", "check", "help",

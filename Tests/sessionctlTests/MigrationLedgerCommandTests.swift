@@ -3,7 +3,7 @@ import Testing
 
 /// sessionctl on a file whose migration records were edited by hand: every command refuses
 /// it (exit 1), names what disagrees, and leaves it untouched.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct MigrationLedgerCommandTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct MigrationLedgerCommandTests {
   @Test(arguments: [
     ("DELETE FROM schema_migrations", "schema_migrations records 0 migrations"),
     ("PRAGMA user_version = 0", "PRAGMA user_version is 0"),

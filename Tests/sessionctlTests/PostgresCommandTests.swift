@@ -4,7 +4,7 @@ import Testing
 
 /// `sessionctl` on a PostgreSQL URL: the same commands, output and exit statuses as on a
 /// file, over TCP, against the suite's throwaway server (`PostgresCluster`).
-@Suite(.timeLimit(.minutes(1))) struct PostgresCommandTests {
+@Suite(.timeLimit(.minutes(10))) struct PostgresCommandTests {
   /// The schema named by a store URL's `schema=` parameter.
   func schema(of url: String) throws -> String {
     try #require(url.components(separatedBy: "schema=").last)

@@ -4,7 +4,7 @@ import Testing
 
 /// `sessionctl retention` and `compact --older-than`: the policy is the file's, so what
 /// sessionctl sets a library writer applies, and the other way round.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct RetentionCommandTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct RetentionCommandTests {
   @Test func showsSetsAndTurnsOffThePolicy() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")

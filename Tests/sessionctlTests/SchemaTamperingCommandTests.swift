@@ -3,7 +3,7 @@ import Testing
 
 /// sessionctl on a file whose schema was changed by hand: writes and reads refuse it (exit
 /// 1) without touching it, and `check` reports the `schema` item with the repair.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct SchemaTamperingCommandTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct SchemaTamperingCommandTests {
   @Test func aDroppedFeedTriggerIsRefusedByEveryCommandAndReportedByCheck() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `sessionctl check` finds a session row no change explains, after `compact --keep 0` too.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct UnexplainedStateCommandTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct UnexplainedStateCommandTests {
   @Test func checkFindsABlobWriteAfterEveryChangeWasCompacted() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")

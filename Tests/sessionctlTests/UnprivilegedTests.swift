@@ -4,7 +4,7 @@ import Testing
 
 /// `sessionctl` as a normal user (as `nobody` when the suite runs as root, since root
 /// ignores mode bits): read-only directories, read-only files, someone else's file.
-@Suite(.timeLimit(.minutes(2))) struct UnprivilegedTests {
+@Suite(.timeLimit(.minutes(10))) struct UnprivilegedTests {
   let dir: TemporaryDirectory
   /// The user's own directory, holding the store.
   let place: String

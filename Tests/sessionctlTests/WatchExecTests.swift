@@ -3,7 +3,7 @@ import Testing
 
 /// `watch --exec`: a command per change, in order, one at a time, with the change in its
 /// environment and on its standard input, never in a shell string.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct WatchExecTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct WatchExecTests {
   /// A hook that appends what it received (its `SESSION_*` variables, its arguments and
   /// its standard input) as one JSON line to the file named by its first argument.
   static let recorder = """

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `watch` as a long-running process: lines read one at a time while other processes write.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct WatchTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct WatchTests {
   func json(_ line: String?) throws -> [String: Any] {
     let text = try #require(line)
     return try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])

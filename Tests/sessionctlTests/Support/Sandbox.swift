@@ -105,7 +105,7 @@ final class Sandbox {
       ?? -1
   }
 
-  /// Runs `executable` with exactly `environment` and waits for it (at most 30 s).
+  /// Runs `executable` with exactly `environment` and waits for it (at most 60 s).
   func runProgram(_ executable: String, _ arguments: [String], environment: [String: String]) async throws
     -> Outcome
   {
@@ -114,7 +114,7 @@ final class Sandbox {
     let err = path("io/stderr-\(counter)")
     let child = try await ChildProcess(
       executable, arguments, environment: environment, stdout: .file(out), stderr: .file(err))
-    let status = try await child.wait(timeout: .seconds(30))
+    let status = try await child.wait(timeout: .seconds(60))
     return Outcome(
       status: status, stdout: String(decoding: contents(out) ?? Data(), as: UTF8.self),
       stderr: String(decoding: contents(err) ?? Data(), as: UTF8.self))
