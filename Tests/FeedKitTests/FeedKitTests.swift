@@ -6,7 +6,7 @@ import Testing
 
 @testable import FeedKit
 
-@Suite(.timeLimit(.minutes(1))) struct CursorTests {
+@Suite(.timeLimit(.minutes(10))) struct CursorTests {
   @Test(arguments: ["0", "1", "42", "9223372036854775807"])
   func parsesWholeNumbers(_ text: String) {
     #expect(Cursor(text)?.description == text)
@@ -63,7 +63,7 @@ import Testing
   }
 }
 
-@Suite(.timeLimit(.minutes(1))) struct FeedTests {
+@Suite(.timeLimit(.minutes(10))) struct FeedTests {
   @Test func pagesDeliverEveryEntryOnceInOrder() async throws {
     let log = ArrayLog()
     for value in 1...4 { log.append(value) }
@@ -214,7 +214,7 @@ import Testing
   }
 }
 
-@Suite(.timeLimit(.minutes(1))) struct BeaconTests {
+@Suite(.timeLimit(.minutes(10))) struct BeaconTests {
   @Test func aSignalWakesEveryWaiter() async {
     let beacon = Beacon()
     let generation = beacon.generation
@@ -256,7 +256,7 @@ import Testing
   }
 }
 
-@Suite(.timeLimit(.minutes(1))) struct ChangeWatcherTests {
+@Suite(.timeLimit(.minutes(10))) struct ChangeWatcherTests {
   @Test func anEventOnAWatchedFileTriggersARecheck() async throws {
     let dir = try TemporaryDirectory()
     let changed = Mutex(false)

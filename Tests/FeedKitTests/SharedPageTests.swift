@@ -6,7 +6,7 @@ import Testing
 
 /// Subscribers woken by one commit share the page one of them read, and only those that
 /// wait on the same cursor do.
-@Suite(.timeLimit(.minutes(1))) struct SharedPageTests {
+@Suite(.timeLimit(.minutes(10))) struct SharedPageTests {
   @Test func subscribersWaitingOnOneCursorShareOneRead() async throws {
     let log = ArrayLog()
     log.append(1)

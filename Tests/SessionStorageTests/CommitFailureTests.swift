@@ -56,7 +56,7 @@ import Testing
     let received = try await first(1, of: changes, within: .seconds(60))
     #expect(received == [entry])
     #expect(
-      try await sqlite3Alone(
+      try await ProcessRunner.sqlite3(
         path, "SELECT group_concat(seq || ':' || new_username, ' ') FROM session_changes")
         == "1:alice 2:carol\n")
   }
@@ -92,13 +92,13 @@ import Testing
     #expect(history.map(\.cursor.value) == acknowledged, "the file holds \(history)")
     #expect(history.allSatisfy { $0.origin == "child" })
     #expect(
-      try await sqlite3Alone(path, "SELECT group_concat(seq, ' ') FROM session_changes WHERE seq > 1")
+      try await ProcessRunner.sqlite3(path, "SELECT group_concat(seq, ' ') FROM session_changes WHERE seq > 1")
         == acknowledged.map(String.init).joined(separator: " ") + "\n", "a fresh process")
     for line in failed {
       let name = String(line.dropFirst("failed ".count).prefix { $0 != ":" })
       #expect(
         !history.contains { $0.after.username == name && $0.before.username != name }, "\(name) was written")
     }
-    #expect(try await sqlite3Alone(path, "PRAGMA integrity_check") == "ok\n")
+    #expect(try await ProcessRunner.sqlite3(path, "PRAGMA integrity_check") == "ok\n")
   }
 }

@@ -27,7 +27,7 @@ import Testing
     let path = dir.file("session.db")
     let store = try SessionStore(path: path, options: .init(origin: "test"))
     try await store.logIn(as: "alice")
-    let committer = try ChildProcess(
+    let committer = try await ChildProcess(
       "/usr/bin/python3", ["-c", Self.committer, path], environment: ["PATH": "/usr/bin:/bin"], stdout: .pipe,
       stderr: .file(dir.file("python.err")))
     defer {

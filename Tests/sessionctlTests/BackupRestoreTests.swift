@@ -5,14 +5,14 @@ import Testing
 
 /// `backup` and `restore`: online copies during a write storm, verified before anything is
 /// put in place, refusals that leave everything untouched, and what a running `watch` sees.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct BackupRestoreTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct BackupRestoreTests {
   func json(_ line: String?) throws -> [String: Any] {
     let text = try #require(line)
     return try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
   }
 
   /// Everything the store holds, as the sqlite3 shell dumps it.
-  func dump(_ sandbox: Sandbox, _ db: String) throws -> String { try sandbox.sqlite(db, ".dump") }
+  func dump(_ sandbox: Sandbox, _ db: String) async throws -> String { try await sandbox.sqlite(db, ".dump") }
 
   /// Another process (Python's sqlite3 module) writing as fast as it can, one transaction
   /// per change; it prints "started" after its first commit.
@@ -27,19 +27,19 @@ import Testing
         i += 1
     """
 
-  @Test func aBackupTakenDuringAWriteStormPassesCheckAndRestoresToItsNewestChange() throws {
+  @Test func aBackupTakenDuringAWriteStormPassesCheckAndRestoresToItsNewestChange() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    #expect(try sandbox.run(db: db, ["login", "alice"]).status == 0)
-    let (writer, _) = try sandbox.start(["-c", Self.storm, db], executable: "/usr/bin/python3")
+    #expect(try await sandbox.run(db: db, ["login", "alice"]).status == 0)
+    let (writer, _) = try await sandbox.start(["-c", Self.storm, db], executable: "/usr/bin/python3")
     defer { writer.kill(SIGKILL) }
-    #expect(try writer.readLine() == "started")
+    #expect(try await writer.readLine() == "started")
 
     var backups: [(path: String, head: Int, entries: Int)] = []
     for index in 1...3 {
-      Thread.sleep(forTimeInterval: 0.3)
+      try await Task.sleep(for: .milliseconds(300))
       let path = sandbox.path("backup-\(index).db")
-      let outcome = try sandbox.run(db: db, ["backup", path, "--json"])
+      let outcome = try await sandbox.run(db: db, ["backup", path, "--json"])
       #expect(outcome.status == 0, "\(outcome)")
       let line = try json(outcome.lines.first)
       #expect(line["type"] as? String == "backup")
@@ -52,75 +52,75 @@ import Testing
     #expect(backups[2].head > backups[0].head, "the storm went on between the backups")
     for backup in backups {
       // Each opens as a store of its own, passes every check, and holds what was reported.
-      let check = try sandbox.run(db: backup.path, ["check"])
+      let check = try await sandbox.run(db: backup.path, ["check"])
       #expect(check.status == 0, "\(check)")
-      let history = try sandbox.run(db: backup.path, ["history", "--json", "--limit", "1000000"])
+      let history = try await sandbox.run(db: backup.path, ["history", "--json", "--limit", "1000000"])
       #expect(history.lines.count == backup.entries)
       #expect(try json(history.lines.last)["cursor"] as? Int == backup.head)
     }
 
     // A restore while the storm goes on: the writer waits for it, then writes on top.
-    let underStorm = try sandbox.run(db: db, ["restore", backups[0].path])
+    let underStorm = try await sandbox.run(db: db, ["restore", backups[0].path])
     #expect(underStorm.status == 0, "\(underStorm)")
-    Thread.sleep(forTimeInterval: 0.3)
+    try await Task.sleep(for: .milliseconds(300))
     writer.kill(SIGKILL)
-    _ = try writer.wait(timeout: .seconds(20))
-    let afterStorm = try sandbox.run(db: db, ["check"])
+    _ = try await writer.wait(timeout: .seconds(20))
+    let afterStorm = try await sandbox.run(db: db, ["check"])
     #expect(afterStorm.status == 0, "\(afterStorm)")
 
     // A restore on a quiet store: the state is the backup's newest change.
     let newest = backups[2]
-    let restore = try sandbox.run(db: db, ["restore", newest.path, "--json"])
+    let restore = try await sandbox.run(db: db, ["restore", newest.path, "--json"])
     #expect(restore.status == 0, "\(restore)")
     let result = try json(restore.lines.first)
     #expect(result["type"] as? String == "restore")
     #expect(result["head"] as? Int == newest.head)
     #expect(result["entries"] as? Int == newest.entries)
-    #expect(try sandbox.run(db: db, ["check"]).status == 0)
-    let status = try sandbox.run(db: db, ["status", "--json"])
-    #expect(status.stdout == (try sandbox.run(db: newest.path, ["status", "--json"])).stdout)
+    #expect(try await sandbox.run(db: db, ["check"]).status == 0)
+    let status = try await sandbox.run(db: db, ["status", "--json"])
+    #expect(status.stdout == (try await sandbox.run(db: newest.path, ["status", "--json"])).stdout)
     let last = try json(
-      try sandbox.run(db: db, ["history", "--json", "--since", "\(newest.head - 1)"]).lines.last)
+      try await sandbox.run(db: db, ["history", "--json", "--since", "\(newest.head - 1)"]).lines.last)
     #expect(last["cursor"] as? Int == newest.head)
     let after = try #require(last["after"] as? [String: Any])
     let state = try json(status.lines.first)
     #expect(after["username"] as? String == state["username"] as? String)
     #expect(after["isLoggedIn"] as? Bool == state["isLoggedIn"] as? Bool)
     #expect(after["updatedAt"] as? String == state["updatedAt"] as? String)
-    #expect(try sandbox.run(db: db, ["history", "--limit", "1000000"]).lines.count == newest.entries)
+    #expect(try await sandbox.run(db: db, ["history", "--limit", "1000000"]).lines.count == newest.entries)
   }
 
   /// A running `watch` across `sessionctl restore` of an older backup ends with 67: no
   /// cursor of the restored history is printed as if it were new.
-  @Test func aWatchAcrossARestoreOfAnOlderBackupExits67() throws {
+  @Test func aWatchAcrossARestoreOfAnOlderBackupExits67() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    _ = try sandbox.run(db: db, ["login", "alice"])
-    #expect(try sandbox.run(db: db, ["backup", sandbox.path("b.db")]).status == 0)
-    _ = try sandbox.run(db: db, ["rename", "bob"])
-    _ = try sandbox.run(db: db, ["rename", "carol"])
-    let (watch, stderr) = try sandbox.start(["--db", db, "watch", "--since", "1"])
-    #expect(try watch.readLine()?.hasSuffix("rename alice → bob") == true)
-    #expect(try watch.readLine()?.hasSuffix("rename bob → carol") == true)
-    let restore = try sandbox.run(db: db, ["restore", sandbox.path("b.db")])
+    _ = try await sandbox.run(db: db, ["login", "alice"])
+    #expect(try await sandbox.run(db: db, ["backup", sandbox.path("b.db")]).status == 0)
+    _ = try await sandbox.run(db: db, ["rename", "bob"])
+    _ = try await sandbox.run(db: db, ["rename", "carol"])
+    let (watch, stderr) = try await sandbox.start(["--db", db, "watch", "--since", "1"])
+    #expect(try await watch.readLine()?.hasSuffix("rename alice → bob") == true)
+    #expect(try await watch.readLine()?.hasSuffix("rename bob → carol") == true)
+    let restore = try await sandbox.run(db: db, ["restore", sandbox.path("b.db")])
     #expect(restore.status == 0, "\(restore)")
     #expect(restore.stdout == "restored \(db) from \(sandbox.path("b.db")): head 1 (was 3), 1 change\n")
-    #expect(try watch.readLine() == nil, "no cursor of the restored history is printed")
-    #expect(try watch.wait(timeout: .seconds(20)) == 67)
+    #expect(try await watch.readLine() == nil, "no cursor of the restored history is printed")
+    #expect(try await watch.wait(timeout: .seconds(20)) == 67)
     let message = String(decoding: sandbox.contents(stderr) ?? Data(), as: UTF8.self)
     #expect(message.contains("sessionctl: error: the history changed under cursor 3"), "\(message)")
-    #expect(try sandbox.run(db: db, ["status", "--json"]).stdout.contains(#""username":"alice""#))
+    #expect(try await sandbox.run(db: db, ["status", "--json"]).stdout.contains(#""username":"alice""#))
   }
 
-  @Test func backupNeverOverwritesWithoutForceAndCreatesPrivateFiles() throws {
+  @Test func backupNeverOverwritesWithoutForceAndCreatesPrivateFiles() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    _ = try sandbox.run(db: db, ["login", "alice"])
+    _ = try await sandbox.run(db: db, ["login", "alice"])
     let target = sandbox.path("b.db")
     try Data("keep me".utf8).write(to: URL(fileURLWithPath: target))
     chmod(target, 0o644)
 
-    let refused = try sandbox.run(db: db, ["backup", target])
+    let refused = try await sandbox.run(db: db, ["backup", target])
     #expect(refused.status == 1)
     #expect(
       refused.stderr
@@ -131,26 +131,26 @@ import Testing
     }
     #expect(leftovers.isEmpty)
 
-    let forced = try sandbox.run(db: db, ["backup", target, "--force"])
+    let forced = try await sandbox.run(db: db, ["backup", target, "--force"])
     #expect(forced.status == 0, "\(forced)")
     #expect(forced.stdout.hasPrefix("backed up to \(target): head 1, 1 change, "))
     #expect(forced.stdout.hasSuffix(" bytes, check passed\n"))
     #expect(sandbox.mode(target) == 0o600, "a replaced file gets the backup's mode too")
-    #expect(try sandbox.run(db: target, ["check"]).status == 0)
+    #expect(try await sandbox.run(db: target, ["check"]).status == 0)
 
     let fresh = sandbox.path("fresh.db")
-    #expect(try sandbox.run(db: db, ["backup", fresh]).status == 0)
+    #expect(try await sandbox.run(db: db, ["backup", fresh]).status == 0)
     #expect(sandbox.mode(fresh) == 0o600)
     #expect(!sandbox.exists(fresh + "-wal") && !sandbox.exists(fresh + "-journal"))
 
-    let itself = try sandbox.run(db: db, ["backup", db, "--force"])
+    let itself = try await sandbox.run(db: db, ["backup", db, "--force"])
     #expect(itself.status == 65)
     #expect(itself.stderr.contains("it is the store itself"))
-    let nowhere = try sandbox.run(db: db, ["backup", sandbox.path("missing/b.db")])
+    let nowhere = try await sandbox.run(db: db, ["backup", sandbox.path("missing/b.db")])
     #expect(nowhere.status == 1)
     #expect(
       nowhere.stderr.contains("cannot create the backup file in \(sandbox.path("missing"))"), "\(nowhere)")
-    let noStore = try sandbox.run(db: sandbox.path("none.db"), ["backup", sandbox.path("c.db")])
+    let noStore = try await sandbox.run(db: sandbox.path("none.db"), ["backup", sandbox.path("c.db")])
     #expect(noStore.status == 1)
     #expect(noStore.stderr.contains("no database here (nothing to back up)"))
     #expect(!sandbox.exists(sandbox.path("none.db")) && !sandbox.exists(sandbox.path("c.db")))
@@ -161,7 +161,7 @@ import Testing
     var name: String
     var reason: String
     /// Makes the file at the path from a good backup of the sandbox's store.
-    var prepare: @Sendable (Sandbox, String) throws -> Void
+    var prepare: @Sendable (Sandbox, String) async throws -> Void
     var testDescription: String { name }
   }
 
@@ -175,40 +175,40 @@ import Testing
       try FileManager.default.createDirectory(atPath: file, withIntermediateDirectories: false)
     },
     Refusal(name: "newer schema", reason: "newer than this build knows") { sandbox, file in
-      try sandbox.sqlite(file, "PRAGMA user_version = 99")
+      try await sandbox.sqlite(file, "PRAGMA user_version = 99")
     },
     Refusal(name: "failed check", reason: "failed its check: continuity") { sandbox, file in
-      try sandbox.sqlite(file, "DELETE FROM session_changes WHERE seq = 2")
+      try await sandbox.sqlite(file, "DELETE FROM session_changes WHERE seq = 2")
     },
   ]
 
   @Test(arguments: refusals)
-  func restoreRefusesAndLeavesTheStoreUntouched(_ refusal: Refusal) throws {
+  func restoreRefusesAndLeavesTheStoreUntouched(_ refusal: Refusal) async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
     let file = sandbox.path("b.db")
     for command in [["login", "alice"], ["rename", "bob"], ["logout"]] {
-      _ = try sandbox.run(db: db, command)
+      _ = try await sandbox.run(db: db, command)
     }
-    #expect(try sandbox.run(db: db, ["backup", file]).status == 0)
-    try refusal.prepare(sandbox, file)
-    _ = try sandbox.run(db: db, ["login", "carol"])
-    let before = try dump(sandbox, db)
-    let outcome = try sandbox.run(db: db, ["restore", file])
+    #expect(try await sandbox.run(db: db, ["backup", file]).status == 0)
+    try await refusal.prepare(sandbox, file)
+    _ = try await sandbox.run(db: db, ["login", "carol"])
+    let before = try await dump(sandbox, db)
+    let outcome = try await sandbox.run(db: db, ["restore", file])
     #expect(outcome.status == 1, "\(outcome)")
     #expect(outcome.stdout == "")
     #expect(outcome.stderr.hasPrefix("sessionctl: error: \(file): "), "\(outcome.stderr)")
     #expect(outcome.stderr.contains(refusal.reason), "\(outcome.stderr)")
     #expect(outcome.stderr.contains("the store was not changed"), "\(outcome.stderr)")
-    #expect(try dump(sandbox, db) == before)
-    #expect(try sandbox.run(db: db, ["check"]).status == 0)
+    #expect(try await dump(sandbox, db) == before)
+    #expect(try await sandbox.run(db: db, ["check"]).status == 0)
   }
 
-  @Test func restoreRefusesTheStoreItself() throws {
+  @Test func restoreRefusesTheStoreItself() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    _ = try sandbox.run(db: db, ["login", "alice"])
-    let outcome = try sandbox.run(db: db, ["restore", db])
+    _ = try await sandbox.run(db: db, ["login", "alice"])
+    let outcome = try await sandbox.run(db: db, ["restore", db])
     #expect(outcome.status == 65)
     #expect(outcome.stderr == "sessionctl: error: \(db): it is the store itself; the store was not changed\n")
   }
@@ -222,9 +222,9 @@ import Testing
     let db = place + "/session.db"
     let file = place + "/backup.db"
     let sessionctl = ProcessRunner.product("sessionctl")
-    #expect(try ProcessRunner.run(sessionctl, ["--db", db, "login", "alice"]).status == 0)
-    #expect(try ProcessRunner.run(sessionctl, ["--db", db, "backup", file]).status == 0)
-    #expect(try ProcessRunner.run(sessionctl, ["--db", db, "rename", "bob"]).status == 0)
+    #expect(try await ProcessRunner.run(sessionctl, ["--db", db, "login", "alice"]).status == 0)
+    #expect(try await ProcessRunner.run(sessionctl, ["--db", db, "backup", file]).status == 0)
+    #expect(try await ProcessRunner.run(sessionctl, ["--db", db, "rename", "bob"]).status == 0)
     try Unprivileged.give(place)
     chmod(file, 0o000)
     if getuid() == 0 { lchown(file, 0, 0) }
@@ -232,7 +232,7 @@ import Testing
       try Unprivileged.product("sessionctl"), ["--db", db, "restore", file], home: place)
     #expect(outcome.status == 1, "\(outcome.stderr)")
     #expect(outcome.stderr.contains("the store was not changed"), "\(outcome.stderr)")
-    let status = try ProcessRunner.run(sessionctl, ["--db", db, "status", "--json"])
+    let status = try await ProcessRunner.run(sessionctl, ["--db", db, "status", "--json"])
     #expect(status.stdout.contains(#""username":"bob""#))
   }
 
@@ -269,12 +269,12 @@ import Testing
   func theStoresOwnFilesAreNeverABackupTargetOrSource(_ suffix: String) async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    #expect(try await sandbox.running(db: db, ["login", "alice"]).status == 0)
-    let holder = try ChildProcess(
+    #expect(try await sandbox.run(db: db, ["login", "alice"]).status == 0)
+    let holder = try await ChildProcess(
       "/usr/bin/python3", ["-c", Self.holder, db], environment: sandbox.environment, stdin: .pipe,
       stdout: .pipe, stderr: .file(sandbox.path("io/holder")))
     defer { holder.kill(SIGKILL) }
-    #expect(try await holder.nextLine() == "written")
+    #expect(try await holder.readLine() == "written")
 
     // Names of the file: as it is, through a link to its directory, and links to it (a
     // hard link only to a file that exists). Links are made with symlink(2) and link(2),
@@ -288,30 +288,29 @@ import Testing
       names.append(sandbox.path("hardlink"))
     }
     for name in names {
-      let backup = try await sandbox.running(db: db, ["backup", name, "--force"])
+      let backup = try await sandbox.run(db: db, ["backup", name, "--force"])
       #expect(backup.status == 65, "\(name): \(backup)")
       #expect(backup.stderr.hasPrefix("sessionctl: error: \(name): "), "\(backup.stderr)")
       #expect(backup.stderr.contains(suffix.isEmpty ? "the store itself" : "the store's \(suffix) file"))
       #expect(backup.stderr.contains("nothing was written"), "\(backup.stderr)")
-      let restore = try await sandbox.running(db: db, ["restore", name])
+      let restore = try await sandbox.run(db: db, ["restore", name])
       #expect(restore.status == 65, "\(name): \(restore)")
       #expect(restore.stderr.hasPrefix("sessionctl: error: \(name): "), "\(restore.stderr)")
       #expect(restore.stderr.contains("the store was not changed"), "\(restore.stderr)")
     }
     #expect(!sandbox.exists(db + "-journal"), "no journal was planted")
-    #expect(try await sandbox.running(db: db, ["status"]).status == 0, "the store still reads")
+    #expect(try await sandbox.run(db: db, ["status"]).status == 0, "the store still reads")
 
     // The holder writes once more, then ends as a crash would: its commits are then only
     // in the -wal, where a fresh process must find them.
     try holder.writeLine("after")
-    #expect(try await holder.nextLine() == "ok", "the holder still writes")
+    #expect(try await holder.readLine() == "ok", "the holder still writes")
     holder.kill(SIGKILL)
-    #expect(try await holder.exitStatus(within: .seconds(30)) == 128 + SIGKILL)
-    let read = try await sandbox.sqliteRunning(
+    #expect(try await holder.wait(timeout: .seconds(30)) == 128 + SIGKILL)
+    let read = try await sandbox.sqlite(
       db, "PRAGMA integrity_check; SELECT count(*) FROM session_changes; SELECT username FROM session")
-    #expect(read.status == 0, "\(read)")
-    #expect(read.stdout == "ok\n22\nafter")
-    #expect(try await sandbox.running(db: db, ["check"]).status == 0)
+    #expect(read == "ok\n22\nafter")
+    #expect(try await sandbox.run(db: db, ["check"]).status == 0)
   }
 
   /// A target that exists and is not a regular file — a FIFO, a directory, a symbolic link
@@ -322,7 +321,7 @@ import Testing
   @Test func aTargetThatIsNotARegularFileIsNeverReplaced() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    #expect(try await sandbox.running(db: db, ["login", "alice"]).status == 0)
+    #expect(try await sandbox.run(db: db, ["login", "alice"]).status == 0)
     let fifo = sandbox.path("fifo")
     #expect(mkfifo(fifo, 0o600) == 0)
     let directory = sandbox.path("directory")
@@ -341,7 +340,7 @@ import Testing
     func refused(_ target: String, _ type: mode_t, _ what: String) async throws -> Bool {
       var kept = true
       for force in [[], ["--force"]] {
-        let outcome = try await sandbox.running(db: db, ["backup", target] + force)
+        let outcome = try await sandbox.run(db: db, ["backup", target] + force)
         #expect(outcome.status == 65, "\(target) \(force): \(outcome)")
         #expect(
           outcome.stderr.hasPrefix("sessionctl: error: \(target): this is \(what), not a regular file"),

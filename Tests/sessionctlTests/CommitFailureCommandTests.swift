@@ -19,7 +19,7 @@ import Testing
   }
 
   func sessionctl(_ arguments: [String]) async throws -> ProcessResult {
-    try await runAlone(Sandbox.sessionctl, ["--db", database] + arguments, environment: environment)
+    try await ProcessRunner.run(Sandbox.sessionctl, ["--db", database] + arguments, environment: environment)
   }
 
   /// `status --json` of a fresh process: the username and the cursor.

@@ -2,11 +2,12 @@ import Foundation
 import Testing
 
 /// `--db=PATH` / `--db PATH`, then `$SESSIONCTL_DB`, then `$XDG_DATA_HOME`, then `$HOME`.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct DatabasePathTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct DatabasePathTests {
   /// Runs `login` with the given setup and returns the file it wrote.
-  func writtenFile(_ sandbox: Sandbox, _ arguments: [String], environment: [String: String]) throws -> String?
+  func writtenFile(_ sandbox: Sandbox, _ arguments: [String], environment: [String: String]) async throws
+    -> String?
   {
-    let outcome = try sandbox.run(arguments + ["login", "alice"], environment: environment)
+    let outcome = try await sandbox.run(arguments + ["login", "alice"], environment: environment)
     #expect(outcome.status == 0, "\(outcome)")
     let candidates = [
       sandbox.path("option.db"), sandbox.path("equals.db"), sandbox.path("env.db"),
@@ -17,7 +18,7 @@ import Testing
     return written.first
   }
 
-  @Test func optionBeatsEnvironmentBeatsXDGBeatsHome() throws {
+  @Test func optionBeatsEnvironmentBeatsXDGBeatsHome() async throws {
     let everything = ["SESSIONCTL_DB": "ENV", "XDG_DATA_HOME": "XDG"]
     let cases: [([String], [String: String], String)] = [
       (["--db", "option.db"], everything, "option.db"),
@@ -38,45 +39,45 @@ import Testing
           ? $0.replacingOccurrences(of: "option.db", with: sandbox.path("option.db")).replacingOccurrences(
             of: "=equals.db", with: "=" + sandbox.path("equals.db")) : $0
       }
-      let written = try writtenFile(sandbox, absolute, environment: resolved)
+      let written = try await writtenFile(sandbox, absolute, environment: resolved)
       #expect(written == sandbox.path(expected), "\(arguments) \(environment)")
     }
   }
 
-  @Test func theOptionWorksAfterTheCommandToo() throws {
+  @Test func theOptionWorksAfterTheCommandToo() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("after.db")
-    #expect(try sandbox.run(["login", "alice", "--db", db]).status == 0)
-    #expect(try sandbox.run(["status", "--db=\(db)"]).lines.last == "database   \(db)")
+    #expect(try await sandbox.run(["login", "alice", "--db", db]).status == 0)
+    #expect(try await sandbox.run(["status", "--db=\(db)"]).lines.last == "database   \(db)")
   }
 
-  @Test func statusNamesTheFileItRead() throws {
+  @Test func statusNamesTheFileItRead() async throws {
     let sandbox = try Sandbox()
     sandbox.environment["SESSIONCTL_DB"] = sandbox.path("env.db")
-    _ = try sandbox.run(["login", "alice"])
-    #expect(try sandbox.run(["status"]).lines.last == "database   \(sandbox.path("env.db"))")
+    _ = try await sandbox.run(["login", "alice"])
+    #expect(try await sandbox.run(["status"]).lines.last == "database   \(sandbox.path("env.db"))")
   }
 
-  @Test func theDefaultDirectoryIsCreatedPrivatelyOnTheFirstWrite() throws {
+  @Test func theDefaultDirectoryIsCreatedPrivatelyOnTheFirstWrite() async throws {
     let sandbox = try Sandbox()
-    #expect(try sandbox.run(["status"]).status == 1)
+    #expect(try await sandbox.run(["status"]).status == 1)
     #expect(!sandbox.exists(sandbox.home + "/.local"))
-    #expect(try sandbox.run(["logout"]).status == 0)
+    #expect(try await sandbox.run(["logout"]).status == 0)
     #expect(sandbox.mode(sandbox.home + "/.local") == 0o700)
     #expect(sandbox.mode(sandbox.home + "/.local/share") == 0o700)
     #expect(sandbox.mode(sandbox.home + "/.local/share/sessionctl") == 0o700)
     #expect(sandbox.mode(sandbox.defaultDatabase) == 0o600)
 
     let xdg = sandbox.path("data")
-    #expect(try sandbox.run(["migrate"], environment: ["XDG_DATA_HOME": xdg]).status == 0)
+    #expect(try await sandbox.run(["migrate"], environment: ["XDG_DATA_HOME": xdg]).status == 0)
     #expect(sandbox.mode(xdg) == 0o700)
     #expect(sandbox.mode(xdg + "/sessionctl") == 0o700)
   }
 
-  @Test func anExplicitPathIsUsedAsGiven() throws {
+  @Test func anExplicitPathIsUsedAsGiven() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("no/such/dir/s.db")
-    let outcome = try sandbox.run(db: db, ["login", "alice"])
+    let outcome = try await sandbox.run(db: db, ["login", "alice"])
     #expect(outcome.status == 1)
     #expect(
       outcome.stderr.hasPrefix(
@@ -89,11 +90,11 @@ import Testing
   /// (`NSString.deletingLastPathComponent` traps on those: the fuzzer's `--db -` ended with
   /// SIGILL).
   @Test(arguments: ["a", "-", "s.db", "sub/s.db"])
-  func aRelativePathIsAFileInTheCurrentDirectory(_ name: String) throws {
+  func aRelativePathIsAFileInTheCurrentDirectory(_ name: String) async throws {
     let sandbox = try Sandbox()
     let directory = sandbox.path("cwd")
     try FileManager.default.createDirectory(atPath: directory + "/sub", withIntermediateDirectories: true)
-    let outcome = try sandbox.runProgram(
+    let outcome = try await sandbox.runProgram(
       "/bin/bash",
       ["-c", #"cd "$0" && exec "$1" --db "$2" login alice"#, directory, Sandbox.sessionctl, name],
       environment: sandbox.environment)
@@ -101,10 +102,10 @@ import Testing
     #expect(sandbox.exists(directory + "/" + name))
   }
 
-  @Test func withoutAnyRuleThereIsNoPath() throws {
+  @Test func withoutAnyRuleThereIsNoPath() async throws {
     let sandbox = try Sandbox()
     sandbox.environment = ["PATH": "/usr/bin:/bin"]
-    let outcome = try sandbox.run(["status"])
+    let outcome = try await sandbox.run(["status"])
     #expect(outcome.status == 1)
     #expect(
       outcome.stderr
@@ -210,7 +211,7 @@ import Testing
     let sandbox = try Sandbox()
     let (environment, made) = try planted.plant(sandbox)
     let directory = URL(fileURLWithPath: made).resolvingSymlinksInPath().path
-    let write = try await sandbox.running(["login", "alice"], environment: environment)
+    let write = try await sandbox.run(["login", "alice"], environment: environment)
     #expect(write.status == 1, "\(write)")
     #expect(write.stderr.contains("the directory \(directory) "), "\(write.stderr)")
     #expect(write.stderr.contains(planted.reason), "\(write.stderr)")
@@ -226,14 +227,14 @@ import Testing
       environment["XDG_DATA_HOME"].map { $0 + "/sessionctl/session.db" } ?? sandbox.defaultDatabase
     try FileManager.default.createDirectory(
       atPath: URL(fileURLWithPath: file).deletingLastPathComponent().path, withIntermediateDirectories: true)
-    let explicit = try await sandbox.running(db: file, ["login", "mallory"])
+    let explicit = try await sandbox.run(db: file, ["login", "mallory"])
     #expect(explicit.status == 0, "an explicit --db is used as given: \(explicit)")
-    let variable = try await sandbox.running(["status"], environment: ["SESSIONCTL_DB": file])
+    let variable = try await sandbox.run(["status"], environment: ["SESSIONCTL_DB": file])
     #expect(variable.status == 0, "$SESSIONCTL_DB is used as given: \(variable)")
     let files = ["", "-wal", "-shm", "-journal"].map { file + $0 }
     let before = files.map(sandbox.contents)
     for read in [["status"], ["history"], ["check"]] {
-      let outcome = try await sandbox.running(read, environment: environment)
+      let outcome = try await sandbox.run(read, environment: environment)
       #expect(outcome.status == 1, "\(read): \(outcome)")
       #expect(outcome.stderr.contains("the directory \(directory) "), "\(read): \(outcome.stderr)")
     }

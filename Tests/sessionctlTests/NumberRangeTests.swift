@@ -48,10 +48,10 @@ import Testing
   func theLargestIntegerIsTakenAndOneMoreIsRefusedWithTheRange(_ test: Case) async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    #expect(try await sandbox.running(db: db, ["login", "alice"]).status == 0)
-    #expect(try await sandbox.running(db: db, ["rename", "bob"]).status == 0)
+    #expect(try await sandbox.run(db: db, ["login", "alice"]).status == 0)
+    #expect(try await sandbox.run(db: db, ["rename", "bob"]).status == 0)
     if test.status >= 0 {
-      let outcome = try await sandbox.running(db: db, test.arguments(Self.largest))
+      let outcome = try await sandbox.run(db: db, test.arguments(Self.largest))
       #expect(outcome.status == test.status, "\(outcome)")
       switch test.output {
       case "2 changes": #expect(outcome.lines.count == 2, "\(outcome)")
@@ -60,19 +60,19 @@ import Testing
       }
     } else {
       // `watch` with the largest limit prints both changes and goes on waiting.
-      let (watch, _) = try sandbox.start(["--db", db] + test.arguments(Self.largest))
+      let (watch, _) = try await sandbox.start(["--db", db] + test.arguments(Self.largest))
       defer { watch.kill(SIGKILL) }
-      #expect(try await watch.nextLine()?.hasSuffix("login alice") == true)
-      #expect(try await watch.nextLine()?.hasSuffix("rename alice → bob") == true)
+      #expect(try await watch.readLine()?.hasSuffix("login alice") == true)
+      #expect(try await watch.readLine()?.hasSuffix("rename alice → bob") == true)
       watch.kill(SIGTERM)
-      #expect(try await watch.exitStatus(within: .seconds(30)) == 143)
+      #expect(try await watch.wait(timeout: .seconds(30)) == 143)
     }
-    let refused = try await sandbox.running(db: db, test.arguments(Self.beyond))
+    let refused = try await sandbox.run(db: db, test.arguments(Self.beyond))
     #expect(refused.status == 65)
     #expect(
       refused.stderr
         == "sessionctl: error: invalid \(test.noun) '\(Self.beyond)' for '\(test.option)': expected a whole "
         + "number from 0 to \(Self.largest)\n")
-    #expect(try await sandbox.running(db: db, ["history"]).lines.count == 2, "nothing was deleted")
+    #expect(try await sandbox.run(db: db, ["history"]).lines.count == 2, "nothing was deleted")
   }
 }

@@ -4,67 +4,68 @@ import Testing
 
 /// `sessionctl` on a PostgreSQL URL: the same commands, output and exit statuses as on a
 /// file, over TCP, against the suite's throwaway server (`PostgresCluster`).
-@Suite(.timeLimit(.minutes(1))) struct PostgresCommandTests {
+@Suite(.timeLimit(.minutes(10))) struct PostgresCommandTests {
   /// The schema named by a store URL's `schema=` parameter.
   func schema(of url: String) throws -> String {
     try #require(url.components(separatedBy: "schema=").last)
   }
 
-  @Test func everyCommandWorksOnAURLAndTheFileOnlyOnesSayWhatToUseInstead() throws {
-    let server = try PostgresCluster.shared()
+  @Test func everyCommandWorksOnAURLAndTheFileOnlyOnesSayWhatToUseInstead() async throws {
+    let server = try await PostgresCluster.shared()
     let url = server.freshStoreURL()
     let sandbox = try Sandbox()
 
     // Reading commands create nothing: the schema is missing until the first write.
-    let missing = try sandbox.run(db: url, ["status"])
+    let missing = try await sandbox.run(db: url, ["status"])
     #expect(missing.status == 1)
     #expect(missing.stderr.contains("holds no session store"), "\(missing)")
     #expect(
-      try server.psql("SELECT count(*) FROM pg_namespace WHERE nspname = '\(schema(of: url))'") == "0\n")
+      try await server.psql("SELECT count(*) FROM pg_namespace WHERE nspname = '\(schema(of: url))'") == "0\n"
+    )
 
-    let login = try sandbox.run(db: url, ["login", "alice"])
+    let login = try await sandbox.run(db: url, ["login", "alice"])
     #expect(login.status == 0, "\(login)")
     #expect(login.stdout.hasPrefix("1  "))
     #expect(login.stdout.contains("sessionctl  rename (none) → alice, login alice"))
 
     // $SESSIONCTL_DB takes a URL too; JSON is the same object as for a file.
-    let status = try sandbox.run(["--json", "status"], environment: ["SESSIONCTL_DB": url])
+    let status = try await sandbox.run(["--json", "status"], environment: ["SESSIONCTL_DB": url])
     #expect(status.status == 0, "\(status)")
     let object = try #require(status.jsonLines.first)
     #expect(object["cursor"] as? Int == 1)
     #expect(object["username"] as? String == "alice")
     #expect(object["isLoggedIn"] as? Bool == true)
-    let text = try sandbox.run(db: url, ["status"])
+    let text = try await sandbox.run(db: url, ["status"])
     #expect(text.stdout.contains("greeting   Hello, alice\n"))
     #expect(text.stdout.contains("database   \(url)\n"))
 
-    #expect(try sandbox.run(db: url, ["rename", "bob"]).status == 0)
-    #expect(try sandbox.run(db: url, ["logout"]).status == 0)
-    let again = try sandbox.run(db: url, ["logout"])
+    #expect(try await sandbox.run(db: url, ["rename", "bob"]).status == 0)
+    #expect(try await sandbox.run(db: url, ["logout"]).status == 0)
+    let again = try await sandbox.run(db: url, ["logout"])
     #expect(again.status == 0)
     #expect(again.stdout.hasPrefix("no change: nobody is logged in"), "\(again)")
 
-    let history = try sandbox.run(db: url, ["--json", "history"])
+    let history = try await sandbox.run(db: url, ["--json", "history"])
     #expect(history.jsonLines.map { $0["cursor"] as? Int } == [1, 2, 3])
     #expect(history.jsonLines.allSatisfy { $0["origin"] as? String == "sessionctl" })
 
-    let check = try sandbox.run(db: url, ["check"])
+    let check = try await sandbox.run(db: url, ["check"])
     #expect(check.status == 0, "\(check)")
     #expect(check.lines.allSatisfy { $0.hasPrefix("ok ") }, "\(check)")
-    #expect(try sandbox.run(db: url, ["migrate"]).stdout == "\(url) is up to date\n")
+    #expect(try await sandbox.run(db: url, ["migrate"]).stdout == "\(url) is up to date\n")
 
-    let compact = try sandbox.run(db: url, ["--json", "compact", "--keep", "1"])
+    let compact = try await sandbox.run(db: url, ["--json", "compact", "--keep", "1"])
     #expect(compact.status == 0, "\(compact)")
     #expect(compact.jsonLines.first?["removed"] as? Int == 2)
     #expect(compact.jsonLines.first?["oldest"] as? Int == 3)
-    let compacted = try sandbox.run(db: url, ["history", "--since", "1"])
+    let compacted = try await sandbox.run(db: url, ["history", "--since", "1"])
     #expect(compacted.status == 66, "\(compacted)")
 
     for (arguments, advice) in [
       (["backup", sandbox.path("b.db")], "pg_dump"), (["restore", sandbox.path("b.db")], "pg_restore"),
       (["retention"], "compact"),
     ] {
-      let refused = try sandbox.run(db: url, arguments)
+      let refused = try await sandbox.run(db: url, arguments)
       #expect(refused.status == 1, "\(arguments): \(refused)")
       #expect(refused.stderr.contains("works on a SQLite file"), "\(refused)")
       #expect(refused.stderr.contains(advice), "\(refused)")
@@ -72,106 +73,111 @@ import Testing
     }
   }
 
-  @Test func migrateCreatesTheSchemaAndSaysSo() throws {
-    let server = try PostgresCluster.shared()
+  @Test func migrateCreatesTheSchemaAndSaysSo() async throws {
+    let server = try await PostgresCluster.shared()
     let url = server.freshStoreURL()
     let sandbox = try Sandbox()
-    let migrate = try sandbox.run(db: url, ["--json", "migrate"])
+    let migrate = try await sandbox.run(db: url, ["--json", "migrate"])
     #expect(migrate.status == 0, "\(migrate)")
     let object = try #require(migrate.jsonLines.first)
     #expect(object["created"] as? Bool == true)
     #expect((object["applied"] as? [[String: Any]])?.first?["version"] as? Int == 1)
-    #expect(try sandbox.run(db: url, ["--json", "migrate"]).jsonLines.first?["created"] as? Bool == false)
+    #expect(
+      try await sandbox.run(db: url, ["--json", "migrate"]).jsonLines.first?["created"] as? Bool == false)
   }
 
   /// The issue's "done when": one `watch` process receives a login of another `sessionctl`
   /// and an `UPDATE` typed in `psql`, all over TCP.
-  @Test func watchReceivesAnotherSessionctlsLoginAndAPsqlUpdate() throws {
-    let server = try PostgresCluster.shared()
+  @Test func watchReceivesAnotherSessionctlsLoginAndAPsqlUpdate() async throws {
+    let server = try await PostgresCluster.shared()
     let url = server.freshStoreURL()
     #expect(url.contains("@127.0.0.1:"))
     let sandbox = try Sandbox()
-    #expect(try sandbox.run(db: url, ["migrate"]).status == 0)
-    let (watch, stderr) = try sandbox.start(["--db", url, "--json", "watch", "--limit", "2"])
-    let snapshot = try #require(try watch.readLine())
+    #expect(try await sandbox.run(db: url, ["migrate"]).status == 0)
+    let (watch, stderr) = try await sandbox.start(["--db", url, "--json", "watch", "--limit", "2"])
+    let snapshot = try #require(try await watch.readLine())
     #expect(snapshot.contains(#""type":"snapshot","cursor":0"#), "\(snapshot)")
 
-    #expect(try sandbox.run(db: url, ["login", "alice"]).status == 0)
-    let login = try #require(try watch.readLine())
+    #expect(try await sandbox.run(db: url, ["login", "alice"]).status == 0)
+    let login = try #require(try await watch.readLine())
     #expect(login.contains(#""cursor":1"#) && login.contains(#""origin":"sessionctl""#), "\(login)")
 
-    _ = try server.psql("UPDATE session SET username = 'mark'", schema: schema(of: url))
-    let update = try #require(try watch.readLine())
+    _ = try await server.psql("UPDATE session SET username = 'mark'", schema: schema(of: url))
+    let update = try #require(try await watch.readLine())
     #expect(update.contains(#""cursor":2"#) && update.contains(#""origin":"external""#), "\(update)")
     #expect(update.contains(#""to":"mark""#), "\(update)")
 
-    #expect(try watch.readLine() == nil)
-    #expect(try watch.wait(timeout: .seconds(20)) == 0)
+    #expect(try await watch.readLine() == nil)
+    #expect(try await watch.wait(timeout: .seconds(20)) == 0)
     // Notifications worked: no warning about polling.
     #expect(sandbox.contents(stderr) == Data())
   }
 
   /// A server that asks for passwords: they come from libpq's usual places (`PGPASSWORD`,
   /// `PGPASSFILE`, `~/.pgpass`, the URL) and never appear in output or errors.
-  @Test func passwordsComeFromLibpqsPlacesAndAreNeverPrinted() throws {
-    let cluster = try PostgresCluster.start()
-    defer { cluster.stop() }
-    let secret = "pw-s3cret-\(UInt32.random(in: 0...UInt32.max))"
-    _ = try cluster.psql(
-      "CREATE ROLE clerk LOGIN PASSWORD '\(secret)'; GRANT CREATE ON DATABASE postgres TO clerk")
-    try cluster.requirePassword(for: "clerk")
-    let port = try #require(URL(string: cluster.url)?.port)
-    let url = "postgresql://clerk@127.0.0.1:\(port)/postgres?schema=front_desk"
-    let sandbox = try Sandbox()
-    var outcomes: [Outcome] = []
+  @Test func passwordsComeFromLibpqsPlacesAndAreNeverPrinted() async throws {
+    try await PostgresCluster.withPrivateCluster { cluster in
+      let secret = "pw-s3cret-\(UInt32.random(in: 0...UInt32.max))"
+      _ = try await cluster.psql(
+        "CREATE ROLE clerk LOGIN PASSWORD '\(secret)'; GRANT CREATE ON DATABASE postgres TO clerk")
+      try await cluster.requirePassword(for: "clerk")
+      let port = try #require(URL(string: cluster.url)?.port)
+      let url = "postgresql://clerk@127.0.0.1:\(port)/postgres?schema=front_desk"
+      let sandbox = try Sandbox()
+      var outcomes: [Outcome] = []
 
-    let refused = try sandbox.run(db: url, ["login", "alice"])
-    outcomes.append(refused)
-    #expect(refused.status == 1, "\(refused)")
-    #expect(refused.stderr.contains("password"), "\(refused)")
+      let refused = try await sandbox.run(db: url, ["login", "alice"])
+      outcomes.append(refused)
+      #expect(refused.status == 1, "\(refused)")
+      #expect(refused.stderr.contains("password"), "\(refused)")
 
-    let fromEnvironment = try sandbox.run(
-      ["--db", url, "login", "alice"], environment: ["PGPASSWORD": secret])
-    outcomes.append(fromEnvironment)
-    #expect(fromEnvironment.status == 0, "\(fromEnvironment)")
+      let fromEnvironment = try await sandbox.run(
+        ["--db", url, "login", "alice"], environment: ["PGPASSWORD": secret])
+      outcomes.append(fromEnvironment)
+      #expect(fromEnvironment.status == 0, "\(fromEnvironment)")
 
-    let passfile = sandbox.path("pgpass")
-    try "127.0.0.1:\(port):postgres:clerk:\(secret)\n".write(
-      toFile: passfile, atomically: true, encoding: .utf8)
-    chmod(passfile, 0o600)  // libpq ignores a password file others may read
-    let fromPassfile = try sandbox.run(["--db", url, "rename", "bob"], environment: ["PGPASSFILE": passfile])
-    outcomes.append(fromPassfile)
-    #expect(fromPassfile.status == 0, "\(fromPassfile)")
+      let passfile = sandbox.path("pgpass")
+      try "127.0.0.1:\(port):postgres:clerk:\(secret)\n".write(
+        toFile: passfile, atomically: true, encoding: .utf8)
+      chmod(passfile, 0o600)  // libpq ignores a password file others may read
+      let fromPassfile = try await sandbox.run(
+        ["--db", url, "rename", "bob"], environment: ["PGPASSFILE": passfile])
+      outcomes.append(fromPassfile)
+      #expect(fromPassfile.status == 0, "\(fromPassfile)")
 
-    try FileManager.default.copyItem(atPath: passfile, toPath: sandbox.home + "/.pgpass")
-    let fromHome = try sandbox.run(db: url, ["--json", "status"])
-    outcomes.append(fromHome)
-    #expect(fromHome.jsonLines.first?["username"] as? String == "bob", "\(fromHome)")
+      try FileManager.default.copyItem(atPath: passfile, toPath: sandbox.home + "/.pgpass")
+      let fromHome = try await sandbox.run(db: url, ["--json", "status"])
+      outcomes.append(fromHome)
+      #expect(fromHome.jsonLines.first?["username"] as? String == "bob", "\(fromHome)")
 
-    let inURL = "postgresql://clerk:\(secret)@127.0.0.1:\(port)/postgres?schema=front_desk"
-    let fromURL = try sandbox.run(["--db", inURL, "status"], environment: ["HOME": sandbox.path("io")])
-    outcomes.append(fromURL)
-    #expect(fromURL.status == 0, "\(fromURL)")
-    #expect(fromURL.stdout.contains("postgresql://clerk:***@127.0.0.1:"), "\(fromURL)")
+      let inURL = "postgresql://clerk:\(secret)@127.0.0.1:\(port)/postgres?schema=front_desk"
+      let fromURL = try await sandbox.run(
+        ["--db", inURL, "status"], environment: ["HOME": sandbox.path("io")])
+      outcomes.append(fromURL)
+      #expect(fromURL.status == 0, "\(fromURL)")
+      #expect(fromURL.stdout.contains("postgresql://clerk:***@127.0.0.1:"), "\(fromURL)")
 
-    let wrong = try sandbox.run(
-      ["--db", "postgresql://clerk:wrong-\(secret)@127.0.0.1:\(port)/postgres?schema=front_desk", "status"],
-      environment: ["HOME": sandbox.path("io")])
-    outcomes.append(wrong)
-    #expect(wrong.status == 1, "\(wrong)")
-    #expect(wrong.stderr.contains("postgresql://clerk:***@127.0.0.1:"), "\(wrong)")
+      let wrong = try await sandbox.run(
+        [
+          "--db", "postgresql://clerk:wrong-\(secret)@127.0.0.1:\(port)/postgres?schema=front_desk", "status",
+        ],
+        environment: ["HOME": sandbox.path("io")])
+      outcomes.append(wrong)
+      #expect(wrong.status == 1, "\(wrong)")
+      #expect(wrong.stderr.contains("postgresql://clerk:***@127.0.0.1:"), "\(wrong)")
 
-    for outcome in outcomes {
-      #expect(!outcome.stdout.contains(secret) && !outcome.stderr.contains(secret), "\(outcome)")
+      for outcome in outcomes {
+        #expect(!outcome.stdout.contains(secret) && !outcome.stderr.contains(secret), "\(outcome)")
+      }
     }
   }
 
-  @Test func anUnreachableServerHasItsOwnStatusAndThePasswordIsNeverPrinted() throws {
+  @Test func anUnreachableServerHasItsOwnStatusAndThePasswordIsNeverPrinted() async throws {
     let sandbox = try Sandbox()
     // Port 1 on loopback: nothing listens, the connection is refused at once.
     let url = "postgresql://app:s3cret-pw@127.0.0.1:1/postgres?schema=front_desk"
     for arguments in [["status"], ["login", "alice"], ["watch"], ["check"], ["--json", "history"]] {
-      let outcome = try sandbox.run(db: url, arguments)
+      let outcome = try await sandbox.run(db: url, arguments)
       #expect(outcome.status == 69, "\(arguments): \(outcome)")
       #expect(outcome.stdout == "")
       #expect(outcome.stderr.hasPrefix("sessionctl: error: postgresql://app:***@127.0.0.1:1/"), "\(outcome)")
