@@ -163,7 +163,7 @@ struct ChaosScenario: TortureScenario {
     func fails(_ candidate: [ChaosStep]) throws -> Bool {
       try play(candidate, on: scratch, seed: seed, shrinking: true).failure != nil
     }
-    defer { for suffix in ["", "-wal", "-shm", ".link", ".backup"] { unlink(scratch + suffix) } }
+    defer { for suffix in ["", "-wal", "-shm", ".link", ".backup", ".stderr"] { unlink(scratch + suffix) } }
     var current = steps
     var chunk = max(1, current.count / 2)
     while chunk >= 1, Date() < deadline {

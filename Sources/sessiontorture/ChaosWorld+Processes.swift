@@ -440,11 +440,15 @@ extension ChaosWorld {
         "-f", "-qq", "-o", "/dev/null", "-e",
         "inject=fdatasync,fsync:error=EIO:when=\(when)\(sticky ? "+" : "")",
         ChildProcess.currentExecutable, "apply", "--db", path, "--origin", origin,
-      ] + actions.map(\.argument), stderr: .null)
-    Self.reap(child)
+      ] + actions.map(\.argument), stderr: .file(path + ".stderr"))
+    let status = Self.reap(child)
     let window = start...ChaosClock.wallMilliseconds()
     let lines = child.lines
     guard lines.first == "ready" else {
+      let stderr = (try? String(contentsOfFile: path + ".stderr", encoding: .utf8)) ?? ""
+      if lines.isEmpty, stderr.contains("strace:") {
+        note("the writer with failing fsyncs did not run (status \(status)): \(stderr.prefix(200))")
+      }
       // It could not open the store (a failing fsync there): it wrote nothing.
       return try adopt([], required: 0, window: window, ackedAt: ChaosClock.now(), by: writer)
     }

@@ -47,7 +47,7 @@ final class ChaosWorld {
     self.path = path
     self.sessionctl = sessionctl
     self.bound = UInt64(bound.milliseconds) * 1_000_000
-    for suffix in ["", "-wal", "-shm", ".link", ".backup"] { unlink(path + suffix) }
+    for suffix in ["", "-wal", "-shm", ".link", ".backup", ".stderr"] { unlink(path + suffix) }
     // The file exists before the first step, so every spelling can name it.
     let store = try SessionStore(path: path, options: Self.options(origin: "chaos"))
     instances.append(store)
