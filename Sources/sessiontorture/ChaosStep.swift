@@ -116,6 +116,10 @@ enum ChaosStep: Sendable, CustomStringConvertible {
   /// Snapshots taken through an instance while a writer process commits without a pause:
   /// each must be a state and the cursor of the change that made it.
   case snapshotsUnderLoad(Int, writes: Int)
+  /// A writer process that stays alive renames after 5.5 s without a write to any watched
+  /// file: longer than the watcher re-checks after an event, so only the commit's own file
+  /// notification can tell subscribers of it in time.
+  case quietWriter
 
   var description: String {
     switch self {
@@ -152,6 +156,7 @@ enum ChaosStep: Sendable, CustomStringConvertible {
         + actions.map(\.description).joined(separator: ", ")
     case .snapshotsUnderLoad(let index, let writes):
       "snapshots through instance #\(index) while a writer process makes \(writes) writes"
+    case .quietWriter: "a writer process that stays alive renames after 5.5 s of quiet"
     }
   }
 
@@ -180,7 +185,7 @@ enum ChaosStep: Sendable, CustomStringConvertible {
     let weights = [
       (10, 0), (7, 1), (24, 2), (8, 3), (4, 4), (sessionctl ? 4 : 0, 5), (4, 6), (6, 7), (4, 8), (3, 9),
       (2, 10), (3, 11), (4, 12), (4, 13), (3, 14), (2, 15), (2, 16), (2, 17), (1, 18), (1, 19),
-      (2, 20), (1, 21), (sessionctl ? 1 : 0, 22), (2, 23), (3, 24), (2, 25),
+      (2, 20), (1, 21), (sessionctl ? 1 : 0, 22), (2, 23), (3, 24), (2, 25), (1, 26),
     ]
     var pick = Int.random(in: 0..<weights.reduce(0) { $0 + $1.0 }, using: &random)
     var kind = 0
@@ -239,6 +244,7 @@ enum ChaosStep: Sendable, CustomStringConvertible {
         actions(1...4), when: Int.random(in: 1...5, using: &random), sticky: Bool.random(using: &random))
     case 24: return .liveWriter(actions(2...8), pauseMilliseconds: Int.random(in: 5...60, using: &random))
     case 25: return .snapshotsUnderLoad(index(), writes: Int.random(in: 10...40, using: &random))
+    case 26: return .quietWriter
     default: return .settle
     }
   }

@@ -254,6 +254,10 @@ final class ChaosWorld {
     case .sessionctlRetention(let policy): try sessionctlRetention(policy)
     case .ioError(let actions, let when, let sticky): try ioErrorWriter(actions, when: when, sticky: sticky)
     case .liveWriter(let actions, let pause): try liveWriter(actions, pause: pause)
+    case .quietWriter:
+      // A rename the model calls a change: the first name that is not the current one.
+      let name = model.state.username == "alice" ? "bob" : "alice"
+      try liveWriter([.rename(name)], pause: 5_500)
     case .snapshotsUnderLoad(let index, let writes): try snapshotsUnderLoad(index, writes: writes)
     }
   }
