@@ -196,6 +196,9 @@ private struct WatchLoop: Sendable {
         // Re-check at once, then on the next event (the rest of the commit being written)
         // or after the delay, whichever comes first; each event of ours starts the
         // back-off over, so a commit that follows soon after is not left to a long delay.
+        // A change seen does not end the re-checks: the events read may also announce a
+        // later commit, still in its fsync, that becomes visible without an event of its
+        // own. They go on until the linger has passed since the last event.
         var attempt = 0
         var waited: Int32 = 0
         while attempt < Self.backoff.count || waited < Self.lingerMilliseconds {
@@ -210,10 +213,7 @@ private struct WatchLoop: Sendable {
             case .otherFile, .timeout: waited += delay
             }
           }
-          if hasChanged() {
-            onChange()
-            break
-          }
+          if hasChanged() { onChange() }
         }
       }
     }

@@ -3,12 +3,16 @@ import Foundation
 
 /// `chaos`: random steps drawn from a seed — store instances opened and released (by
 /// path, symbolic link and relative path), writes through any of them, the sqlite3 shell,
-/// Python and sessionctl, compaction, subscribers in this and other processes started,
-/// cancelled and resumed, writer processes killed, checkpoints — with a model of every
-/// acknowledged write checked by a fresh process after every step.
+/// Python and sessionctl, compaction and retention, subscribers in this and other
+/// processes started, cancelled and resumed, writer processes killed, failing their
+/// fsyncs or staying alive, snapshots under load, checkpoints, backups restored — with a
+/// model (``ChaosModel``) that every outcome is checked against as it happens, and the
+/// file, every instance and every subscriber after every step.
 ///
-/// On a failure it prints the seed, the step and the problem, then looks for the shortest
-/// failing run: the prefix up to the failing step, replayed, then with steps left out.
+/// Every committed change must reach every live subscriber within `--bound-ms` of being
+/// acknowledged; a step and its check must each end within `--hang-seconds`. On a failure
+/// it prints the seed, the step and the problem, then looks for the shortest failing run:
+/// the prefix up to the failing step, replayed, then with steps left out.
 struct ChaosScenario: TortureScenario {
   static let seed = Option<UInt64>(
     "seed", help: "The seed the steps are drawn from (default: a random one); with --long, the first.")
@@ -19,12 +23,18 @@ struct ChaosScenario: TortureScenario {
   static let shrinkSeconds = Option<Int>(
     "shrink-seconds", placeholder: "seconds",
     help: "How long a failure may be shrunk to the shortest failing run (default 60).")
+  static let bound = Option<Int>(
+    "bound-ms", placeholder: "ms",
+    help: "How soon after it is acknowledged a change must reach every live subscriber (default 600).")
+  static let hangSeconds = Option<Int>(
+    "hang-seconds", placeholder: "seconds",
+    help: "How long a step, and the check after it, may run before the run fails as hung (default 20).")
 
   static let spec = CommandSpec(
     "chaos",
-    abstract: "Random steps (instances, processes, shell, kills, compaction, subscribers) checked against "
-      + "a model after every step.",
-    options: [seed, steps, Torture.long, sessionctl, shrinkSeconds])
+    abstract: "Random steps (instances, processes, shell, kills, compaction, retention, failing fsyncs, "
+      + "subscribers) checked against a model as they run and after every step.",
+    options: [seed, steps, Torture.long, sessionctl, shrinkSeconds, bound, hangSeconds])
 
   let path: String
   let seed: UInt64
@@ -32,6 +42,8 @@ struct ChaosScenario: TortureScenario {
   let deadline: Date?
   let sessionctl: String?
   let shrinkSeconds: Int
+  let boundMilliseconds: Int
+  let hangLimit: Duration
 
   init(_ arguments: ParsedArguments) throws {
     path = try arguments.required(Torture.db)
@@ -40,6 +52,8 @@ struct ChaosScenario: TortureScenario {
     deadline = try Torture.deadline(arguments)
     sessionctl = try arguments[Self.sessionctl]
     shrinkSeconds = try arguments[Self.shrinkSeconds] ?? 60
+    boundMilliseconds = try arguments[Self.bound] ?? 600
+    hangLimit = .seconds(try arguments[Self.hangSeconds] ?? 20)
   }
 
   /// The steps of `seed`, in order.
@@ -54,42 +68,72 @@ struct ChaosScenario: TortureScenario {
     var problems: [String]
   }
 
-  /// Runs `steps` on a fresh file at `file`, checking after each; returns the first failure.
-  func play(_ steps: [ChaosStep], on file: String) throws -> (
-    failure: Failure?, acknowledged: Int, delivered: Int
-  ) {
-    let world = try ChaosWorld(path: file, sessionctl: sessionctl)
-    defer { world.tearDown() }
-    for (index, step) in steps.enumerated() {
-      let problems = world.apply(step) + world.check()
-      if !problems.isEmpty {
-        return (Failure(step: index, problems: problems), world.acknowledged.count, world.delivered)
-      }
+  /// What a run counted.
+  struct Counts {
+    var acknowledged = 0
+    var delivered = 0
+    var failedWrites = 0
+
+    static func += (total: inout Counts, run: Counts) {
+      total.acknowledged += run.acknowledged
+      total.delivered += run.delivered
+      total.failedWrites += run.failedWrites
     }
-    var problems = world.settle()
-    problems += world.check()
-    let (acknowledged, delivered) = (world.acknowledged.count, world.delivered)
+  }
+
+  /// Arms the hang limit for `what` of step `index` of `seed`'s run.
+  private func guardHang(_ seed: UInt64, _ index: Int, _ step: ChaosStep?, _ what: String, shrinking: Bool) {
+    let place = step.map { "step \(index + 1) (\($0))" } ?? "the end of the run"
+    ChaosWatchdog.shared.arm(
+      hangLimit,
+      report: [
+        "seed \(seed)\(shrinking ? " (while shrinking the failure above)" : "") hung in \(what)\(place): "
+          + "it ran past the limit of \(hangLimit)",
+        "replay: sessiontorture chaos --seed \(seed) --steps \(index + 1) --db \(path)",
+      ],
+      summary: #"{"scenario":"chaos","seed":\#(self.seed),"hung":true,"problems":1}"#)
+  }
+
+  /// Runs `steps` on a fresh file at `file`, checking after each; returns the first failure.
+  func play(_ steps: [ChaosStep], on file: String, seed: UInt64, shrinking: Bool = false) throws -> (
+    failure: Failure?, counts: Counts
+  ) {
+    let world = try ChaosWorld(path: file, sessionctl: sessionctl, bound: .milliseconds(boundMilliseconds))
+    defer { world.tearDown() }
+    func counts() -> Counts {
+      Counts(acknowledged: world.acknowledged, delivered: world.delivered, failedWrites: world.failedWrites)
+    }
+    for (index, step) in steps.enumerated() {
+      guardHang(seed, index, step, "", shrinking: shrinking)
+      var problems = world.apply(step)
+      guardHang(seed, index, step, "the check after ", shrinking: shrinking)
+      problems += world.check()
+      ChaosWatchdog.shared.disarm()
+      if !problems.isEmpty { return (Failure(step: index, problems: problems), counts()) }
+    }
+    guardHang(seed, steps.count, nil, "", shrinking: shrinking)
+    defer { ChaosWatchdog.shared.disarm() }
+    var problems = world.catchUp()
+    let total = counts()
+    let kept = Set(world.model.log.keys.filter { $0 >= world.model.firstAvailable })
     world.tearDown()
     // Every instance released: a new one reads what a fresh process reads.
-    let acknowledgedCursors = Set(world.acknowledged.keys.filter { $0 >= world.compactedBelow })
-    problems += try Verification.problems(path: file, acknowledged: acknowledgedCursors)
-    return (problems.isEmpty ? nil : Failure(step: steps.count, problems: problems), acknowledged, delivered)
+    problems += try Verification.problems(path: file, acknowledged: kept)
+    return (problems.isEmpty ? nil : Failure(step: steps.count, problems: problems), total)
   }
 
   func run() throws -> Int32 {
     var seed = self.seed
     var runs = 0
     var totalSteps = 0
-    var acknowledged = 0
-    var delivered = 0
+    var total = Counts()
     var found: (seed: UInt64, failure: Failure, steps: [ChaosStep])?
     repeat {
       let steps = draw(seed, count: self.steps)
-      let (failure, count, received) = try play(steps, on: path)
+      let (failure, counts) = try play(steps, on: path, seed: seed)
       runs += 1
       totalSteps += failure.map { $0.step + 1 } ?? steps.count
-      acknowledged += count
-      delivered += received
+      total += counts
       if let failure {
         found = (seed, failure, Array(steps.prefix(failure.step + 1)))
         break
@@ -97,7 +141,7 @@ struct ChaosScenario: TortureScenario {
       seed &+= 1
     } while deadline.map { Date() < $0 } ?? false
     Torture.emit(
-      #"{"scenario":"chaos","seed":\#(self.seed),"runs":\#(runs),"steps":\#(totalSteps),"acknowledged":\#(acknowledged),"delivered":\#(delivered),"problems":\#(found?.failure.problems.count ?? 0)}"#
+      #"{"scenario":"chaos","seed":\#(self.seed),"runs":\#(runs),"steps":\#(totalSteps),"acknowledged":\#(total.acknowledged),"delivered":\#(total.delivered),"failedWrites":\#(total.failedWrites),"problems":\#(found?.failure.problems.count ?? 0)}"#
     )
     guard let found else { return 0 }
     report(
@@ -105,7 +149,7 @@ struct ChaosScenario: TortureScenario {
     )
     for problem in found.failure.problems { report("problem: \(problem)") }
     report("replay: sessiontorture chaos --seed \(found.seed) --steps \(found.steps.count) --db \(path)")
-    let shortest = try shrink(found.steps)
+    let shortest = try shrink(found.steps, seed: found.seed)
     report("shortest failing run found (\(shortest.count) steps):")
     for (index, step) in shortest.enumerated() { report("  \(index + 1). \(step)") }
     return 1
@@ -113,11 +157,13 @@ struct ChaosScenario: TortureScenario {
 
   /// Leaves out ever smaller chunks of `steps` while the run still fails, within
   /// `--shrink-seconds`. Timing-dependent failures may not replay; then `steps` is kept.
-  func shrink(_ steps: [ChaosStep]) throws -> [ChaosStep] {
+  func shrink(_ steps: [ChaosStep], seed: UInt64) throws -> [ChaosStep] {
     let deadline = Date().addingTimeInterval(TimeInterval(shrinkSeconds))
     let scratch = path + ".shrink"
-    func fails(_ candidate: [ChaosStep]) throws -> Bool { try play(candidate, on: scratch).failure != nil }
-    defer { for suffix in ["", "-wal", "-shm", ".link", ".backup"] { unlink(scratch + suffix) } }
+    func fails(_ candidate: [ChaosStep]) throws -> Bool {
+      try play(candidate, on: scratch, seed: seed, shrinking: true).failure != nil
+    }
+    defer { for suffix in ["", "-wal", "-shm", ".link", ".backup", ".stderr"] { unlink(scratch + suffix) } }
     var current = steps
     var chunk = max(1, current.count / 2)
     while chunk >= 1, Date() < deadline {

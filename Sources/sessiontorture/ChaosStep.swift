@@ -16,6 +16,26 @@ enum ChaosStep: Sendable, CustomStringConvertible {
       case .rename(let name): "rename \(name)"
       }
     }
+
+    /// How a writer process takes it on its command line: `login=NAME`, `logout`, `rename=NAME`.
+    var argument: String {
+      switch self {
+      case .login(let name): "login=\(name)"
+      case .logout: "logout"
+      case .rename(let name): "rename=\(name)"
+      }
+    }
+
+    /// Reads ``argument``.
+    init?(argument: String) {
+      let (verb, name) = (argument.prefix { $0 != "=" }, argument.drop { $0 != "=" }.dropFirst())
+      switch verb {
+      case "login" where !name.isEmpty: self = .login(String(name))
+      case "rename" where !name.isEmpty: self = .rename(String(name))
+      case "logout" where name.isEmpty: self = .logout
+      default: return nil
+      }
+    }
   }
 
   /// How a write through an instance is made: the synchronous API, the `async` one, or the
@@ -35,13 +55,31 @@ enum ChaosStep: Sendable, CustomStringConvertible {
     case path, symbolicLink, relativePath
   }
 
+  /// How a compaction step chooses what to delete.
+  enum Compaction: Sendable, CustomStringConvertible {
+    /// `compact(keepingLast:)`.
+    case keepingLast(Int)
+    /// `compact(before:)` the cursor `back` below the next one (0: every entry).
+    case before(back: Int)
+    /// `compact(olderThan:)`, in milliseconds.
+    case olderThan(milliseconds: Int64)
+
+    var description: String {
+      switch self {
+      case .keepingLast(let count): "keeping \(count)"
+      case .before(let back): "before head + 1 - \(back)"
+      case .olderThan(let milliseconds): "older than \(milliseconds) ms"
+      }
+    }
+  }
+
   case open(Spelling, readOnly: Bool, normalDurability: Bool)
   case release(Int)
   case write(Int, Action, WriteMode)
   case shell(Action)
   case python(Action)
   case sessionctl(Action)
-  case compact(Int, keep: Int)
+  case compact(Int, Compaction)
   case subscribe(Int, Subscription)
   case cancel(Int)
   case resume(Int)
@@ -62,6 +100,26 @@ enum ChaosStep: Sendable, CustomStringConvertible {
   /// subscribers end; then everything is released and the driver goes on with the new file.
   case replace(Int)
   case settle
+  /// `setRetention` through an instance: stored and applied at once.
+  case retention(Int, ChaosPolicy)
+  /// The policy set with the sqlite3 shell: the feed trigger applies it from the next write on.
+  case shellRetention(ChaosPolicy)
+  /// `sessionctl retention` with the limits that are set (`--off` for none): the others stay.
+  case sessionctlRetention(ChaosPolicy)
+  /// A writer process whose `fsync`/`fdatasync` calls fail with EIO from the `when`-th on
+  /// (`sticky`) or at the `when`-th only (strace fault injection): what it reports as
+  /// written must be in the file, what it reports as failed must not.
+  case ioError([Action], when: Int, sticky: Bool)
+  /// A writer process that stays alive while it writes, `pause` ms apart: its commits reach
+  /// subscribers through file notifications alone (no process exits to touch the file).
+  case liveWriter([Action], pauseMilliseconds: Int)
+  /// Snapshots taken through an instance while a writer process commits without a pause:
+  /// each must be a state and the cursor of the change that made it.
+  case snapshotsUnderLoad(Int, writes: Int)
+  /// A writer process that stays alive renames after 5.5 s without a write to any watched
+  /// file: longer than the watcher re-checks after an event, so only the commit's own file
+  /// notification can tell subscribers of it in time.
+  case quietWriter
 
   var description: String {
     switch self {
@@ -72,7 +130,7 @@ enum ChaosStep: Sendable, CustomStringConvertible {
     case .shell(let action): "sqlite3 shell: \(action)"
     case .python(let action): "python sqlite3: \(action)"
     case .sessionctl(let action): "sessionctl \(action)"
-    case .compact(let index, let keep): "compact keeping \(keep) through instance #\(index)"
+    case .compact(let index, let kind): "compact \(kind) through instance #\(index)"
     case .subscribe(let index, let kind): "subscribe (\(kind.rawValue)) through instance #\(index)"
     case .cancel(let index): "cancel subscriber #\(index)"
     case .resume(let index): "resume subscriber #\(index) after its last cursor"
@@ -87,10 +145,22 @@ enum ChaosStep: Sendable, CustomStringConvertible {
     case .tamper(let index): "drop the feed trigger, write through instance #\(index), open, repair"
     case .replace(let index): "rename the last backup over the file, write through instance #\(index), reopen"
     case .settle: "settle: every subscriber catches up"
+    case .retention(let index, let policy): "set retention (\(policy)) through instance #\(index)"
+    case .shellRetention(let policy): "sqlite3 shell: retention \(policy)"
+    case .sessionctlRetention(let policy): "sessionctl retention \(policy)"
+    case .ioError(let actions, let when, let sticky):
+      "writer process with fsync failing (EIO) at call \(when)\(sticky ? " and after" : ""): "
+        + actions.map(\.description).joined(separator: ", ")
+    case .liveWriter(let actions, let pause):
+      "writer process staying alive, \(pause) ms between writes: "
+        + actions.map(\.description).joined(separator: ", ")
+    case .snapshotsUnderLoad(let index, let writes):
+      "snapshots through instance #\(index) while a writer process makes \(writes) writes"
+    case .quietWriter: "a writer process that stays alive renames after 5.5 s of quiet"
     }
   }
 
-  /// Draws a step. `sessionctl` says whether the sessionctl step is possible.
+  /// Draws a step. `sessionctl` says whether the sessionctl steps are possible.
   static func draw(using random: inout SplitMix64, sessionctl: Bool) -> ChaosStep {
     let names = ["alice", "bob", "carol", "dave", "eve", "José", "mallory"]
     func action() -> Action {
@@ -100,11 +170,22 @@ enum ChaosStep: Sendable, CustomStringConvertible {
       default: .logout
       }
     }
+    func actions(_ range: ClosedRange<Int>) -> [Action] {
+      (0..<Int.random(in: range, using: &random)).map { _ in action() }
+    }
     func index() -> Int { Int.random(in: 0..<8, using: &random) }
+    func policy() -> ChaosPolicy {
+      guard Int.random(in: 0..<3, using: &random) > 0 else { return .off }
+      let keep = [nil, 1, 2, 3, 5, 8, 20][Int.random(in: 0..<7, using: &random)]
+      let age: Int64? = [nil, nil, 1000, 2000, 5000][Int.random(in: 0..<5, using: &random)]
+      return keep == nil && age == nil
+        ? ChaosPolicy(keepLast: 4) : ChaosPolicy(keepLast: keep, maxAgeMilliseconds: age)
+    }
     // (weight, kind): how often each kind of step is drawn.
     let weights = [
       (10, 0), (7, 1), (24, 2), (8, 3), (4, 4), (sessionctl ? 4 : 0, 5), (4, 6), (6, 7), (4, 8), (3, 9),
       (2, 10), (3, 11), (4, 12), (4, 13), (3, 14), (2, 15), (2, 16), (2, 17), (1, 18), (1, 19),
+      (2, 20), (1, 21), (sessionctl ? 1 : 0, 22), (2, 23), (3, 24), (2, 25), (1, 26),
     ]
     var pick = Int.random(in: 0..<weights.reduce(0) { $0 + $1.0 }, using: &random)
     var kind = 0
@@ -126,7 +207,15 @@ enum ChaosStep: Sendable, CustomStringConvertible {
     case 3: return .shell(action())
     case 4: return .python(action())
     case 5: return .sessionctl(action())
-    case 6: return .compact(index(), keep: Int.random(in: 0...4, using: &random))
+    case 6:
+      let compaction: Compaction
+      switch Int.random(in: 0..<4, using: &random) {
+      case 0: compaction = .before(back: Int.random(in: 0...4, using: &random))
+      case 1:
+        compaction = .olderThan(milliseconds: [0, 300, 1000, 3000][Int.random(in: 0..<4, using: &random)])
+      default: compaction = .keepingLast(Int.random(in: 0...4, using: &random))
+      }
+      return .compact(index(), compaction)
     case 7: return .subscribe(index(), Subscription.allCases[Int.random(in: 0..<5, using: &random)])
     case 8: return .cancel(index())
     case 9: return .resume(index())
@@ -143,6 +232,19 @@ enum ChaosStep: Sendable, CustomStringConvertible {
     case 17: return .slowPython(action())
     case 18: return .tamper(index())
     case 19: return .replace(index())
+    case 20: return .retention(index(), policy())
+    case 21: return .shellRetention(policy())
+    case 22:
+      // sessionctl takes whole seconds.
+      var policy = policy()
+      policy.maxAgeMilliseconds = policy.maxAgeMilliseconds.map { max(1000, $0 / 1000 * 1000) }
+      return .sessionctlRetention(policy)
+    case 23:
+      return .ioError(
+        actions(1...4), when: Int.random(in: 1...5, using: &random), sticky: Bool.random(using: &random))
+    case 24: return .liveWriter(actions(2...8), pauseMilliseconds: Int.random(in: 5...60, using: &random))
+    case 25: return .snapshotsUnderLoad(index(), writes: Int.random(in: 10...40, using: &random))
+    case 26: return .quietWriter
     default: return .settle
     }
   }

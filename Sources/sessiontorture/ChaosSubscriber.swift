@@ -3,99 +3,102 @@ import Foundation
 import SessionStorage
 import Synchronization
 
-/// What one in-process subscriber received, kept across its cancellations and resumes.
+/// How a subscriber's sequence ended on its own (not by a cancellation of the driver's).
+enum ChaosEnding: Sendable, CustomStringConvertible {
+  /// A `FeedError`: typed, and accepted only where the model says why.
+  case feed(FeedError)
+  /// `SessionStorageError.fileReplaced`: accepted only while the file is renamed over.
+  case replaced(String)
+  /// Any other error.
+  case other(String)
+  /// The sequence returned nil although nobody cancelled it.
+  case finished
+
+  init(_ error: any Error) {
+    switch error {
+    case let error as FeedError: self = .feed(error)
+    case let error as SessionStorageError where error.code == .fileReplaced: self = .replaced("\(error)")
+    default: self = .other("\(error)")
+    }
+  }
+
+  var description: String {
+    switch self {
+    case .feed(let error): "FeedError: \(error)"
+    case .replaced(let message): "fileReplaced: \(message)"
+    case .other(let message): message
+    case .finished: "the sequence ended by itself"
+    }
+  }
+}
+
+/// An entry as a subscriber received it, and when (``ChaosClock/now()``).
+struct ChaosDelivery: Sendable {
+  var entry: SessionEntry
+  var receivedAt: UInt64
+}
+
+/// A value as a `values()` subscriber received it, and when.
+struct ChaosValue: Sendable {
+  var state: ChaosState
+  var receivedAt: UInt64
+}
+
+/// What one in-process subscription received, appended by its task.
 struct ChaosRecord: Sendable {
-  /// How it started (`changes .now`, `values`, …).
-  var kind: String
-  /// The cursor its first entry must follow; nil for `values`.
-  var start: Int64?
-  /// Every entry received: cursor and the state after it.
-  var entries: [(cursor: Int64, after: ChaosState)] = []
-  /// Every value received (`values` subscribers).
-  var values: [ChaosState] = []
-  /// How it ended, when it ended on its own: an error's description.
-  var ended: String?
-  /// Whether that end is a typed, documented one (a compacted cursor).
-  var endedTyped = false
-  /// Whether it was cancelled and not resumed.
-  var cancelled = false
-  /// How many entries and values it had when the history was last restored: those came
-  /// from the history before, and are no longer compared with the log.
-  var entriesBeforeRestore = 0
-  var valuesBeforeRestore = 0
-
-  /// The cursor of the newest entry, or the start.
-  var last: Int64? { entries.last?.cursor ?? start }
+  var entries: [ChaosDelivery] = []
+  var values: [ChaosValue] = []
+  var ending: ChaosEnding?
 }
 
-/// The state as the checker compares it: username and login flag.
-struct ChaosState: Hashable, Sendable, CustomStringConvertible {
-  var username: String?
-  var isLoggedIn: Bool
-
-  init(username: String?, isLoggedIn: Bool) {
-    self.username = username
-    self.isLoggedIn = isLoggedIn
-  }
-
-  init(_ state: SessionState) { self.init(username: state.username, isLoggedIn: state.isLoggedIn) }
-
-  var description: String { "(\(username ?? "nil"), \(isLoggedIn ? "in" : "out"))" }
-}
-
-/// An in-process subscriber: a task that appends what it receives to its record.
+/// An in-process subscription (`changes(from:)`, `snapshotAndChanges()` or `values()`)
+/// followed by a task that appends what it receives to its record; the checker reads the
+/// record (``ChaosFollower``).
 final class ChaosSubscriber: Sendable {
-  let record: Mutex<ChaosRecord>
+  let record = Mutex(ChaosRecord())
+  /// The cursor the subscription says it starts after (nil for `values`).
+  let start: Int64?
+  /// The snapshot's state (`snapshotAndChanges`).
+  let snapshot: ChaosState?
+  /// How the subscription learns of other processes' commits.
+  let wakeMode: WakeMode?
   private let task = Mutex<Task<Void, Never>?>(nil)
+  private let cancelled = Atomic(false)
 
-  /// Subscribes through `store` as `kind` says; `recent` is a cursor for `afterRecent`.
-  init(_ store: SessionStore, _ kind: ChaosStep.Subscription, recent: Int64) throws {
-    record = Mutex(ChaosRecord(kind: kind.rawValue))
-    switch kind {
-    case .now: try follow(store.changes(from: .now), start: store.bounds().head.value)
-    case .beginning:
-      try follow(store.changes(from: .beginning), start: store.bounds().firstAvailable.value - 1)
-    case .afterRecent: try follow(store.changes(from: .after(Cursor(recent))), start: recent)
-    case .snapshot:
-      let feed = try store.snapshotAndChanges()
-      record.withLock { $0.values = [ChaosState(feed.state)] }
-      follow(feed.changes, start: feed.cursor.value)
-    case .values:
-      let values = store.values()
-      run {
-        for try await value in values {
-          self.record.withLock { $0.values.append(ChaosState(value)) }
-        }
+  /// Subscribes to `changes` and follows them.
+  init(following changes: SessionSubscription) {
+    start = changes.cursor.value
+    snapshot = nil
+    wakeMode = changes.wakeMode
+    follow(changes)
+  }
+
+  /// Follows a snapshot's changes.
+  init(following feed: SessionSnapshotSubscription) {
+    start = feed.cursor.value
+    snapshot = ChaosState(feed.state)
+    wakeMode = feed.changes.wakeMode
+    follow(feed.changes)
+  }
+
+  /// Follows `values`.
+  init(following values: SessionValues) {
+    start = nil
+    snapshot = nil
+    wakeMode = nil
+    run {
+      for try await value in values {
+        let received = ChaosValue(state: ChaosState(value), receivedAt: ChaosClock.now())
+        self.record.withLock { $0.values.append(received) }
       }
     }
   }
 
-  /// Continues `previous`'s record after its last cursor, through `store`.
-  init(resuming previous: ChaosSubscriber, _ store: SessionStore) throws {
-    let copied = previous.record.withLock { $0 }
-    record = Mutex(copied)
-    guard let last = copied.last else { return }
-    record.withLock { $0.cancelled = false }
-    do {
-      let changes = try store.changes(from: .after(Cursor(last)))
-      run {
-        for try await entry in changes {
-          self.record.withLock { $0.entries.append((entry.cursor.value, ChaosState(entry.after))) }
-        }
-      }
-    } catch let error as FeedError {
-      record.withLock {
-        $0.ended = "\(error)"
-        $0.endedTyped = true
-      }
-    }
-  }
-
-  private func follow(_ changes: SessionSubscription, start: Int64) {
-    record.withLock { $0.start = start }
+  private func follow(_ changes: SessionSubscription) {
     run {
       for try await entry in changes {
-        self.record.withLock { $0.entries.append((entry.cursor.value, ChaosState(entry.after))) }
+        let received = ChaosDelivery(entry: entry, receivedAt: ChaosClock.now())
+        self.record.withLock { $0.entries.append(received) }
       }
     }
   }
@@ -104,25 +107,34 @@ final class ChaosSubscriber: Sendable {
     let started = Task {
       do {
         try await body()
-        if !Task.isCancelled { self.record.withLock { $0.ended = "the sequence ended" } }
+        if !self.cancelled.load(ordering: .acquiring) { self.record.withLock { $0.ending = .finished } }
       } catch is CancellationError {
-      } catch {
-        self.record.withLock {
-          $0.ended = "\(error)"
-          // Typed and documented: a feed error, or the file replaced under the store.
-          $0.endedTyped = error is FeedError || (error as? SessionStorageError)?.code == .fileReplaced
+        if !self.cancelled.load(ordering: .acquiring) {
+          self.record.withLock { $0.ending = .other("CancellationError without a cancellation") }
         }
+      } catch {
+        self.record.withLock { $0.ending = ChaosEnding(error) }
       }
     }
     task.withLock { $0 = started }
   }
 
-  /// Whether it still receives: not cancelled, not ended.
-  var isLive: Bool { record.withLock { !$0.cancelled && $0.ended == nil } }
+  /// The entries from `index` on.
+  func entries(from index: Int) -> [ChaosDelivery] {
+    record.withLock { Array($0.entries[min(index, $0.entries.count)...]) }
+  }
 
-  /// Cancels the task and waits for it to end.
+  /// The values from `index` on.
+  func values(from index: Int) -> [ChaosValue] {
+    record.withLock { Array($0.values[min(index, $0.values.count)...]) }
+  }
+
+  var ending: ChaosEnding? { record.withLock { $0.ending } }
+
+  /// Cancels the task and waits for it to end (the driver's thread is not one of the
+  /// cooperative pool's).
   func cancel() {
-    record.withLock { $0.cancelled = true }
+    cancelled.store(true, ordering: .releasing)
     let running = task.withLock { $0 }
     running?.cancel()
     let done = DispatchSemaphore(value: 0)

@@ -5,78 +5,170 @@ import SessionStorage
 import Synchronization
 
 /// The chaos driver's world: store instances, subscribers and processes on one file, and
-/// the model the checker holds — every acknowledged write and its cursor.
+/// the ``ChaosModel`` the checker holds.
+///
+/// Every step's outcome is compared with the model as the step runs: a write that returns
+/// "no change" must be one the model calls a no-op, a write that returns an entry must
+/// return the model's entry in every field, a write that throws must leave the model as it
+/// was (the check after the step reads the file), a compaction must keep what the model
+/// computes, a subscription must start where the model says or throw the error it says.
+/// After every step ``check()`` reads the file with a fresh process and compares it, every
+/// instance and every follower of the feed with the model.
 final class ChaosWorld {
+  /// The safety poll of the driver's stores and subscriber processes: far above the
+  /// delivery bound, so that a change that reaches a subscriber only through the poll
+  /// (file notifications missed, or not set up) fails the run.
+  static let safetyPoll: Duration = .seconds(5)
+
   let path: String
   let sessionctl: String?
+  /// How long after it became readable a change must reach every live follower (ns).
+  let bound: UInt64
   private(set) var instances: [SessionStore] = []
-  private var subscribers: [ChaosSubscriber] = []
-  private var childSubscribers: [(child: ChildProcess, start: Int64)] = []
-  /// Acknowledged cursors, with the state after them where the writer told it.
-  private(set) var acknowledged: [Int64: ChaosState?] = [:]
-  /// Cursors below this may have been compacted away.
-  private(set) var compactedBelow: Int64 = 0
-  /// Every row the checker has seen, by cursor.
-  private var seen: [Int64: ChaosState] = [:]
-  /// The file as the last check read it.
-  private var head: Int64 = 0
-  private var fileState = ChaosState(username: nil, isLoggedIn: false)
-  /// Every state the file has held (what a `values` subscriber may show).
-  private var known: Set<ChaosState> = [ChaosState(username: nil, isLoggedIn: false)]
+  var followers: [ChaosFollower] = []
+  var model: ChaosModel
+  /// The model when the last backup was taken: a restore rewinds to it.
+  var backedUp: ChaosModel?
+  private var nextSerial = 1
+  private var followerCount = 0
+  /// The file's rows up to this cursor were compared with the model already.
+  var verifiedThrough: Int64 = 0
+  var checks = 0
+  /// How many writes were acknowledged (and checked), and how many failed as injected.
+  private(set) var acknowledged = 0
+  var failedWrites = 0
+  private var deliveredBefore = 0
+  /// What could not run here, said once each.
+  private var notes: Set<String> = []
 
-  /// The model when the last backup was taken: a restore rewinds it.
-  private struct Model {
-    var acknowledged: [Int64: ChaosState?]
-    var compactedBelow: Int64
-    var seen: [Int64: ChaosState]
-    var head: Int64
-    var known: Set<ChaosState>
-  }
-  private var backedUp: Model?
+  var backupPath: String { path + ".backup" }
 
-  /// The model as it was at a backup that was brought back.
-  private func rewind(to model: Model) {
-    (acknowledged, compactedBelow, seen, head, known) = (
-      model.acknowledged, model.compactedBelow, model.seen, model.head, model.known
-    )
-  }
-  private var backupPath: String { path + ".backup" }
-
-  init(path: String, sessionctl: String?) throws {
+  init(path: String, sessionctl: String?, bound: Duration) throws {
     self.path = path
     self.sessionctl = sessionctl
-    for suffix in ["", "-wal", "-shm", ".link", ".backup"] { unlink(path + suffix) }
+    self.bound = UInt64(bound.milliseconds) * 1_000_000
+    for suffix in ["", "-wal", "-shm", ".link", ".backup", ".stderr"] { unlink(path + suffix) }
     // The file exists before the first step, so every spelling can name it.
-    instances.append(try SessionStore(path: path, options: .init(origin: "chaos")))
+    let store = try SessionStore(path: path, options: Self.options(origin: "chaos"))
+    instances.append(store)
+    let initial = ChaosState(try store.state)
+    guard initial.username == nil, !initial.isLoggedIn else {
+      throw TortureFailure("a new store holds \(initial), not (nil, out)")
+    }
+    model = ChaosModel(initial: initial, at: ChaosClock.now())
     guard symlink(path, path + ".link") == 0 else { throw TortureFailure("cannot link to \(path)") }
   }
 
-  /// How many entries and values subscribers received (and were checked), so far.
-  var delivered: Int {
-    deliveredBefore
-      + subscribers.reduce(0) { sum, subscriber in
-        sum + subscriber.record.withLock { $0.entries.count + $0.values.count }
-      } + childSubscribers.reduce(0) { $0 + $1.child.lines.count - 1 }
+  static func options(
+    origin: String, durability: SessionStore.Durability = .full, readOnly: Bool = false
+  ) -> SessionStore.Options {
+    .init(durability: durability, origin: origin, readOnly: readOnly, safetyPollInterval: safetyPoll)
   }
-  /// What subscribers released by a teardown had received.
-  private var deliveredBefore = 0
 
-  /// Stops every subscriber and process and releases every instance.
+  /// How many entries and values followers delivered (each one verified), so far.
+  var delivered: Int { deliveredBefore + followers.reduce(0) { $0 + $1.delivered } }
+
+  /// A number for a new follower.
+  func nextFollower() -> Int {
+    followerCount += 1
+    return followerCount
+  }
+
+  /// Counts what a follower that leaves the world delivered.
+  func retire(_ follower: ChaosFollower) { deliveredBefore += follower.delivered }
+
+  /// Stops every follower and process and releases every instance.
   func tearDown() {
     deliveredBefore = delivered
-    for subscriber in subscribers { subscriber.cancel() }
-    subscribers = []
-    for (child, _) in childSubscribers {
-      child.kill(SIGKILL)
-      child.wait()
+    for follower in followers {
+      switch follower.source {
+      case .task(let subscriber): subscriber.cancel()
+      case .process(let child):
+        child.kill(SIGKILL)
+        Self.reap(child)
+      }
     }
-    childSubscribers = []
+    followers = []
     instances = []
+  }
+
+  /// Says once that something could not run here.
+  func note(_ line: String) {
+    guard notes.insert(line).inserted else { return }
+    FileHandle.standardError.write(Data("sessiontorture chaos: \(line)\n".utf8))
+  }
+
+  // MARK: The model
+
+  /// Compares what a write of `action` by `origin` returned with the model's prediction,
+  /// then commits it. `window`: the wall clock (ms) around the write; `ackedAt`: when it
+  /// was acknowledged (``ChaosClock/now()``).
+  func settle(
+    _ action: ChaosStep.Action, origin: String, returned entry: SessionEntry?, window: ClosedRange<Int64>,
+    ackedAt: UInt64, by writer: String
+  ) throws {
+    let predicted = model.predict(action, origin: origin, time: ChaosState.unknown)
+    guard let entry else {
+      if let predicted {
+        throw TortureFailure(
+          "\(writer): \(action) returned no change, the model expects \(predicted.before) → \(predicted.after)"
+        )
+      }
+      return
+    }
+    guard var expected = predicted else {
+      throw TortureFailure(
+        "\(writer): \(action) returned entry \(entry.cursor) (\(entry.change)) for a write the model calls a "
+          + "no-op on \(model.state)")
+    }
+    let time = ChaosClock.milliseconds(entry.time)
+    try Self.requireTime(time, within: window, of: "\(writer): \(action)")
+    expected.after.updatedAt = time
+    if let difference = expected.difference(from: entry) {
+      throw TortureFailure("\(writer): \(action) returned an entry with \(difference)")
+    }
+    commit(expected, window: window, at: ackedAt)
+  }
+
+  /// Adds an entry the model checked to its log, as acknowledged at `ackedAt`.
+  func commit(_ entry: ChaosEntry, window: ClosedRange<Int64>, at ackedAt: UInt64) {
+    var entry = entry
+    entry.serial = nextSerial
+    nextSerial += 1
+    entry.availableAt = ackedAt
+    model.commit(entry)
+    model.retainByAge(window: window, at: ackedAt)
+    acknowledged += 1
+  }
+
+  static func requireTime(_ time: Int64, within window: ClosedRange<Int64>, of what: String) throws {
+    guard time >= window.lowerBound - ChaosClock.cutoffSlack,
+      time <= window.upperBound + ChaosClock.cutoffSlack
+    else {
+      throw TortureFailure(
+        "\(what): the entry's time \(Timestamp.format(ChaosClock.date(time))) is outside the write "
+          + "(\(Timestamp.format(ChaosClock.date(window.lowerBound)))…\(Timestamp.format(ChaosClock.date(window.upperBound))))"
+      )
+    }
+  }
+
+  /// The model as a restore of `backup` leaves it: every entry readable again from now on,
+  /// the history rewritten now.
+  func rewound(to backup: ChaosModel) -> ChaosModel {
+    var model = backup
+    let now = ChaosClock.now()
+    for cursor in model.log.keys { model.log[cursor]?.availableAt = now }
+    model.rewrittenAt = now
+    model.stateSince = now
+    model.compactedAt = now
+    verifiedThrough = 0
+    return model
   }
 
   // MARK: Steps
 
-  /// Runs one step; returns problems it saw while running (an unexpected error).
+  /// Runs one step; returns the problems it saw (an outcome the model does not allow, an
+  /// unexpected error).
   func apply(_ step: ChaosStep) -> [String] {
     do {
       try run(step)
@@ -86,17 +178,95 @@ final class ChaosWorld {
     }
   }
 
-  private func instance(_ index: Int) -> SessionStore? {
+  func instance(_ index: Int) -> SessionStore? {
     instances.isEmpty ? nil : instances[index % instances.count]
+  }
+
+  private func run(_ step: ChaosStep) throws {
+    switch step {
+    case .open(let spelling, let readOnly, let normal):
+      let name: String
+      switch spelling {
+      case .path: name = path
+      case .symbolicLink: name = path + ".link"
+      case .relativePath:
+        let depth = FileManager.default.currentDirectoryPath.split(separator: "/").count
+        name = String(repeating: "../", count: depth) + path.drop { $0 == "/" }
+      }
+      instances.append(
+        try SessionStore(
+          path: name,
+          options: Self.options(
+            origin: "chaos\(instances.count)", durability: normal ? .normal : .full, readOnly: readOnly)))
+    case .release(let index):
+      guard !instances.isEmpty else { return }
+      instances.remove(at: index % instances.count)
+    case .write(let index, let action, let mode): try write(index, action, mode)
+    case .shell(let action): try shellWrite(action)
+    case .python(let action): try pythonWrite(action)
+    case .sessionctl(let action): try sessionctlWrite(action)
+    case .compact(let index, let kind): try compact(index, kind)
+    case .subscribe(let index, let kind): try subscribe(index, kind)
+    case .cancel(let index):
+      let live = followers.filter { $0.isLive && !$0.isProcess }
+      guard !live.isEmpty else { return }
+      live[index % live.count].cancel()
+    case .resume(let index): try resume(index)
+    case .startChildSubscriber: try startChildSubscriber()
+    case .stopChildSubscriber(let index): try stopChildSubscriber(index)
+    case .crashWriter(let writes, let count, let microseconds):
+      try crashWriter(writes: writes, instances: count, microseconds: microseconds)
+    case .checkpoint(let mode):
+      _ = try Self.sqlite3(path, "PRAGMA wal_checkpoint(\(mode))")
+    case .backup:
+      _ = try Self.sqlite3(path, ".backup '\(backupPath)'")
+      backedUp = model
+    case .restore:
+      guard let backedUp else { return }
+      _ = try Self.sqlite3(path, ".restore '\(backupPath)'")
+      // An administrator rewound the history: what was acknowledged after the backup is
+      // gone on purpose. Followers whose last entry is no longer the log's must end with
+      // `historyRewritten`; the others go on in the restored history.
+      model = rewound(to: backedUp)
+      for follower in followers where follower.kind == .values { follower.nextValueFrom = 0 }
+    case .tamper(let index): try tamper(index)
+    case .replace(let index): try replace(index)
+    case .slowPython(let action):
+      guard FileManager.default.isExecutableFile(atPath: "/usr/bin/strace") else {
+        note("no /usr/bin/strace: python writes with slow fsyncs run without the delay")
+        return try pythonWrite(action)
+      }
+      try pythonWrite(
+        action,
+        through: [
+          "/usr/bin/strace", "-f", "-qq", "-o", "/dev/null", "-e",
+          "inject=fsync,fdatasync:delay_exit=100000",
+        ])
+    case .settle: usleep(20_000)
+    case .retention(let index, let policy): try setRetention(index, policy)
+    case .shellRetention(let policy):
+      _ = try Self.sqlite3(
+        path,
+        "UPDATE session_retention SET keep_last = \(policy.keepLast.map(String.init) ?? "NULL"), "
+          + "max_age_ms = \(policy.maxAgeMilliseconds.map(String.init) ?? "NULL") WHERE id = 1")
+      // Stored only: the feed trigger applies it from the next write on.
+      model.policy = policy
+    case .sessionctlRetention(let policy): try sessionctlRetention(policy)
+    case .ioError(let actions, let when, let sticky): try ioErrorWriter(actions, when: when, sticky: sticky)
+    case .liveWriter(let actions, let pause): try liveWriter(actions, pause: pause)
+    case .quietWriter:
+      // A rename the model calls a change: the first name that is not the current one.
+      let name = model.state.username == "alice" ? "bob" : "alice"
+      try liveWriter([.rename(name)], pause: 5_500)
+    case .snapshotsUnderLoad(let index, let writes): try snapshotsUnderLoad(index, writes: writes)
+    }
   }
 
   /// One write through `store`, by the API `mode` names; an `async` one runs in a task this
   /// thread waits for (the driver's steps are sequential).
   private static func write(
     _ action: ChaosStep.Action, through store: SessionStore, _ mode: ChaosStep.WriteMode
-  )
-    throws -> SessionEntry?
-  {
+  ) throws -> SessionEntry? {
     guard mode != .sync else {
       switch action {
       case .login(let name): return try store.logIn(as: name)
@@ -122,121 +292,259 @@ final class ChaosWorld {
     return try outcome.wait().get()
   }
 
-  private func run(_ step: ChaosStep) throws {
-    switch step {
-    case .open(let spelling, let readOnly, let normal):
-      let name: String
-      switch spelling {
-      case .path: name = path
-      case .symbolicLink: name = path + ".link"
-      case .relativePath:
-        let depth = FileManager.default.currentDirectoryPath.split(separator: "/").count
-        name = String(repeating: "../", count: depth) + path.drop { $0 == "/" }
+  /// A write through a read-only instance must be refused with `readOnly`.
+  private func requireRefusal(_ what: String, _ body: () throws -> Any?) throws {
+    do {
+      let result = try body()
+      throw TortureFailure("\(what) through a read-only instance succeeded: \(String(describing: result))")
+    } catch let error as SessionStorageError where error.code == .readOnly {}
+  }
+
+  private func write(_ index: Int, _ action: ChaosStep.Action, _ mode: ChaosStep.WriteMode) throws {
+    guard let store = instance(index) else { return }
+    let writer = "instance #\(index % instances.count) (\(mode.rawValue))"
+    if store.options.readOnly {
+      return try requireRefusal(writer) { try Self.write(action, through: store, mode) }
+    }
+    let start = ChaosClock.wallMilliseconds()
+    let entry: SessionEntry?
+    do {
+      entry = try Self.write(action, through: store, mode)
+    } catch is CancellationError where mode == .cancelled {
+      // A cancelled write writes nothing: the model stays as it is, and the check reads
+      // the file. The head is compared at once too.
+      let head = try store.bounds().head.value
+      if head != model.head {
+        throw TortureFailure(
+          "\(writer): a write that threw CancellationError moved the head from \(model.head) to \(head)")
       }
-      instances.append(
-        try SessionStore(
-          path: name,
-          options: .init(
-            durability: normal ? .normal : .full, origin: "chaos\(instances.count)", readOnly: readOnly)))
-    case .release(let index):
-      guard !instances.isEmpty else { return }
-      instances.remove(at: index % instances.count)
-    case .write(let index, let action, let mode):
-      guard let store = instance(index), !store.options.readOnly else { return }
-      let headBefore = try store.bounds().head
-      let entry: SessionEntry?
-      do {
-        entry = try Self.write(action, through: store, mode)
-      } catch is CancellationError {
-        // A cancelled write writes nothing: no change may have committed meanwhile.
-        let head = try store.bounds().head
-        if head != headBefore {
+      return
+    }
+    try settle(
+      action, origin: store.options.origin, returned: entry, window: start...ChaosClock.wallMilliseconds(),
+      ackedAt: ChaosClock.now(), by: writer)
+  }
+
+  /// Checks a compaction's answer against the range the model computed for the oldest
+  /// cursor, then makes that range the model's (the check reads which one the file holds).
+  private func apply(
+    _ compaction: SessionStore.Compaction, range: ClosedRange<Int64>, from before: Int64, by what: String
+  )
+    throws
+  {
+    let found = compaction.bounds.firstAvailable.value
+    var problems: [String] = []
+    if !range.contains(found) {
+      problems.append(
+        "left the oldest cursor at \(found), the model says "
+          + (range.count == 1 ? "\(range.lowerBound)" : "\(range.lowerBound)…\(range.upperBound)"))
+    }
+    if compaction.removed != Int(found - before) {
+      problems.append(
+        "reports \(compaction.removed) removed, from \(before) to \(found) is \(found - before)")
+    }
+    if compaction.bounds.head.value != model.head {
+      problems.append("reports the head \(compaction.bounds.head), the model \(model.head)")
+    }
+    if compaction.bounds.oldest?.value != (found <= model.head ? found : nil) {
+      problems.append(
+        "reports the oldest \(String(describing: compaction.bounds.oldest)) for an oldest cursor \(found)")
+    }
+    guard problems.isEmpty else { throw TortureFailure("\(what) " + problems.joined(separator: "; ")) }
+    model.allow(range, at: ChaosClock.now())
+  }
+
+  private func compact(_ index: Int, _ kind: ChaosStep.Compaction) throws {
+    guard let store = instance(index) else { return }
+    let what = "compact \(kind) through instance #\(index % instances.count)"
+    let before = model.firstAvailable
+    let start = ChaosClock.wallMilliseconds()
+    let compaction: SessionStore.Compaction
+    let range: ClosedRange<Int64>
+    switch kind {
+    case .keepingLast(let count):
+      if store.options.readOnly { return try requireRefusal(what) { try store.compact(keepingLast: count) } }
+      compaction = try store.compact(keepingLast: count)
+      let kept = max(before, model.head - Int64(count) + 1)
+      range = kept...kept
+    case .before(let back):
+      let cursor = max(0, model.head + 1 - Int64(back))
+      if store.options.readOnly {
+        return try requireRefusal(what) { try store.compact(before: Cursor(cursor)) }
+      }
+      compaction = try store.compact(before: Cursor(cursor))
+      let kept = max(before, min(cursor, model.head + 1))
+      range = kept...kept
+    case .olderThan(let milliseconds):
+      if store.options.readOnly {
+        return try requireRefusal(what) { try store.compact(olderThan: .milliseconds(milliseconds)) }
+      }
+      compaction = try store.compact(olderThan: .milliseconds(milliseconds))
+      range = model.olderThanBound(age: milliseconds, window: start...ChaosClock.wallMilliseconds())
+    }
+    try apply(compaction, range: range, from: before, by: what)
+  }
+
+  /// The range `setRetention(policy)` leaves for the oldest cursor: the count first, then
+  /// the age (`compact(olderThan:)`'s rule) among what is left.
+  func retentionRange(_ policy: ChaosPolicy, window: ClosedRange<Int64>) -> ClosedRange<Int64> {
+    var applied = model
+    if let keep = policy.keepLast { applied.compact(to: applied.head - Int64(keep) + 1, at: 0) }
+    guard let age = policy.maxAgeMilliseconds else { return applied.firstAvailable...applied.firstAvailable }
+    return applied.olderThanBound(age: age, window: window)
+  }
+
+  private func setRetention(_ index: Int, _ policy: ChaosPolicy) throws {
+    guard let store = instance(index) else { return }
+    let what = "setRetention(\(policy)) through instance #\(index % instances.count)"
+    if store.options.readOnly { return try requireRefusal(what) { try store.setRetention(policy.retention) } }
+    let before = model.firstAvailable
+    let start = ChaosClock.wallMilliseconds()
+    let compaction = try store.setRetention(policy.retention)
+    let range = retentionRange(policy, window: start...ChaosClock.wallMilliseconds())
+    model.policy = policy
+    try apply(compaction, range: range, from: before, by: what)
+  }
+
+  func applyRetention(
+    _ compaction: SessionStore.Compaction, policy: ChaosPolicy, window: ClosedRange<Int64>, by what: String
+  )
+    throws
+  {
+    let before = model.firstAvailable
+    let range = retentionRange(policy, window: window)
+    model.policy = policy
+    try apply(compaction, range: range, from: before, by: what)
+  }
+
+  /// Compares a FeedError with the one the model expects: the case and cursors (the
+  /// reasons are prose).
+  static func sameKind(_ error: FeedError, _ expected: FeedError) -> Bool {
+    switch (error, expected) {
+    case (.historyRewritten(let cursor, _), .historyRewritten(let expected, _)): cursor == expected
+    default: error == expected
+    }
+  }
+
+  private func subscribe(_ index: Int, _ kind: ChaosStep.Subscription) throws {
+    do {
+      try subscribeAsModelled(index, kind)
+    } catch let error as FeedError {
+      throw TortureFailure(
+        "subscribing (\(kind.rawValue)) threw \(error), which the model does not expect (oldest "
+          + "\(model.firstAvailable), head \(model.head))")
+    }
+  }
+
+  private func subscribeAsModelled(_ index: Int, _ kind: ChaosStep.Subscription) throws {
+    guard let store = instance(index) else { return }
+    let head = model.head
+    func requireStart(_ cursor: Cursor, _ expected: Int64, _ what: String) throws {
+      guard cursor.value == expected else {
+        throw TortureFailure(
+          "changes(from: \(what)) starts after \(cursor), the model says after \(expected)")
+      }
+    }
+    let follower: ChaosFollower
+    switch kind {
+    case .now:
+      let changes = try store.changes(from: .now)
+      try requireStart(changes.cursor, head, ".now")
+      follower = ChaosFollower(
+        nextFollower(), kind: .now, source: .task(ChaosSubscriber(following: changes)), start: head,
+        serial: nil, time: nil)
+    case .beginning:
+      let expected = model.beginning
+      let changes = try store.changes(from: .beginning)
+      try requireStart(changes.cursor, expected, ".beginning")
+      follower = ChaosFollower(
+        nextFollower(), kind: .beginning, source: .task(ChaosSubscriber(following: changes)), start: expected,
+        serial: nil,
+        time: nil)
+    case .afterRecent:
+      let recent = max(0, head - Int64(index))
+      switch model.start(after: recent) {
+      case .error(let expected):
+        do {
+          let changes = try store.changes(from: .after(Cursor(recent)))
           throw TortureFailure(
-            "a write that threw CancellationError moved the head from \(headBefore) to \(head)")
+            "changes(from: .after(\(recent))) starts after \(changes.cursor), the model expects \(expected)")
+        } catch let error as FeedError {
+          guard Self.sameKind(error, expected) else {
+            throw TortureFailure(
+              "changes(from: .after(\(recent))) threw \(error), the model expects \(expected)")
+          }
+          return
         }
-        return
+      case .after(let start, let serial):
+        let changes = try store.changes(from: .after(Cursor(recent)))
+        try requireStart(changes.cursor, start, ".after(\(recent))")
+        follower = ChaosFollower(
+          nextFollower(), kind: .afterRecent, source: .task(ChaosSubscriber(following: changes)),
+          start: start, serial: serial,
+          time: serial.flatMap { _ in model.log[start]?.time })
       }
-      if let entry { acknowledged[entry.cursor.value] = ChaosState(entry.after) }
-    case .shell(let action): try shellWrite(action)
-    case .python(let action): try pythonWrite(action)
-    case .sessionctl(let action): try sessionctlWrite(action)
-    case .compact(let index, let keep):
-      guard let store = instance(index), !store.options.readOnly else { return }
-      let compaction = try store.compact(keepingLast: keep)
-      compactedBelow = max(compactedBelow, compaction.bounds.firstAvailable.value)
-    case .subscribe(let index, let kind):
-      guard let store = instance(index) else { return }
-      let recent = max(compactedBelow, head - Int64(index))
+    case .snapshot:
+      let feed = try store.snapshotAndChanges()
+      try requireStart(feed.cursor, head, "snapshotAndChanges()")
+      follower = ChaosFollower(
+        nextFollower(), kind: .snapshot, source: .task(ChaosSubscriber(following: feed)), start: head,
+        serial: nil, time: nil,
+        snapshot: ChaosState(feed.state))
+    case .values:
+      follower = ChaosFollower(
+        nextFollower(), kind: .values, source: .task(ChaosSubscriber(following: store.values())), start: head,
+        serial: nil,
+        time: nil)
+    }
+    followers.append(follower)
+  }
+
+  /// Resumes a cancelled follower after its last entry: with `.afterEntry` (cursor and
+  /// time) where one is known, so that a rewritten history is refused; `.after` otherwise.
+  private func resume(_ index: Int) throws {
+    let resumable = followers.filter { $0.cancelled && $0.kind != .values && !$0.isProcess }
+    guard !resumable.isEmpty, let store = instance(index) else { return }
+    let follower = resumable[index % resumable.count]
+    // What it delivered before its cancellation is verified first: the resume goes on after it.
+    let problems = follower.verify(&model, bound: bound)
+    guard problems.isEmpty else { throw TortureFailure(problems.joined(separator: "; ")) }
+    let last = follower.last
+    let expected: ChaosModel.Start
+    let start: FeedStart
+    if let serial = follower.lastSerial, let time = follower.lastTime {
+      expected = model.start(afterEntry: last, serial: serial)
+      start = .afterEntry(Cursor(last), time: ChaosClock.date(time))
+    } else {
+      expected = model.start(after: last)
+      start = .after(Cursor(last))
+    }
+    switch expected {
+    case .error(let error):
       do {
-        subscribers.append(try ChaosSubscriber(store, kind, recent: recent))
-      } catch is FeedError {
-        // A cursor compacted between the check and the subscription: typed, as promised.
-      }
-    case .cancel(let index):
-      let live = subscribers.filter(\.isLive)
-      guard !live.isEmpty else { return }
-      live[index % live.count].cancel()
-    case .resume(let index):
-      let resumable = subscribers.filter { $0.record.withLock { $0.cancelled && $0.kind != "values" } }
-      guard !resumable.isEmpty, let store = instance(index) else { return }
-      let previous = resumable[index % resumable.count]
-      subscribers.removeAll { $0 === previous }
-      subscribers.append(try ChaosSubscriber(resuming: previous, store))
-    case .startChildSubscriber:
-      guard childSubscribers.count < 2 else { return }
-      let child = try ChildProcess(
-        ChildProcess.currentExecutable, ["subscribe", "--db", path, "--count", "0"])
-      guard child.waitForLine(within: .seconds(30), where: { $0 == "ready" }) else {
-        throw TortureFailure("a subscriber process did not start")
-      }
-      childSubscribers.append((child, try currentHead()))
-    case .stopChildSubscriber(let index):
-      guard !childSubscribers.isEmpty else { return }
-      let (child, _) = childSubscribers.remove(at: index % childSubscribers.count)
-      child.kill(SIGTERM)
-      child.wait()
-    case .crashWriter(let writes, let count, let microseconds):
-      let writer = try ChildProcess(
-        ChildProcess.currentExecutable,
-        ["write", "--db", path, "--count", String(writes), "--origin", "crash", "--instances", String(count)])
-      _ = writer.waitForLine { _ in true }
-      usleep(UInt32(microseconds))
-      writer.kill(SIGKILL)
-      writer.wait()
-      for cursor in writer.lines.compactMap(Int64.init) { acknowledged[cursor] = .some(nil) }
-    case .checkpoint(let mode):
-      _ = try Self.sqlite3(path, "PRAGMA wal_checkpoint(\(mode))")
-    case .backup:
-      _ = try Self.sqlite3(path, ".backup '\(backupPath)'")
-      backedUp = Model(
-        acknowledged: acknowledged, compactedBelow: compactedBelow, seen: seen, head: head, known: known)
-    case .restore:
-      guard let backedUp else { return }
-      _ = try Self.sqlite3(path, ".restore '\(backupPath)'")
-      // An administrator rewound the history: what was acknowledged after the backup is
-      // gone on purpose. Subscribers must end with a typed error or go on gap-free.
-      rewind(to: backedUp)
-      for subscriber in subscribers {
-        subscriber.record.withLock {
-          $0.entriesBeforeRestore = $0.entries.count
-          $0.valuesBeforeRestore = $0.values.count
+        let changes = try store.changes(from: start)
+        throw TortureFailure(
+          "resuming after \(last) starts after \(changes.cursor), the model expects \(error)")
+      } catch let thrown as FeedError {
+        guard Self.sameKind(thrown, error) else {
+          throw TortureFailure("resuming after \(last) threw \(thrown), the model expects \(error)")
         }
       }
-    case .tamper(let index): try tamper(index)
-    case .replace(let index): try replace(index)
-    case .slowPython(let action):
-      guard FileManager.default.isExecutableFile(atPath: "/usr/bin/strace") else {
-        return try pythonWrite(action)
+      retire(follower)
+      followers.removeAll { $0 === follower }
+    case .after(let cursor, let serial):
+      let changes: SessionSubscription
+      do {
+        changes = try store.changes(from: start)
+      } catch let error as FeedError {
+        throw TortureFailure(
+          "resuming after \(last) threw \(error), which the model does not expect (oldest "
+            + "\(model.firstAvailable), head \(model.head))")
       }
-      try pythonWrite(
-        action,
-        through: [
-          "/usr/bin/strace", "-f", "-qq", "-o", "/dev/null", "-e",
-          "inject=fsync,fdatasync:delay_exit=100000",
-        ])
-    case .settle:
-      let problems = settle()
-      if !problems.isEmpty { throw TortureFailure(problems.joined(separator: "; ")) }
+      guard changes.cursor.value == cursor else {
+        throw TortureFailure("resuming after \(last) starts after \(changes.cursor)")
+      }
+      follower.resume(with: ChaosSubscriber(following: changes), serial: serial)
     }
   }
 
@@ -258,272 +566,60 @@ final class ChaosWorld {
       } catch let error as SessionStorageError where error.code == .tamperedSchema {}
     }
     do {
-      _ = try SessionStore(path: path + ".link", options: .init(origin: "tampered"))
+      _ = try SessionStore(path: path + ".link", options: Self.options(origin: "tampered"))
     } catch let error as SessionStorageError where error.code == .tamperedSchema {
       return
     }
     // Sharing the open connections is allowed; a new process must refuse.
-    let child = try ChildProcess(
+    let child = try Self.spawn(
       ChildProcess.currentExecutable, ["read", "--db", path, "--count", "1"], stderr: .null)
-    if child.wait() == 0 { throw TortureFailure("a new process opened a file without its feed trigger") }
+    if Self.reap(child) == 0 { throw TortureFailure("a new process opened a file without its feed trigger") }
   }
 
   /// Renames a copy of the last backup over the file. Writes through the old connections
-  /// must be refused; subscribers end with a typed error; then every instance, subscriber
-  /// and process is released (so nothing pairs the new file with the old WAL) and the
-  /// driver goes on with the new file and the backup's model.
+  /// must be refused; in-process followers end with a typed error within the bound; then
+  /// every instance, follower and process is released (so nothing pairs the new file with
+  /// the old WAL) and the driver goes on with the new file and the backup's model.
   private func replace(_ index: Int) throws {
     guard let backedUp else { return }
     let copy = path + ".replacement"
     _ = try Self.sqlite3(backupPath, ".backup '\(copy)'")
     guard Glibc.rename(copy, path) == 0 else { throw TortureFailure("cannot rename over \(path)") }
+    let renamed = ChaosClock.now()
     if let store = instance(index), !store.options.readOnly {
       do {
         let entry = try store.rename(to: "lost")
         throw TortureFailure("a write into a replaced file succeeded: \(String(describing: entry))")
       } catch let error as SessionStorageError where error.code == .fileReplaced {}
     }
-    // Live subscribers notice within the poll; give them two seconds to end on their own.
-    let deadline = Date().addingTimeInterval(2)
-    while subscribers.contains(where: \.isLive), Date() < deadline { usleep(2000) }
-    let blind = subscribers.filter(\.isLive).count
+    // inotify reports the rename at once: live followers end within the bound.
+    let live = followers.filter { $0.isLive && !$0.isProcess }
+    let subscribers = live.compactMap { follower -> ChaosSubscriber? in
+      if case .task(let subscriber) = follower.source { subscriber } else { nil }
+    }
+    while subscribers.contains(where: { $0.ending == nil }), ChaosClock.now() < renamed + bound {
+      usleep(1000)
+    }
+    let endings = subscribers.map(\.ending)
     tearDown()
     // SQLite neither checkpoints nor removes the WAL of a file that was moved away, so the
     // old -wal and -shm still sit beside the new file's name. With every process stopped
     // (the documented recovery) they belong to nothing: remove them before anyone opens
     // the new file, or it would be read with the old file's WAL.
     for suffix in ["-wal", "-shm"] { unlink(path + suffix) }
-    rewind(to: backedUp)
-    instances.append(try SessionStore(path: path, options: .init(origin: "chaos-reopened")))
-    if blind > 0 { throw TortureFailure("\(blind) subscriber(s) did not notice the replaced file") }
-  }
-
-  /// The UPDATE and the feed row it wrote, in one IMMEDIATE transaction: prints
-  /// `changes` then `seq|username|is_logged_in`.
-  private static func updateSQL(_ action: ChaosStep.Action) -> String {
-    let set: String
-    switch action {
-    case .login(let name): set = "username = '\(name)', is_logged_in = 1"
-    case .logout: set = "is_logged_in = 0"
-    case .rename(let name): set = "username = '\(name)'"
+    model = rewound(to: backedUp)
+    instances.append(try SessionStore(path: path, options: Self.options(origin: "chaos-reopened")))
+    let blind = endings.filter { $0 == nil }.count
+    if blind > 0 {
+      throw TortureFailure(
+        "\(blind) subscriber(s) did not notice the replaced file within \(ChaosFollower.milliseconds(bound)) ms"
+      )
     }
-    return "BEGIN IMMEDIATE; UPDATE session SET \(set); SELECT changes(); "
-      + "SELECT seq || '|' || coalesce(new_username, '') || '|' || new_is_logged_in FROM session_changes "
-      + "ORDER BY seq DESC LIMIT 1; COMMIT;"
-  }
-
-  /// Records what an outside client reported: the row its change wrote, if the
-  /// change was not a no-op.
-  private func acknowledge(outside output: String, before: Int64) {
-    let lines = output.split(separator: "\n")
-    guard lines.count >= 2 else { return }
-    let fields = lines[1].split(separator: "|", omittingEmptySubsequences: false)
-    guard fields.count == 3, let cursor = Int64(fields[0]), cursor > before else { return }
-    acknowledged[cursor] = ChaosState(
-      username: fields[1].isEmpty ? nil : String(fields[1]), isLoggedIn: fields[2] == "1")
-  }
-
-  private func shellWrite(_ action: ChaosStep.Action) throws {
-    let before = try currentHead()
-    acknowledge(outside: try Self.sqlite3(path, Self.updateSQL(action)), before: before)
-  }
-
-  private func pythonWrite(_ action: ChaosStep.Action, through prefix: [String] = ["/usr/bin/env"]) throws {
-    let script = """
-      import sqlite3, sys
-      db = sqlite3.connect(sys.argv[1], timeout=30, isolation_level=None)
-      db.execute("BEGIN IMMEDIATE")
-      for statement in sys.argv[2].split("; ")[1:4]:
-          for row in db.execute(statement):
-              print(row[0])
-      db.execute("COMMIT")
-      """
-    let before = try currentHead()
-    let python = try ChildProcess(
-      prefix[0], prefix.dropFirst() + ["python3", "-c", script, path, Self.updateSQL(action)])
-    guard python.wait() == 0 else { throw TortureFailure("the python client failed") }
-    acknowledge(outside: python.lines.joined(separator: "\n"), before: before)
-  }
-
-  private func sessionctlWrite(_ action: ChaosStep.Action) throws {
-    guard let sessionctl else { return }
-    let command: [String]
-    switch action {
-    case .login(let name): command = ["login", name]
-    case .logout: command = ["logout"]
-    case .rename(let name): command = ["rename", name]
-    }
-    let child = try ChildProcess(sessionctl, ["--db", path, "--json"] + command)
-    guard child.wait() == 0, let line = child.lines.last,
-      let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-    else { throw TortureFailure("sessionctl \(action) failed") }
-    guard object["type"] as? String == "change", let cursor = object["cursor"] as? Int,
-      let after = object["after"] as? [String: Any]
-    else { return }
-    acknowledged[Int64(cursor)] = ChaosState(
-      username: after["username"] as? String, isLoggedIn: after["isLoggedIn"] as? Bool ?? false)
-  }
-
-  // MARK: Checks
-
-  /// Runs the sqlite3 shell, a fresh process that comes and goes like any other client.
-  static func sqlite3(_ path: String, _ sql: String) throws -> String {
-    let shell = try ChildProcess("/usr/bin/sqlite3", ["-bail", "-cmd", ".timeout 30000", path, sql])
-    guard shell.wait() == 0 else { throw TortureFailure("sqlite3 failed on: \(sql)") }
-    return shell.lines.joined(separator: "\n")
-  }
-
-  /// The newest cursor ever handed out, as `SessionLog` computes it (compaction keeps it).
-  private static let headSQL = """
-    SELECT max(coalesce((SELECT max(seq) FROM session_changes), 0),
-      coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'session_changes'), 0));
-    """
-
-  private func currentHead() throws -> Int64 {
-    Int64(try Self.sqlite3(path, Self.headSQL)) ?? 0
-  }
-
-  /// Reads the file with a fresh process and compares it with the model, the instances
-  /// and the subscribers. Returns the problems; a check that cannot run is one.
-  func check() -> [String] {
-    do {
-      return try compare()
-    } catch {
-      return ["the check could not run: \(error)"]
-    }
-  }
-
-  private func compare() throws -> [String] {
-    let output = try Self.sqlite3(
-      path,
-      "PRAGMA quick_check; SELECT coalesce(username, '') || '|' || is_logged_in FROM session; "
-        + Self.headSQL
-        + " SELECT seq || '|' || coalesce(new_username, '') || '|' || new_is_logged_in FROM session_changes ORDER BY seq;"
-    ).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-    var problems: [String] = []
-    guard output.count >= 3, output[0] == "ok", let fileHead = Int64(output[2]) else {
-      return ["quick_check: \(output.first ?? "no answer")"]
-    }
-    func state(_ username: Substring, _ flag: Substring) -> ChaosState {
-      ChaosState(username: username.isEmpty ? nil : String(username), isLoggedIn: flag == "1")
-    }
-    let stateFields = output[1].split(separator: "|", omittingEmptySubsequences: false)
-    fileState = state(stateFields[0], stateFields.count > 1 ? stateFields[1] : "")
-    var rows: [(Int64, ChaosState)] = []
-    for line in output.dropFirst(3) where !line.isEmpty {
-      let fields = line.split(separator: "|", omittingEmptySubsequences: false)
-      guard fields.count == 3, let cursor = Int64(fields[0]) else { return ["unreadable row '\(line)'"] }
-      rows.append((cursor, state(fields[1], fields[2])))
-    }
-    known.insert(fileState)
-    for (cursor, after) in rows {
-      known.insert(after)
-      if let earlier = seen[cursor], earlier != after {
-        problems.append("cursor \(cursor) changed from \(earlier) to \(after): a cursor was reused")
+    for case .some(let ending) in endings {
+      switch ending {
+      case .feed(.historyRewritten), .replaced: continue
+      default: throw TortureFailure("a subscriber of the replaced file ended with \(ending)")
       }
-      seen[cursor] = after
-    }
-    for (previous, next) in zip(rows, rows.dropFirst()) where next.0 != previous.0 + 1 {
-      problems.append("cursors jump from \(previous.0) to \(next.0): a hole")
-    }
-    if let newest = rows.last, newest.1 != fileState {
-      problems.append("the session \(fileState) differs from the newest change \(newest.0) \(newest.1)")
-    }
-    let kept = Dictionary(uniqueKeysWithValues: rows)
-    for (cursor, expected) in acknowledged where cursor >= compactedBelow {
-      guard let row = kept[cursor] else {
-        problems.append("acknowledged cursor \(cursor) is missing in a fresh process (head \(fileHead))")
-        continue
-      }
-      if let expected, expected != row {
-        problems.append("acknowledged cursor \(cursor) was \(expected), a fresh process reads \(row)")
-      }
-    }
-    if fileHead < head { problems.append("the head moved back from \(head) to \(fileHead)") }
-    head = max(head, fileHead)
-    for (index, store) in instances.enumerated() {
-      do {
-        let state = ChaosState(try store.state)
-        if state != fileState {
-          problems.append("instance #\(index) reads \(state), a fresh process reads \(fileState)")
-        }
-        let bounds = try store.bounds()
-        if bounds.head.value != fileHead {
-          problems.append("instance #\(index) has head \(bounds.head), a fresh process \(fileHead)")
-        }
-      } catch {
-        problems.append("instance #\(index) cannot read: \(error)")
-      }
-    }
-    if let store = instances.first {
-      problems += try store.check().filter { $0.verdict == .failed }.map { "check \($0.check): \($0.detail)" }
-    }
-    problems += subscriberProblems()
-    return problems
-  }
-
-  /// Every subscriber's entries are a gap-free, duplicate-free run of the log that agrees
-  /// with it; an end is a typed one.
-  private func subscriberProblems() -> [String] {
-    var problems: [String] = []
-    for (index, subscriber) in subscribers.enumerated() {
-      let record = subscriber.record.withLock { $0 }
-      let name = "subscriber #\(index) (\(record.kind))"
-      if let ended = record.ended, !record.endedTyped { problems.append("\(name) ended untyped: \(ended)") }
-      if let start = record.start {
-        for (offset, entry) in record.entries.enumerated() where entry.cursor != start + 1 + Int64(offset) {
-          problems.append(
-            "\(name) received \(entry.cursor) as entry \(offset) after \(start): a gap or repeat")
-          break
-        }
-      }
-      for entry in record.entries.dropFirst(record.entriesBeforeRestore) {
-        if let row = seen[entry.cursor], row != entry.after {
-          problems.append("\(name) received \(entry.cursor) as \(entry.after), the log has \(row)")
-          break
-        }
-      }
-      for value in record.values.dropFirst(max(1, record.valuesBeforeRestore)) where !known.contains(value) {
-        problems.append("\(name) received the value \(value), after no change in the log")
-        break
-      }
-    }
-    for (index, (child, start)) in childSubscribers.enumerated() {
-      let cursors = child.lines.filter { $0 != "ready" }.compactMap { $0.split(separator: " ").first }
-      for (offset, cursor) in cursors.enumerated() where Int64(cursor) != start + 1 + Int64(offset) {
-        if cursor == "ended" { break }  // a FeedError, typed: the process said so and exited
-        problems.append("subscriber process #\(index) printed \(cursor) as entry \(offset) after \(start)")
-        break
-      }
-    }
-    return problems
-  }
-
-  /// Waits (at most 10 s) until every live subscriber has received everything up to the
-  /// head, and every `values` subscriber shows the file's state.
-  func settle() -> [String] {
-    let deadline = Date().addingTimeInterval(10)
-    while true {
-      let behind =
-        subscribers.filter(\.isLive).compactMap { subscriber -> String? in
-          let record = subscriber.record.withLock { $0 }
-          if record.kind == "values" {
-            return record.values.last == fileState
-              ? nil
-              : "a values subscriber shows \(record.values.last.map(\.description) ?? "nothing"), the file \(fileState)"
-          }
-          return (record.last ?? 0) >= head
-            ? nil : "a \(record.kind) subscriber is at \(record.last ?? 0), the head at \(head)"
-        }
-        + childSubscribers.compactMap { child, start in
-          let last =
-            child.lines.last.flatMap { $0.split(separator: " ").first }.flatMap { Int64($0) } ?? start
-          let ended = child.lines.contains { $0.hasPrefix("ended") }
-          return ended || last >= head ? nil : "a subscriber process is at \(last), the head at \(head)"
-        }
-      if behind.isEmpty { return [] }
-      if Date() > deadline { return behind }
-      usleep(2000)
     }
   }
 }

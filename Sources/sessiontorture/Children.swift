@@ -52,20 +52,34 @@ enum Children {
   /// Prints "cursor origin" for each of the next N changes (0: until stopped); "ready" once
   /// subscribed; "ended DESCRIPTION" (exit 3) when the feed ends with a `FeedError`. `path`
   /// may be a PostgreSQL URL (`postgresql://…`): the child then follows that store.
-  static func subscribe(path: String, count: Int) throws -> Int32 {
+  ///
+  /// With `detail` (the chaos driver's subscriber processes) it prints "ready CURSOR", then
+  /// "entry NS JSON" for each entry (NS: ``ChaosClock/now()`` when it arrived, JSON: the
+  /// entry as `sessionctl --json` prints it), and on a `FeedError` one line of
+  /// ``ChaosChildLine``. `safetyPoll` sets the store's safety poll (seconds).
+  static func subscribe(path: String, count: Int, detail: Bool = false, safetyPoll: Double? = nil) throws
+    -> Int32
+  {
+    let poll = safetyPoll.map { Duration.milliseconds(Int64($0 * 1000)) } ?? .seconds(1)
     let store: any SessionRepository =
       path.hasPrefix("postgresql://") || path.hasPrefix("postgres://")
       ? try PostgresSessionStore(url: path, options: .init(readOnly: true))
-      : try SessionStore(path: path, options: .init(readOnly: true))
+      : try SessionStore(path: path, options: .init(readOnly: true, safetyPollInterval: poll))
     let changes = try store.changes(from: .now)
-    Torture.emit("ready")
+    Torture.emit(detail ? "ready \(changes.cursor)" : "ready")
     let done = DispatchSemaphore(value: 0)
     let failure = Mutex<(any Error)?>(nil)
     Task {
       do {
         var received = 0
+        let encoder = JSONEncoder()
         for try await entry in changes {
-          Torture.emit("\(entry.cursor) \(entry.origin)")
+          if detail {
+            let json = String(decoding: try encoder.encode(entry), as: UTF8.self)
+            Torture.emit("entry \(ChaosClock.now()) \(json)")
+          } else {
+            Torture.emit("\(entry.cursor) \(entry.origin)")
+          }
           received += 1
           if received == count { break }
         }
@@ -78,9 +92,87 @@ enum Children {
     switch failure.withLock({ $0 }) {
     case .none: return 0
     case .some(let error as FeedError):
-      Torture.emit("ended \(error)")
+      Torture.emit(detail ? ChaosChildLine.ended(error) : "ended \(error)")
       return 3
     case .some(let error): throw error
+    }
+  }
+
+  /// Makes each write of `actions` through one store, `pause` ms after the previous one,
+  /// printing one ``ChaosChildLine`` per write as it returns (it goes on after a failed
+  /// one): "ready" once the store is open, "done" after the last write. With `hold` it then
+  /// stays alive until its standard input ends.
+  static func apply(path: String, origin: String, actions: [String], pause: Int, hold: Bool) throws -> Int32 {
+    let parsed = try actions.map { argument in
+      guard let action = ChaosStep.Action(argument: argument) else {
+        throw TortureFailure("not a write: '\(argument)' (login=NAME, logout or rename=NAME)")
+      }
+      return action
+    }
+    let store = try SessionStore(path: path, options: .init(origin: origin))
+    Torture.emit("ready")
+    let encoder = JSONEncoder()
+    for action in parsed {
+      if pause > 0 { usleep(UInt32(pause) * 1000) }
+      do {
+        let entry: SessionEntry? =
+          switch action {
+          case .login(let name): try store.logIn(as: name)
+          case .logout: try store.logOut()
+          case .rename(let name): try store.rename(to: name)
+          }
+        let now = ChaosClock.now()
+        if let entry {
+          Torture.emit("ok \(now) \(String(decoding: try encoder.encode(entry), as: UTF8.self))")
+        } else {
+          Torture.emit("none \(now)")
+        }
+      } catch {
+        Torture.emit(
+          "error \(ChaosClock.now()) \(String(describing: error).split(whereSeparator: \.isNewline).joined(separator: " "))"
+        )
+      }
+    }
+    Torture.emit("done")
+    if hold {
+      var byte: UInt8 = 0
+      while Glibc.read(0, &byte, 1) > 0 {}
+    }
+    return 0
+  }
+}
+
+/// The lines the chaos driver's child processes print about endings, and how the driver
+/// reads them back.
+enum ChaosChildLine {
+  /// "ended NS KIND …" for a `FeedError`: `compacted REQUESTED OLDEST`, `rewritten CURSOR
+  /// REASON`, `ahead REQUESTED HEAD`, or `other DESCRIPTION`.
+  static func ended(_ error: FeedError) -> String {
+    let now = ChaosClock.now()
+    switch error {
+    case .cursorCompacted(let requested, let oldest): return "ended \(now) compacted \(requested) \(oldest)"
+    case .historyRewritten(let cursor, let reason): return "ended \(now) rewritten \(cursor) \(reason)"
+    case .cursorAhead(let requested, let head): return "ended \(now) ahead \(requested) \(head)"
+    default: return "ended \(now) other \(error)"
+    }
+  }
+
+  /// The ending an "ended …" line describes.
+  static func ending(_ line: String) -> ChaosEnding {
+    let words = line.split(separator: " ", maxSplits: 4, omittingEmptySubsequences: false).map(String.init)
+    guard words.count >= 4 else { return .other(line) }
+    let rest = words.count > 4 ? words[4] : ""
+    switch words[2] {
+    case "compacted":
+      guard let requested = Int64(words[3]), let oldest = Int64(rest) else { return .other(line) }
+      return .feed(.cursorCompacted(requested: Cursor(requested), oldestAvailable: Cursor(oldest)))
+    case "rewritten":
+      guard let cursor = Int64(words[3]) else { return .other(line) }
+      return .feed(.historyRewritten(cursor: Cursor(cursor), reason: rest))
+    case "ahead":
+      guard let requested = Int64(words[3]), let head = Int64(rest) else { return .other(line) }
+      return .feed(.cursorAhead(requested: Cursor(requested), head: Cursor(head)))
+    default: return .other(line)
     }
   }
 }

@@ -20,6 +20,21 @@ extension Torture {
   /// `subscribe --count`.
   static let changes = Option<Int>(
     "count", placeholder: "n", help: "How many changes to print (default 1; 0: until stopped).")
+  /// `subscribe --detail`.
+  static let detail = Flag(
+    "detail",
+    help: "Print \"entry NS JSON\" lines with the arrival time and the whole entry (the chaos driver's).")
+  /// `subscribe --safety-poll`.
+  static let safetyPoll = Option<Double>(
+    "safety-poll", placeholder: "seconds", help: "The store's safety poll interval (default 1).")
+  /// `apply --pause-ms`.
+  static let pause = Option<Int>(
+    "pause-ms", placeholder: "ms", help: "How long to wait before each write (default 0).")
+  /// `apply --hold`.
+  static let hold = Flag("hold", help: "After the last write, stay alive until standard input ends.")
+  /// `apply`'s writes.
+  static let actions = Argument<String>(
+    "write", help: "login=NAME, logout or rename=NAME, made in this order.", isRepeating: true)
 
   /// The processes the scenarios spawn (``Children``).
   static let children = [
@@ -41,7 +56,21 @@ extension Torture {
         "subscribe",
         abstract:
           "A child: print \"cursor origin\" for each of the next <n> changes (--db may be a postgresql:// URL).",
-        options: [changes])
-    ) { try Children.subscribe(path: $0.required(db), count: $0[changes] ?? 1) },
+        options: [changes, detail, safetyPoll])
+    ) {
+      try Children.subscribe(
+        path: $0.required(db), count: $0[changes] ?? 1, detail: $0[detail], safetyPoll: $0[safetyPoll])
+    },
+    TortureCommand(
+      CommandSpec(
+        "apply",
+        abstract:
+          "A child: make the given writes, printing \"ok NS JSON\", \"none NS\" or \"error NS WHY\" for each.",
+        arguments: [actions], options: [origin, pause, hold])
+    ) { arguments in
+      try Children.apply(
+        path: arguments.required(db), origin: arguments[origin] ?? "torture",
+        actions: try arguments.values(of: actions), pause: arguments[pause] ?? 0, hold: arguments[hold])
+    },
   ]
 }

@@ -310,9 +310,16 @@ import Testing
     let dir = try TemporaryDirectory()
     let visibleAt = Mutex<ContinuousClock.Instant?>(nil)
     let calls = Mutex(0)
+    // Whether it became visible since the last call, as `PRAGMA data_version` says: once.
     let watcher = ChangeWatcher(
       directory: dir.path, fileNames: ["db-wal"], pollInterval: .seconds(600),
-      hasChanged: { visibleAt.withLock { $0.map { ContinuousClock.now >= $0 } ?? false } },
+      hasChanged: {
+        visibleAt.withLock { visibleAt in
+          guard let at = visibleAt, ContinuousClock.now >= at else { return false }
+          visibleAt = nil
+          return true
+        }
+      },
       onChange: { calls.withLock { $0 += 1 } })
     defer { watcher.stop() }
     // The last event of the commit, then 300 ms of fsync before it becomes visible.
@@ -321,14 +328,52 @@ import Testing
     #expect(await eventually(timeout: .seconds(60)) { calls.withLock { $0 } == 1 })
   }
 
+  /// One event can announce several commits (inotify merges events that are not read yet,
+  /// and a writer writes its next commit's pages while the watcher looks): that one became
+  /// visible does not mean the others did. A commit still in its fsync when the first one
+  /// was seen becomes visible later without an event of its own, and is seen by the
+  /// re-checks, not left to the poll.
+  @Test func aSecondCommitOfTheSameEventVisibleAfterTheFirstIsSeenWithoutThePoll() async throws {
+    let dir = try TemporaryDirectory()
+    // The second commit becomes visible 200 ms after the watcher saw the first.
+    let firstSeenAt = Mutex<ContinuousClock.Instant?>(nil)
+    let seen = Mutex(0)
+    let watcher = ChangeWatcher(
+      directory: dir.path, fileNames: ["db-wal"], pollInterval: .seconds(600),
+      hasChanged: {
+        let visible = firstSeenAt.withLock { first in
+          guard let first else {
+            first = ContinuousClock.now
+            return 1
+          }
+          return ContinuousClock.now >= first + .milliseconds(200) ? 2 : 1
+        }
+        return seen.withLock { seen in
+          defer { seen = visible }
+          return seen != visible
+        }
+      }, onChange: {})
+    defer { watcher.stop() }
+    try Data("two commits' frames".utf8).write(to: URL(fileURLWithPath: dir.file("db-wal")))
+    #expect(await eventually(timeout: .seconds(20)) { seen.withLock { $0 } == 2 })
+  }
+
   /// Events that come while this process writes are its own commits, which its writer
   /// signals: the watcher looks at them once the writes are over, not before.
   @Test func eventsWhileThisProcessWritesAreLookedAtOnceItsWritesAreOver() async throws {
     let dir = try TemporaryDirectory()
     let writes = Mutex<UInt64>(1)  // a write under way
     let calls = Mutex(0)
+    // One commit of another process: changed at the first look, not at later ones.
+    let unseen = Mutex(true)
     let watcher = ChangeWatcher(
-      directory: dir.path, fileNames: ["db-wal"], pollInterval: .seconds(600), hasChanged: { true },
+      directory: dir.path, fileNames: ["db-wal"], pollInterval: .seconds(600),
+      hasChanged: {
+        unseen.withLock { unseen in
+          defer { unseen = false }
+          return unseen
+        }
+      },
       localWrites: { writes.withLock { $0 } }, onChange: { calls.withLock { $0 += 1 } })
     defer { watcher.stop() }
     try Data("frame".utf8).write(to: URL(fileURLWithPath: dir.file("db-wal")))

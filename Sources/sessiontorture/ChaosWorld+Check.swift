@@ -1,0 +1,133 @@
+import FeedKit
+import Foundation
+import SessionStorage
+
+/// The check after every step: the file read by a fresh process, every instance and every
+/// follower of the feed, each against the model.
+extension ChaosWorld {
+  /// Reads the file with a fresh process and compares it with the model, the instances
+  /// and the followers. Returns the problems; a check that cannot run is one.
+  func check() -> [String] {
+    do {
+      var problems = try compareFile()
+      problems += compareInstances()
+      if let store = instances.first {
+        problems += try store.check().filter { $0.verdict == .failed }.map {
+          "check \($0.check): \($0.detail)"
+        }
+      }
+      problems += catchUp()
+      return problems
+    } catch {
+      return ["the check could not run: \(error)"]
+    }
+  }
+
+  /// The file as a fresh sqlite3 process reads it: integrity, the state, the head, the
+  /// oldest cursor and the row count (no hole), the policy, and the rows not compared yet
+  /// (all of them every 50 checks and after a restore), against the model.
+  private func compareFile() throws -> [String] {
+    checks += 1
+    if checks % 50 == 0 { verifiedThrough = 0 }
+    let output = try Self.sqlite3(
+      path,
+      "PRAGMA quick_check; SELECT quote(username) || '|' || is_logged_in || '|' || updated_at FROM session; "
+        + Self.headSQL
+        + " SELECT coalesce(min(seq), '') || '|' || count(*) FROM session_changes;"
+        + " SELECT coalesce(keep_last, '') || '|' || coalesce(max_age_ms, '') FROM session_retention WHERE id = 1;"
+        + " SELECT \(Self.rowColumns) FROM session_changes WHERE seq > \(verifiedThrough) ORDER BY seq;"
+    ).split(separator: "\n", omittingEmptySubsequences: false)
+    guard output.count >= 5, output[0] == "ok" else { return ["quick_check: \(output.first ?? "no answer")"] }
+    var problems: [String] = []
+    let stateFields = output[1].split(separator: "|", omittingEmptySubsequences: false)
+    guard stateFields.count == 3, let username = Self.quoted(stateFields[0]),
+      let updatedAt = Self.milliseconds(stateFields[2]), let head = Int64(output[2])
+    else { return ["unreadable session row or head: \(output.prefix(3))"] }
+    let state = ChaosState(username: username, isLoggedIn: stateFields[1] == "1", updatedAt: updatedAt)
+    if !state.agrees(with: model.state) {
+      problems.append("a fresh process reads the session \(state), the model \(model.state)")
+    }
+    if head != model.head {
+      problems.append("a fresh process reads the head \(head), the model \(model.head)")
+    }
+    let extent = output[3].split(separator: "|", omittingEmptySubsequences: false)
+    let oldest = extent.first.flatMap { Int64($0) }
+    let count = extent.count == 2 ? Int64(extent[1]) : nil
+    let first = oldest ?? (head + 1)
+    if let count, count != head - first + 1 {
+      problems.append("\(count) rows from \(first) to \(head): a hole")
+    }
+    if let problem = model.learn(firstAvailable: first, at: ChaosClock.now()) { problems.append(problem) }
+    let policyFields = output[4].split(separator: "|", omittingEmptySubsequences: false)
+    let policy = ChaosPolicy(
+      keepLast: policyFields.first.flatMap { Int($0) },
+      maxAgeMilliseconds: policyFields.last.flatMap { Int64($0) })
+    if policy != model.policy {
+      problems.append("the file's retention is \(policy), the model's \(model.policy)")
+    }
+    for line in output.dropFirst(5) where !line.isEmpty {
+      guard let row = Self.row(line) else {
+        problems.append("unreadable row '\(line)'")
+        continue
+      }
+      guard row.cursor <= model.head, model.log[row.cursor] != nil else {
+        problems.append(
+          "the file holds \(row.cursor) (\(row.before) → \(row.after)), which no write the model knows made")
+        continue
+      }
+      model.learn(time: row.after.updatedAt, at: row.cursor)
+      model.learn(time: row.before.updatedAt, at: row.cursor - 1)
+      if let entry = model.log[row.cursor], let difference = entry.difference(from: row) {
+        problems.append("the file holds \(row.cursor) with \(difference)")
+      }
+    }
+    if problems.isEmpty { verifiedThrough = model.head }
+    return problems
+  }
+
+  /// Every instance reads what the model holds: state, bounds, retention.
+  private func compareInstances() -> [String] {
+    var problems: [String] = []
+    let oldest = model.firstAvailable <= model.head ? model.firstAvailable : nil
+    for (index, store) in instances.enumerated() {
+      do {
+        let state = ChaosState(try store.state)
+        if !state.agrees(with: model.state) {
+          problems.append("instance #\(index) reads \(state), the model \(model.state)")
+        }
+        let bounds = try store.bounds()
+        if bounds.head.value != model.head || bounds.oldest?.value != oldest {
+          problems.append(
+            "instance #\(index) has bounds \(bounds.oldest.map(\.description) ?? "-")…\(bounds.head), the model "
+              + "\(oldest.map(String.init) ?? "-")…\(model.head)")
+        }
+        let policy = ChaosPolicy(try store.retention())
+        if policy != model.policy {
+          problems.append("instance #\(index) has retention \(policy), the model \(model.policy)")
+        }
+      } catch {
+        problems.append("instance #\(index) cannot read: \(error)")
+      }
+    }
+    return problems
+  }
+
+  /// Verifies what every follower delivered, and waits until each live one is where the
+  /// model is — at the head, or ended where the model says it must end — each within the
+  /// bound after what it waits for became readable. Returns the problems.
+  func catchUp() -> [String] {
+    var problems = followers.compactMap(\.polling)
+    while true {
+      for follower in followers { problems += follower.verify(&model, bound: bound) }
+      guard problems.isEmpty else { return problems }
+      let pending = followers.compactMap { $0.requirement(model, bound: bound) }
+      if pending.isEmpty { return [] }
+      let now = ChaosClock.now()
+      let late = pending.filter { now > $0.deadline }
+      if !late.isEmpty {
+        return late.map { "\($0.what) within \(ChaosFollower.milliseconds(bound)) ms" }
+      }
+      usleep(500)
+    }
+  }
+}

@@ -1,0 +1,523 @@
+import FeedKit
+import Foundation
+import ProcessKit
+import SessionStorage
+
+/// The steps another process takes: the sqlite3 shell, Python, sessionctl, the driver's own
+/// writer and subscriber processes (killed, failing their fsyncs, staying alive), each
+/// checked against the model.
+extension ChaosWorld {
+  // MARK: Processes
+
+  /// Starts a process the hang limit kills if the driver gives up.
+  static func spawn(
+    _ executable: String, _ arguments: [String], stdin: ChildProcess.Input = .null,
+    stderr: ChildProcess.Output = .inherit
+  ) throws -> ChildProcess {
+    let child = try ChildProcess(executable, arguments, stdin: stdin, stderr: stderr)
+    ChaosWatchdog.shared.track(child.pid)
+    return child
+  }
+
+  /// Waits for a process of ``spawn(_:_:stdin:stderr:)`` to end; its status.
+  @discardableResult
+  static func reap(_ child: ChildProcess) -> Int32 {
+    let status = child.wait()
+    ChaosWatchdog.shared.untrack(child.pid)
+    return status
+  }
+
+  /// Runs the sqlite3 shell, a fresh process that comes and goes like any other client.
+  static func sqlite3(_ path: String, _ sql: String) throws -> String {
+    let shell = try spawn("/usr/bin/sqlite3", ["-bail", "-cmd", ".timeout 30000", path, sql])
+    guard reap(shell) == 0 else { throw TortureFailure("sqlite3 failed on: \(sql)") }
+    return shell.lines.joined(separator: "\n")
+  }
+
+  /// The newest cursor ever handed out, as `SessionLog` computes it (compaction keeps it).
+  static let headSQL = """
+    SELECT max(coalesce((SELECT max(seq) FROM session_changes), 0),
+      coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'session_changes'), 0));
+    """
+
+  /// A feed row as one line: `seq|at|origin|old username|new username|old flag|new flag|old
+  /// time`, text quoted as SQL literals (`NULL` or `'…'`); the names the driver writes hold no `|`.
+  static let rowColumns = """
+    seq || '|' || at || '|' || quote(origin) || '|' || quote(old_username) || '|' || quote(new_username) \
+    || '|' || old_is_logged_in || '|' || new_is_logged_in || '|' || old_updated_at
+    """
+
+  /// Reads a line of ``rowColumns``.
+  static func row(_ line: Substring) -> ChaosEntry? {
+    let fields = line.split(separator: "|", omittingEmptySubsequences: false)
+    guard fields.count == 8, let cursor = Int64(fields[0]), let time = milliseconds(fields[1]),
+      let origin = quoted(fields[2]), let oldTime = milliseconds(fields[7])
+    else { return nil }
+    return ChaosEntry(
+      cursor: cursor, origin: origin ?? "NULL",
+      before: ChaosState(
+        username: quoted(fields[3]) ?? nil, isLoggedIn: fields[5] == "1", updatedAt: oldTime),
+      after: ChaosState(username: quoted(fields[4]) ?? nil, isLoggedIn: fields[6] == "1", updatedAt: time),
+      serial: 0, availableAt: 0)
+  }
+
+  /// A time as the file stores it, in ms.
+  static func milliseconds(_ text: Substring) -> Int64? {
+    Timestamp.parse(String(text)).map(ChaosClock.milliseconds)
+  }
+
+  /// An SQL literal as `quote()` prints it: `.some(nil)` for NULL, nil for anything else.
+  static func quoted(_ text: Substring) -> String?? {
+    if text == "NULL" { return .some(nil) }
+    guard text.count >= 2, text.first == "'", text.last == "'" else { return nil }
+    return .some(text.dropFirst().dropLast().replacingOccurrences(of: "''", with: "'"))
+  }
+
+  /// The file's head and its rows after the model's head, read by a fresh process.
+  func newRows() throws -> (head: Int64, rows: [ChaosEntry]) {
+    let lines = try Self.sqlite3(
+      path,
+      Self.headSQL + " SELECT \(Self.rowColumns) FROM session_changes WHERE seq > \(model.head) ORDER BY seq;"
+    ).split(separator: "\n")
+    guard let head = lines.first.flatMap({ Int64($0) }) else { throw TortureFailure("no head in \(lines)") }
+    return (
+      head,
+      try lines.dropFirst().map { line in
+        guard let row = Self.row(line) else { throw TortureFailure("unreadable row '\(line)'") }
+        return row
+      }
+    )
+  }
+
+  /// The entries `Children.write` makes, in order, from the model's state: step `s` logs in
+  /// as `origin-s` (s % 4 == 0), logs out or else logs in (s % 4 == 3), renames to it
+  /// otherwise; a step that changes nothing writes nothing. Times are left unknown.
+  func childWrites(_ count: Int, origin: String) -> [ChaosEntry] {
+    var state = model.state
+    var cursor = model.head
+    var entries: [ChaosEntry] = []
+    for step in 0..<count {
+      let name = "\(origin)-\(step)"
+      let actions: [ChaosStep.Action] =
+        switch step % 4 {
+        case 0: [.login(name)]
+        case 3: [.logout, .login(name)]
+        default: [.rename(name)]
+        }
+      guard let values = actions.lazy.compactMap({ ChaosModel.values(after: $0, from: state) }).first else {
+        continue
+      }
+      let after = ChaosState(
+        username: values.username, isLoggedIn: values.isLoggedIn, updatedAt: ChaosState.unknown)
+      cursor += 1
+      entries.append(
+        ChaosEntry(cursor: cursor, origin: origin, before: state, after: after, serial: 0, availableAt: 0))
+      state = after
+    }
+    return entries
+  }
+
+  /// Takes what another process wrote from the file: the rows after the model's head must
+  /// be the first of `candidates`, at least `required` of them (those it acknowledged).
+  /// Rows that retention deleted at once are taken with their time unknown.
+  func adopt(
+    _ candidates: [ChaosEntry], required: Int, window: ClosedRange<Int64>, ackedAt: UInt64, by writer: String
+  ) throws {
+    let (head, rows) = try newRows()
+    let written = Int(head - model.head)
+    guard written >= required, written <= candidates.count else {
+      throw TortureFailure(
+        "\(writer) acknowledged \(required) and could write \(candidates.count), but the head moved from "
+          + "\(model.head) to \(head)")
+    }
+    let found = Dictionary(rows.map { ($0.cursor, $0) }) { first, _ in first }
+    guard rows.allSatisfy({ $0.cursor <= head }), rows.count == found.count else {
+      throw TortureFailure("\(writer): the rows after \(model.head) are \(rows.map(\.cursor))")
+    }
+    for candidate in candidates.prefix(written) {
+      var expected = candidate
+      if let row = found[candidate.cursor] {
+        model.learn(time: row.before.updatedAt, at: candidate.cursor - 1)
+        try Self.requireTime(row.after.updatedAt, within: window, of: writer)
+        expected.after.updatedAt = row.after.updatedAt
+      }
+      expected.before = model.state
+      if let row = found[candidate.cursor], let difference = expected.difference(from: row) {
+        throw TortureFailure("\(writer) wrote \(candidate.cursor) with \(difference)")
+      }
+      commit(expected, window: window, at: ackedAt)
+    }
+  }
+
+  // MARK: Other clients' writes
+
+  /// The UPDATE an outside client makes for `action`, and the query that prints the row it
+  /// wrote (none for a no-op).
+  private func outsideSQL(_ action: ChaosStep.Action) -> (update: String, select: String) {
+    let set: String
+    switch action {
+    case .login(let name): set = "username = '\(name)', is_logged_in = 1"
+    case .logout: set = "is_logged_in = 0"
+    case .rename(let name): set = "username = '\(name)'"
+    }
+    return (
+      "UPDATE session SET \(set)",
+      "SELECT \(Self.rowColumns) FROM session_changes WHERE seq > \(model.head) ORDER BY seq"
+    )
+  }
+
+  /// Checks what an outside client's transaction printed (the rows it wrote) against the
+  /// model, then commits it.
+  private func settleOutside(
+    _ action: ChaosStep.Action, printed lines: [Substring], window: ClosedRange<Int64>, ackedAt: UInt64,
+    by writer: String
+  ) throws {
+    let predicted = model.predict(action, origin: "external", time: ChaosState.unknown)
+    let rows = try lines.map { line in
+      guard let row = Self.row(line) else { throw TortureFailure("\(writer): unreadable row '\(line)'") }
+      return row
+    }
+    guard let row = rows.first else {
+      if let predicted {
+        throw TortureFailure(
+          "\(writer): \(action) wrote no entry, the model expects \(predicted.before) → \(predicted.after)")
+      }
+      return
+    }
+    guard rows.count == 1, var expected = predicted else {
+      throw TortureFailure(
+        "\(writer): \(action) wrote \(rows.map(\.cursor)), the model expects none (\(model.state))")
+    }
+    try Self.requireTime(row.after.updatedAt, within: window, of: "\(writer): \(action)")
+    expected.after.updatedAt = row.after.updatedAt
+    if let difference = expected.difference(from: row) {
+      throw TortureFailure("\(writer): \(action) wrote an entry with \(difference)")
+    }
+    commit(expected, window: window, at: ackedAt)
+  }
+
+  func shellWrite(_ action: ChaosStep.Action) throws {
+    let (update, select) = outsideSQL(action)
+    let start = ChaosClock.wallMilliseconds()
+    let output = try Self.sqlite3(path, "BEGIN IMMEDIATE; \(update); \(select); COMMIT;")
+    try settleOutside(
+      action, printed: output.split(separator: "\n"), window: start...ChaosClock.wallMilliseconds(),
+      ackedAt: ChaosClock.now(), by: "sqlite3 shell")
+  }
+
+  func pythonWrite(_ action: ChaosStep.Action, through prefix: [String] = ["/usr/bin/env"]) throws {
+    let script = """
+      import sqlite3, sys
+      db = sqlite3.connect(sys.argv[1], timeout=30, isolation_level=None)
+      db.execute("BEGIN IMMEDIATE")
+      db.execute(sys.argv[2])
+      for row in db.execute(sys.argv[3]):
+          print(row[0])
+      db.execute("COMMIT")
+      """
+    let (update, select) = outsideSQL(action)
+    let start = ChaosClock.wallMilliseconds()
+    let python = try Self.spawn(
+      prefix[0], prefix.dropFirst() + ["python3", "-c", script, path, update, select])
+    guard Self.reap(python) == 0 else { throw TortureFailure("the python client failed") }
+    try settleOutside(
+      action, printed: python.lines.map { Substring($0) }, window: start...ChaosClock.wallMilliseconds(),
+      ackedAt: ChaosClock.now(), by: "python sqlite3")
+  }
+
+  /// What `sessionctl --json` prints for a write that changed nothing.
+  private struct NoChange: Decodable {
+    var type: String
+    var cursor: Int64
+    var state: SessionState
+  }
+
+  /// Runs sessionctl with `arguments` (after `--db PATH --json`); its output lines.
+  private func runSessionctl(_ sessionctl: String, _ arguments: [String]) throws -> [String] {
+    let child = try Self.spawn(sessionctl, ["--db", path, "--json"] + arguments)
+    let status = Self.reap(child)
+    guard status == 0 else {
+      throw TortureFailure("sessionctl \(arguments.joined(separator: " ")) exited with \(status)")
+    }
+    return child.lines
+  }
+
+  func sessionctlWrite(_ action: ChaosStep.Action) throws {
+    guard let sessionctl else { return }
+    let command: [String]
+    switch action {
+    case .login(let name): command = ["login", name]
+    case .logout: command = ["logout"]
+    case .rename(let name): command = ["rename", name]
+    }
+    let start = ChaosClock.wallMilliseconds()
+    let lines = try runSessionctl(sessionctl, command)
+    let (window, ackedAt) = (start...ChaosClock.wallMilliseconds(), ChaosClock.now())
+    guard lines.count == 1, let line = lines.first else {
+      throw TortureFailure("sessionctl \(action) printed \(lines)")
+    }
+    let data = Data(line.utf8)
+    if let noChange = try? JSONDecoder().decode(NoChange.self, from: data), noChange.type == "noChange" {
+      try settle(
+        action, origin: "sessionctl", returned: nil, window: window, ackedAt: ackedAt, by: "sessionctl")
+      guard noChange.cursor == model.head, ChaosState(noChange.state) == model.state else {
+        throw TortureFailure(
+          "sessionctl \(action): no change at \(noChange.cursor) in \(ChaosState(noChange.state)), the model is at "
+            + "\(model.head) in \(model.state)")
+      }
+      return
+    }
+    guard let entry = try? JSONDecoder().decode(SessionEntry.self, from: data) else {
+      throw TortureFailure("sessionctl \(action) printed '\(line)'")
+    }
+    try settle(
+      action, origin: "sessionctl", returned: entry, window: window, ackedAt: ackedAt, by: "sessionctl")
+  }
+
+  /// What `sessionctl retention --json` prints: the policy, then what applying it deleted.
+  private struct RetentionLine: Decodable {
+    var type: String
+    var keepLast: Int?
+    var maxAge: String?
+  }
+
+  private struct CompactionLine: Decodable {
+    var type: String
+    var removed: Int
+    var oldest: Int64?
+    var head: Int64
+  }
+
+  func sessionctlRetention(_ change: ChaosPolicy) throws {
+    guard let sessionctl else { return }
+    var arguments = ["retention"]
+    var policy = model.policy
+    if change == .off {
+      arguments.append("--off")
+      policy = .off
+    } else {
+      if let keep = change.keepLast {
+        arguments += ["--keep", String(keep)]
+        policy.keepLast = keep
+      }
+      if let age = change.maxAgeMilliseconds {
+        arguments += ["--max-age", "\(age / 1000)s"]
+        policy.maxAgeMilliseconds = age
+      }
+    }
+    let start = ChaosClock.wallMilliseconds()
+    let lines = try runSessionctl(sessionctl, arguments)
+    let window = start...ChaosClock.wallMilliseconds()
+    let decoder = JSONDecoder()
+    guard lines.count == 2,
+      let stored = try? decoder.decode(RetentionLine.self, from: Data(lines[0].utf8)),
+      let applied = try? decoder.decode(CompactionLine.self, from: Data(lines[1].utf8)),
+      stored.type == "retention", applied.type == "compaction"
+    else { throw TortureFailure("sessionctl \(arguments.joined(separator: " ")) printed \(lines)") }
+    let expectedAge = policy.maxAgeMilliseconds.map { Retention.format(.milliseconds($0)) }
+    guard stored.keepLast == policy.keepLast, stored.maxAge == expectedAge else {
+      throw TortureFailure(
+        "sessionctl \(arguments.joined(separator: " ")) stored \(lines[0]), the model expects \(policy)")
+    }
+    let oldest = applied.oldest ?? (applied.head + 1)
+    try applyRetention(
+      SessionStore.Compaction(
+        removed: applied.removed,
+        bounds: FeedBounds(oldest: applied.oldest.map(Cursor.init), head: Cursor(applied.head))),
+      policy: policy, window: window, by: "sessionctl \(arguments.joined(separator: " ")) (oldest \(oldest))")
+  }
+
+  // MARK: The driver's own processes
+
+  func startChildSubscriber() throws {
+    guard followers.filter(\.isProcess).count < 2 else { return }
+    let child = try Self.spawn(
+      ChildProcess.currentExecutable,
+      [
+        "subscribe", "--db", path, "--count", "0", "--detail", "--safety-poll",
+        String(Double(Self.safetyPoll.milliseconds) / 1000),
+      ])
+    guard child.waitForLine(within: .seconds(30), where: { $0.hasPrefix("ready") }),
+      let ready = child.lines.first(where: { $0.hasPrefix("ready") }),
+      let cursor = Int64(ready.dropFirst("ready ".count))
+    else {
+      child.kill(SIGKILL)
+      Self.reap(child)
+      throw TortureFailure("a subscriber process did not start")
+    }
+    guard cursor == model.head else {
+      throw TortureFailure("a subscriber process starts after \(cursor), the model's head is \(model.head)")
+    }
+    followers.append(
+      ChaosFollower(
+        nextFollower(), kind: .process, source: .process(child), start: cursor, serial: nil, time: nil))
+  }
+
+  func stopChildSubscriber(_ index: Int) throws {
+    let processes = followers.filter(\.isProcess)
+    guard !processes.isEmpty else { return }
+    let follower = processes[index % processes.count]
+    let problems = follower.verify(&model, bound: bound)
+    guard problems.isEmpty else { throw TortureFailure(problems.joined(separator: "; ")) }
+    if case .process(let child) = follower.source {
+      child.kill(SIGTERM)
+      Self.reap(child)
+    }
+    followers.removeAll { $0 === follower }
+    retire(follower)
+  }
+
+  func crashWriter(writes: Int, instances count: Int, microseconds: Int) throws {
+    let candidates = childWrites(writes, origin: "crash")
+    let start = ChaosClock.wallMilliseconds()
+    let writer = try Self.spawn(
+      ChildProcess.currentExecutable,
+      ["write", "--db", path, "--count", String(writes), "--origin", "crash", "--instances", String(count)])
+    _ = writer.waitForLine { _ in true }
+    usleep(UInt32(microseconds))
+    writer.kill(SIGKILL)
+    Self.reap(writer)
+    let printed = writer.lines.compactMap(Int64.init)
+    guard printed == candidates.prefix(printed.count).map(\.cursor) else {
+      throw TortureFailure(
+        "the killed writer acknowledged \(printed), the model expects a prefix of \(candidates.map(\.cursor))"
+      )
+    }
+    try adopt(
+      candidates, required: printed.count, window: start...ChaosClock.wallMilliseconds(),
+      ackedAt: ChaosClock.now(),
+      by: "the killed writer")
+  }
+
+  /// Reads what a writer process of `Children.apply` printed for `actions`, in order, and
+  /// settles each against the model: "ok" must be the model's entry, "none" a no-op, and an
+  /// "error" changed nothing (the check after the step finds any row it left). Returns how
+  /// many writes it reported.
+  private func settleReports(
+    _ lines: [String], _ actions: [ChaosStep.Action], origin: String, window: ClosedRange<Int64>,
+    by writer: String,
+    failuresAllowed: Bool
+  ) throws -> Int {
+    let reports = lines.filter { $0.hasPrefix("ok ") || $0.hasPrefix("none ") || $0.hasPrefix("error ") }
+    guard reports.count <= actions.count else { throw TortureFailure("\(writer) printed \(lines)") }
+    for (report, action) in zip(reports, actions) {
+      let words = report.split(separator: " ", maxSplits: 2).map(String.init)
+      guard words.count >= 2, let ackedAt = UInt64(words[1]) else {
+        throw TortureFailure("\(writer) printed '\(report)'")
+      }
+      switch words[0] {
+      case "ok":
+        guard words.count == 3,
+          let entry = try? JSONDecoder().decode(SessionEntry.self, from: Data(words[2].utf8))
+        else { throw TortureFailure("\(writer) printed '\(report)'") }
+        try settle(action, origin: origin, returned: entry, window: window, ackedAt: ackedAt, by: writer)
+      case "none":
+        try settle(action, origin: origin, returned: nil, window: window, ackedAt: ackedAt, by: writer)
+      default:
+        guard failuresAllowed else { throw TortureFailure("\(writer): \(action) failed: \(report)") }
+        failedWrites += 1
+      }
+    }
+    return reports.count
+  }
+
+  func ioErrorWriter(_ actions: [ChaosStep.Action], when: Int, sticky: Bool) throws {
+    let strace = "/usr/bin/strace"
+    guard FileManager.default.isExecutableFile(atPath: strace) else {
+      return note("no \(strace): the steps that make fsync fail are skipped")
+    }
+    // A connection of this process stays open meanwhile, so the writer's close is never the
+    // last one: a failed commit's frames are left beyond the WAL's end, never checkpointed.
+    let holder =
+      try instances.first ?? SessionStore(path: path, options: Self.options(origin: "chaos-holder"))
+    defer { withExtendedLifetime(holder) {} }
+    let origin = "eio"
+    let writer = "the writer process with fsync failing at call \(when)\(sticky ? " and after" : "")"
+    let start = ChaosClock.wallMilliseconds()
+    let child = try Self.spawn(
+      strace,
+      [
+        "-f", "-qq", "-o", "/dev/null", "-e",
+        "inject=fdatasync,fsync:error=EIO:when=\(when)\(sticky ? "+" : "")",
+        ChildProcess.currentExecutable, "apply", "--db", path, "--origin", origin,
+      ] + actions.map(\.argument), stderr: .file(path + ".stderr"))
+    let status = Self.reap(child)
+    let window = start...ChaosClock.wallMilliseconds()
+    let lines = child.lines
+    guard lines.first == "ready" else {
+      let stderr = (try? String(contentsOfFile: path + ".stderr", encoding: .utf8)) ?? ""
+      if lines.isEmpty, stderr.contains("strace:") {
+        note("the writer with failing fsyncs did not run (status \(status)): \(stderr.prefix(200))")
+      }
+      // It could not open the store (a failing fsync there): it wrote nothing.
+      return try adopt([], required: 0, window: window, ackedAt: ChaosClock.now(), by: writer)
+    }
+    let reported = try settleReports(
+      lines, actions, origin: origin, window: window, by: writer, failuresAllowed: true)
+    if reported < actions.count,
+      let next = model.predict(actions[reported], origin: origin, time: ChaosState.unknown)
+    {
+      // It died in the middle of a write (its outcome unknown): the file says.
+      try adopt([next], required: 0, window: window, ackedAt: ChaosClock.now(), by: writer)
+    }
+  }
+
+  func liveWriter(_ actions: [ChaosStep.Action], pause: Int) throws {
+    let origin = "live"
+    let writer = "the writer process that stays alive"
+    let start = ChaosClock.wallMilliseconds()
+    let child = try Self.spawn(
+      ChildProcess.currentExecutable,
+      ["apply", "--db", path, "--origin", origin, "--pause-ms", String(pause), "--hold"]
+        + actions.map(\.argument),
+      stdin: .pipe)
+    defer {
+      child.closeInput()
+      if child.status(within: .seconds(10)) == nil { child.kill(SIGKILL) }
+      Self.reap(child)
+    }
+    guard child.waitForLine(within: .seconds(20), where: { $0 == "done" }) else {
+      throw TortureFailure("\(writer) did not finish its writes: \(child.lines)")
+    }
+    _ = try settleReports(
+      child.lines, actions, origin: origin, window: start...ChaosClock.wallMilliseconds(), by: writer,
+      failuresAllowed: false)
+    // While it is alive, nothing but file notifications tells subscribers of its commits.
+    let problems = catchUp()
+    guard problems.isEmpty else { throw TortureFailure(problems.joined(separator: "; ")) }
+  }
+
+  func snapshotsUnderLoad(_ index: Int, writes: Int) throws {
+    guard let store = instance(index) else { return }
+    let candidates = childWrites(writes, origin: "load")
+    let start = ChaosClock.wallMilliseconds()
+    let child = try Self.spawn(
+      ChildProcess.currentExecutable, ["write", "--db", path, "--count", String(writes), "--origin", "load"])
+    var snapshots: [SessionSnapshot] = []
+    while child.status(within: .zero) == nil, snapshots.count < 20_000 {
+      snapshots.append(try store.snapshot())
+    }
+    guard Self.reap(child) == 0 else { throw TortureFailure("the writer process failed") }
+    let printed = child.lines.compactMap(Int64.init)
+    guard printed == candidates.map(\.cursor) else {
+      throw TortureFailure(
+        "the writer acknowledged \(printed), the model expects \(candidates.map(\.cursor))")
+    }
+    try adopt(
+      candidates, required: candidates.count, window: start...ChaosClock.wallMilliseconds(),
+      ackedAt: ChaosClock.now(), by: "the writer process")
+    var previous: Int64 = 0
+    for snapshot in snapshots {
+      let (cursor, state) = (snapshot.cursor.value, ChaosState(snapshot.state))
+      guard cursor >= previous else {
+        throw TortureFailure("a snapshot at \(cursor) came after one at \(previous)")
+      }
+      previous = cursor
+      guard let expected = model.state(at: cursor), expected.agrees(with: state) else {
+        throw TortureFailure(
+          "a snapshot under load holds \(state) at cursor \(cursor), where the model's state is "
+            + (model.state(at: cursor)?.description ?? "unknown") + " (one of \(snapshots.count))")
+      }
+    }
+  }
+}
