@@ -101,7 +101,8 @@ import Testing
     }
     var read: [String] = []
     for sql in [
-      "PRAGMA integrity_check", "SELECT count(*), max(seq) FROM session_changes", "SELECT username FROM session",
+      "PRAGMA integrity_check", "SELECT count(*), max(seq) FROM session_changes",
+      "SELECT username FROM session",
     ] {
       read.append(try await ProcessRunner.sqlite3(held, sql))
     }

@@ -92,7 +92,8 @@ import Testing
     #expect(history.map(\.cursor.value) == acknowledged, "the file holds \(history)")
     #expect(history.allSatisfy { $0.origin == "child" })
     #expect(
-      try await ProcessRunner.sqlite3(path, "SELECT group_concat(seq, ' ') FROM session_changes WHERE seq > 1")
+      try await ProcessRunner.sqlite3(
+        path, "SELECT group_concat(seq, ' ') FROM session_changes WHERE seq > 1")
         == acknowledged.map(String.init).joined(separator: " ") + "\n", "a fresh process")
     for line in failed {
       let name = String(line.dropFirst("failed ".count).prefix { $0 != ":" })
