@@ -16,17 +16,23 @@ public struct ProcessResult: Sendable {
 ///
 /// How tests run a child process, so that the suite passes on a loaded machine and under
 /// any user's environment:
-/// - `try await ProcessRunner.run(program, arguments, environment: [...])` runs it to the end.
-///   It is `async`: the child is awaited from a thread of its own, never on a thread of
-///   Swift's cooperative pool (a test that blocks one of its few threads starves every other
-///   test's tasks). A test that runs a child is an `async` test.
-/// - A child started with `ChildProcess` (to read its lines while it runs) is awaited with
-///   the async overloads: `try await child.readLine()`, `try await child.wait(timeout:)`.
-/// - A child's environment is ``environment(_:)``: `PATH`, `LC_ALL`, `TMPDIR` and an
+/// - `try await ProcessRunner.run(program, arguments, environment: [...])` runs it to the end
+///   (`runDetached` is the same function under another name). The child is started and
+///   awaited from threads of their own, never on a thread of Swift's cooperative pool: a test
+///   that blocks one of its few threads starves every other test's tasks. A test that runs
+///   a child is an `async` test; `runBlocking` is only for code off the pool (`atexit`).
+/// - A child that a test talks to while it runs is `try await ChildProcess(...)`, read and
+///   awaited with the async overloads: `try await child.readLine()`,
+///   `try await child.wait(timeout:)`. In an async context the compiler picks them.
+/// - A child's environment is ``environment(_:home:)``: `PATH`, `LC_ALL`, `TMPDIR` and an
 ///   empty `HOME` of its own, plus what the test gives. Nothing else of the caller's
 ///   environment reaches it (`XDG_DATA_HOME`, `SESSIONCTL_DB`, `PG*`, a `HOME` with dotfiles).
+///   A `ChildProcess` a test starts itself gets an explicit `environment:` too.
+/// - PostgreSQL: `try await PostgresCluster.shared()`, `try await cluster.psql(...)`, and
+///   `try await PostgresCluster.withPrivateCluster { cluster in ... }` for a server a test
+///   stops or restarts. Clean-up that must await is `withCleanup`, not a `defer`.
 /// - A test waits for an effect with `eventually` or `Task.sleep`, never with
-///   `Thread.sleep`, `usleep` or a semaphore.
+///   `Thread.sleep`, `usleep` or a semaphore; `.timeLimit` is a hang guard (10 minutes).
 public enum ProcessRunner {
   /// The directory holding the built products (`.build/debug`), next to the test runner.
   private static let productsDirectory = URL(fileURLWithPath: ChildProcess.currentExecutable)
