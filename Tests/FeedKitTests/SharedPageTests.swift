@@ -53,7 +53,7 @@ import Testing
 /// A page kept from an earlier read is handed out only while the log is unchanged: the
 /// attack is a subscriber that reads and goes, a change nobody is woken for (another process
 /// commits or restores while this one has no subscriber), then a new subscriber.
-@Suite(.timeLimit(.minutes(1))) struct StalePageTests {
+@Suite(.timeLimit(.minutes(10))) struct StalePageTests {
   /// Reads once through a subscription after `start`, as a subscriber that caught up and
   /// then went away: the page it read stays with the feed.
   func readAndRelease(_ feed: Feed<Int, Int>, from start: FeedStart, _ log: ArrayLog, count: Int) async throws
@@ -115,7 +115,7 @@ import Testing
 
 /// A log with a cursor missing in its middle (rows deleted or inserted by hand) ends a
 /// subscription and a history read with a typed error, wherever the gap falls in a page.
-@Suite(.timeLimit(.minutes(1))) struct GapTests {
+@Suite(.timeLimit(.minutes(10))) struct GapTests {
   @Test(arguments: [2, 3, 4, 5])
   func aMissingCursorIsNeverSkipped(_ missing: Int64) async throws {
     let log = ArrayLog()

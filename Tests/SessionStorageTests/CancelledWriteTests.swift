@@ -7,7 +7,7 @@ import Testing
 /// An `async` write whose task is cancelled while it runs either throws `CancellationError`
 /// having changed nothing, or returns the entry it committed: never a cancellation reported
 /// for a change that committed.
-@Suite(.timeLimit(.minutes(3))) struct CancelledWriteTests {
+@Suite(.timeLimit(.minutes(10))) struct CancelledWriteTests {
   @Test func aWriteCancelledWhileItRunsEitherChangedNothingOrReturnsItsEntry() async throws {
     let dir = try TemporaryDirectory()
     // Full durability: each commit syncs the WAL, which keeps the write under way long

@@ -9,7 +9,7 @@ import Testing
 
 /// A COMMIT that fails is an error, never an acknowledged write, and the instance writes on
 /// without losing or repeating anything.
-@Suite(.timeLimit(.minutes(3))) struct CommitFailureTests {
+@Suite(.timeLimit(.minutes(10))) struct CommitFailureTests {
   let dir: TemporaryDirectory
   let path: String
 

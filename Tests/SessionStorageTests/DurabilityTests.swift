@@ -6,7 +6,7 @@ import Testing
 
 /// `Durability.full` is `synchronous=FULL` on the connection that commits, and its commits
 /// sync the WAL; `.normal` is `synchronous=NORMAL`, whose commits do not.
-@Suite(.timeLimit(.minutes(3))) struct DurabilityTests {
+@Suite(.timeLimit(.minutes(10))) struct DurabilityTests {
   let dir: TemporaryDirectory
   let path: String
 

@@ -7,7 +7,7 @@ import Testing
 
 /// A snapshot is one committed moment: its state is the state after the entry at its
 /// cursor, also while another process commits as fast as it can.
-@Suite(.timeLimit(.minutes(3))) struct SnapshotConsistencyTests {
+@Suite(.timeLimit(.minutes(10))) struct SnapshotConsistencyTests {
   /// Python's sqlite3 committing as fast as it can, each commit with a username of its own
   /// and the login state flipped, so that a state names the one commit that wrote it.
   static let committer = """

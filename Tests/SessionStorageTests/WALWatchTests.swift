@@ -9,7 +9,7 @@ import Testing
 /// keeps its connection open writes nothing else (it never closes, so it never checkpoints
 /// into the database file), and its commits still wake subscribers here at once, with no
 /// safety poll to help.
-@Suite(.timeLimit(.minutes(5))) struct WALWatchTests {
+@Suite(.timeLimit(.minutes(10))) struct WALWatchTests {
   @Test func commitsOfAProcessThatKeepsItsConnectionOpenWakeSubscribersWithoutThePoll() async throws {
     let dir = try TemporaryDirectory()
     let path = dir.file("session.db")

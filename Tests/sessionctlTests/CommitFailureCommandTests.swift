@@ -6,7 +6,7 @@ import Testing
 /// `strace`) exits 1 with a message that says what became of the change, prints no change,
 /// and a fresh process finds the state the message allows: never a change acknowledged but
 /// absent.
-@Suite(.timeLimit(.minutes(3))) struct CommitFailureCommandTests {
+@Suite(.timeLimit(.minutes(10))) struct CommitFailureCommandTests {
   let dir: TemporaryDirectory
   let database: String
   let environment: [String: String]

@@ -6,7 +6,7 @@ import Testing
 /// New store files — the database, its `-wal` and `-shm`, a backup — are 0600 whatever the
 /// umask of the process that creates them, as the user who runs it (`nobody` when the
 /// suite runs as root: root could write a 0400 file, so only the mode would show the bug).
-@Suite(.timeLimit(.minutes(2))) struct NewFileModeTests {
+@Suite(.timeLimit(.minutes(10))) struct NewFileModeTests {
   /// Under the umask, as the user: the first write creates the store, a second write and a
   /// backup follow, then `watch` holds the store open (its `-wal` and `-shm` exist while it
   /// runs) and the modes are read.

@@ -7,7 +7,7 @@ import Testing
 /// every command but `watch`) a pipe whose reader went away exits 74 and says why; a change
 /// it committed stays committed, and the message says so. `watch --exec` stops at the first
 /// line it cannot write, before running the command for another change.
-@Suite(.timeLimit(.minutes(3))) struct OutputFailureTests {
+@Suite(.timeLimit(.minutes(10))) struct OutputFailureTests {
   let dir: TemporaryDirectory
   let db: String
 

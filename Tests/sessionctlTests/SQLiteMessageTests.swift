@@ -7,7 +7,7 @@ import Testing
 /// database file", "disk I/O error" or "attempt to write a readonly database" reach stderr
 /// as the file and our sentence — what is wrong and what to do — with SQLite's words only
 /// as the detail at the end.
-@Suite(.timeLimit(.minutes(3))) struct SQLiteMessageTests {
+@Suite(.timeLimit(.minutes(10))) struct SQLiteMessageTests {
   let dir: TemporaryDirectory
   /// The directory holding the store (everyone may traverse the temporary directory).
   let place: String
