@@ -84,8 +84,8 @@ import Testing
     #expect(try store.state.username == "bob")
     // The new subscriber reads at once; the next commit (another process's, so that no
     // wake-up of this process's writer comes first) is the one it must be handed.
-    async let received = TestSupport.first(
-      1, of: follow.changes(of: store, after: Cursor(3)), within: .seconds(120))
+    let next = try follow.changes(of: store, after: Cursor(3))
+    async let received = TestSupport.first(1, of: next, within: .seconds(120))
     try await shell("UPDATE session SET username = 'carol', is_logged_in = 1")
     let entries = try await received
     #expect(entries.map(\.cursor) == [Cursor(4)])

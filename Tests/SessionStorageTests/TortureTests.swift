@@ -69,7 +69,8 @@ import Testing
   @Test(arguments: [20_261_130, 20_261_131, 20_261_132] as [UInt64])
   func chaosWithFixedSeedsLosesNothingAndSkipsNothing(seed: UInt64) async throws {
     let summary = try await scenario([
-      "chaos", "--seed", String(seed), "--steps", "500", "--sessionctl", ProcessRunner.product("sessionctl"),
+      "chaos", "--seed", String(seed), "--steps", "500", "--hang-seconds", "180", "--sessionctl",
+      ProcessRunner.product("sessionctl"),
     ])
     #expect(summary["steps"] as? Int == 500)
     #expect(summary["problems"] as? Int == 0)
@@ -88,7 +89,9 @@ import Testing
     let result = try await Unprivileged.run(
       try Unprivileged.product("sessiontorture"),
       [
-        "chaos", "--seed", "20261201", "--steps", "300", "--db", place + "/session.db", "--sessionctl",
+        "chaos", "--seed", "20261201", "--steps", "300", "--hang-seconds", "180", "--db",
+        place + "/session.db",
+        "--sessionctl",
         try Unprivileged.product("sessionctl"),
       ], home: place, timeout: .seconds(1500))
     #expect(result.status == 0, "\(result.stderr)")
