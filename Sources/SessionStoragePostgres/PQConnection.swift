@@ -72,10 +72,13 @@ final class PQConnection {
     return handle
   }
 
-  /// Selects the store's schema (quoted), keeps times in UTC and bounds lock waits.
+  /// Selects the store's schema (quoted) with `pg_temp` last, so that no temporary table
+  /// of this session stands in for the store's (the migrations' functions keep this path),
+  /// keeps times in UTC and bounds lock waits.
   private func selectSchema() throws {
     try execute(
-      "SET search_path TO \(place.quotedSchema); SET TIME ZONE 'UTC'; SET lock_timeout = \(place.lockTimeoutMilliseconds)"
+      "SET search_path TO \(place.quotedSchema), pg_temp; SET TIME ZONE 'UTC'; "
+        + "SET lock_timeout = \(place.lockTimeoutMilliseconds)"
         + (readOnly ? "; SET default_transaction_read_only = on" : ""))
   }
 

@@ -49,13 +49,22 @@ enum PostgresTables {
 /// once.
 final class PostgresLog: FeedSource {
   private let reader: Mutex<PQConnection>
+  /// Why the schema is refused (it was changed by hand), for a read-only store: every read
+  /// but `check` throws it.
+  private let refusal: SessionStorageError?
 
-  init(reader: sending PQConnection) { self.reader = Mutex(reader) }
+  init(reader: sending PQConnection, refusal: SessionStorageError?) {
+    self.reader = Mutex(reader)
+    self.refusal = refusal
+  }
 
   /// Runs `body` on the reader; when it fails because the connection was lost, connects
-  /// again and runs it once more.
-  func read<Result: Sendable>(_ body: (PQConnection) throws -> Result) throws -> Result {
-    try reader.withLock { connection in
+  /// again and runs it once more. Throws the schema's refusal first unless `refusing` is
+  /// false (for `check`).
+  func read<Result: Sendable>(refusing: Bool = true, _ body: (PQConnection) throws -> Result) throws -> Result
+  {
+    if refusing, let refusal { throw refusal }
+    return try reader.withLock { connection in
       if connection.isBroken { try connection.reconnect() }
       do {
         return try body(connection)

@@ -163,6 +163,8 @@ struct PostgresPlace: Sendable {
       case "25006": .readOnly
       case "40001", "40P01", "55P03", "57014": .busy
       case "22003": .cursorsExhausted
+      // session_feed fired for a table that is not its schema's session (a renamed schema).
+      case "SS001": .tamperedSchema
       default: .postgres
       }
     return SessionStorageError(

@@ -19,7 +19,7 @@ extension PostgresSessionStore {
   /// Each verification runs on its own: one that cannot run fails with the server's
   /// reason, and the others still run.
   public func check() throws -> [SessionStore.CheckResult] {
-    try log.read { connection in
+    try log.read(refusing: false) { connection in
       try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
       defer { try? connection.execute("ROLLBACK") }
       func item(_ check: SessionStore.Check, _ body: () throws -> (passed: Bool, detail: String))
@@ -83,7 +83,7 @@ extension PostgresSessionStore {
   }
 
   private static func checkTriggers(on connection: PQConnection) throws -> (passed: Bool, detail: String) {
-    var problems: [String] = []
+    var problems = try PostgresSchema.problems(on: connection)
     for (table, names) in triggers.sorted(by: { $0.key < $1.key }) {
       let found = try connection.query(
         """
