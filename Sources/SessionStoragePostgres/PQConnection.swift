@@ -74,13 +74,39 @@ final class PQConnection {
 
   /// Selects the store's schema (quoted) with `pg_temp` last, so that no temporary table
   /// of this session stands in for the store's (the migrations' functions keep this path),
-  /// keeps times in UTC and bounds lock waits.
+  /// keeps times in UTC and bounds lock waits, and pins what the store's promises rest on,
+  /// whatever the server, database or role set as defaults:
+  /// - `synchronous_commit` is at least `on` locally: a default of `off` would acknowledge
+  ///   commits that an immediate shutdown or a crash then loses (a stronger default such as
+  ///   `remote_apply`, or `local`, is kept);
+  /// - `default_transaction_isolation` is `read committed`, under which a writer waiting for
+  ///   the session row goes on with the newest head instead of failing to serialize;
+  /// - `statement_timeout` is 0: a timeout would cancel a COMMIT's wait for a synchronous
+  ///   standby, and PostgreSQL then reports the commit done without the standby;
+  /// - `client_encoding` is UTF-8, what the store reads and binds;
+  /// - `session_replication_role` is `origin`, so that the feed's triggers fire (only a
+  ///   superuser may change it; a role whose default is another is refused here).
   private func selectSchema() throws {
     try execute(
       "SET search_path TO \(place.quotedSchema), pg_temp; SET TIME ZONE 'UTC'; "
-        + "SET lock_timeout = \(place.lockTimeoutMilliseconds)"
-        + (readOnly ? "; SET default_transaction_read_only = on" : ""))
+        + "SET lock_timeout = \(place.lockTimeoutMilliseconds); SET statement_timeout = 0; "
+        + "SET default_transaction_isolation = 'read committed'; SET client_encoding = 'UTF8'; "
+        + (readOnly ? "SET default_transaction_read_only = on; " : "")
+        + "SELECT set_config('synchronous_commit', 'on', false) "
+        + "WHERE current_setting('synchronous_commit') = 'off'; "
+        + "SELECT set_config('session_replication_role', 'origin', false) "
+        + "WHERE current_setting('session_replication_role') <> 'origin'")
   }
+
+  /// The process id of the connection's server process (0 when not connected).
+  var backendPID: Int32 { PQbackendPID(handle) }
+
+  /// The SQLSTATE of the last statement that failed, nil when the last one succeeded.
+  private(set) var lastErrorState: String?
+
+  /// Whether the last statement failed with a serialization failure or a deadlock: its
+  /// transaction was rolled back, and running it again may succeed.
+  var lastFailureIsRetryable: Bool { lastErrorState == "40001" || lastErrorState == "40P01" }
 
   /// Whether the connection is lost (the server closed it, or the network failed).
   var isBroken: Bool { handle == nil || PQstatus(handle) != CONNECTION_OK }
@@ -162,10 +188,14 @@ final class PQConnection {
   /// Throws the error `result` reports, if any.
   private func check(_ result: OpaquePointer?, _ sql: String) throws {
     let status = result.map(PQresultStatus) ?? PGRES_FATAL_ERROR
-    guard status != PGRES_COMMAND_OK, status != PGRES_TUPLES_OK else { return }
+    guard status != PGRES_COMMAND_OK, status != PGRES_TUPLES_OK else {
+      lastErrorState = nil
+      return
+    }
     let state = result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "C"))) }.map {
       String(cString: $0)
     }
+    lastErrorState = state
     let text =
       result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "M"))) }.map { String(cString: $0) }
       ?? Self.message(handle)

@@ -379,17 +379,6 @@ private final class Writer: Sendable {
   }
 }
 
-/// `prefix_` and random lowercase letters: an origin that is also a role name.
-private func uniqueName(_ prefix: String) -> String {
-  prefix + "_" + String((0..<10).map { _ in "abcdefghijklmnopqrstuvwxyz".randomElement() ?? "a" })
-}
-
-/// The process ids of the backends whose `application_name` is `name`.
-private func backends(of name: String, on cluster: PostgresCluster) async throws -> [String] {
-  try await cluster.query("SELECT pid FROM pg_stat_activity WHERE application_name = '\(name)' ORDER BY pid")
-    .split(separator: "\n").map(String.init)
-}
-
 /// Terminates the backends whose `application_name` is `name`; how many there were.
 private func terminate(_ name: String, on cluster: PostgresCluster) async throws -> Int {
   try await cluster.query(
@@ -454,15 +443,6 @@ private func processState(_ pid: pid_t) throws -> String {
   // "pid (comm) S …": the state follows the last ')'.
   guard let close = stat.lastIndex(of: ")") else { return "?" }
   return String(stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).prefix(1))
-}
-
-extension PostgresCluster {
-  /// ``psql(_:schema:socket:)`` on a thread of its own, so that tests waiting for psql leave
-  /// the cooperative pool to the stores' subscribers and writers.
-  @discardableResult
-  fileprivate func query(_ sql: String, schema: String? = nil) async throws -> String {
-    try await onThreadOfItsOwn { try self.psql(sql, schema: schema) }
-  }
 }
 
 extension WakeMode {

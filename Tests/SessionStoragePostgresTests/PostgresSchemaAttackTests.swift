@@ -202,11 +202,3 @@ private func firstEntries(_ count: Int, of subscription: SessionSubscription) as
   }
   return entries
 }
-
-extension PostgresCluster {
-  /// ``psql(_:schema:socket:)`` on a thread of its own, off the cooperative pool.
-  @discardableResult
-  fileprivate func query(_ sql: String, schema: String? = nil) async throws -> String {
-    try await onThreadOfItsOwn { try self.psql(sql, schema: schema) }
-  }
-}

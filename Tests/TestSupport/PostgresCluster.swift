@@ -89,12 +89,13 @@ public struct PostgresCluster: Sendable {
   }
 
   /// Restarts the server on the same port (only for clusters from ``start()``); sessions
-  /// connected to it are ended.
-  public func restart() throws {
+  /// connected to it are ended. `immediate` stops it without a checkpoint, as a crash of
+  /// the server would: what its WAL had not written yet is lost.
+  public func restart(immediate: Bool = false) throws {
     guard let directory else {
       throw ClusterError("restart() is only for clusters from PostgresCluster.start(), not the shared server")
     }
-    _ = try Self.script(["restart", directory])
+    _ = try Self.script(["restart", directory] + (immediate ? ["--immediate"] : []))
   }
 
   /// Makes `role` log in over TCP with its password (`scram-sha-256`) instead of being
