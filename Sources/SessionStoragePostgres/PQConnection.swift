@@ -149,6 +149,51 @@ final class PQConnection {
       PQexecPrepared(handle, name, Int32(values.count), pointers, nil, nil, 0)
     }
     defer { PQclear(result) }
+    return try rows(of: result, sql)
+  }
+
+  /// Runs prepared statements one after the other in one round trip (libpq's pipeline
+  /// mode), each seeing what the ones before it did, and returns their rows. A statement
+  /// that fails throws its error; the ones after it are not run.
+  func pipelined(_ statements: [(sql: String, values: [String?])]) throws -> [PQRows] {
+    let names = try statements.map { try preparedName($0.sql, parameters: $0.values.count) }
+    guard PQenterPipelineMode(handle) == 1 else {
+      throw place.connectionError(Self.message(handle), lost: isBroken)
+    }
+    defer { _ = PQexitPipelineMode(handle) }
+    for (name, statement) in zip(names, statements) {
+      let sent = withOptionalCStrings(statement.values) { pointers in
+        PQsendQueryPrepared(handle, name, Int32(statement.values.count), pointers, nil, nil, 0)
+      }
+      guard sent == 1 else { throw place.connectionError(Self.message(handle), lost: true) }
+    }
+    guard PQpipelineSync(handle) == 1 else { throw place.connectionError(Self.message(handle), lost: true) }
+    var results: [PQRows] = []
+    var failure: (any Error)?
+    for statement in statements {
+      // Each statement's result is followed by a null one.
+      let result = PQgetResult(handle)
+      while let extra = result.flatMap({ _ in PQgetResult(handle) }) { PQclear(extra) }
+      defer { PQclear(result) }
+      guard failure == nil else { continue }
+      do {
+        results.append(try rows(of: result, statement.sql))
+      } catch {
+        failure = error
+      }
+    }
+    // Then the pipeline's end (unless the connection was lost).
+    while let result = PQgetResult(handle) {
+      let status = PQresultStatus(result)
+      PQclear(result)
+      if status == PGRES_PIPELINE_SYNC { break }
+    }
+    if let failure { throw failure }
+    return results
+  }
+
+  /// The rows of `result` (of `sql`) as text, or the error it reports.
+  private func rows(of result: OpaquePointer?, _ sql: String) throws -> PQRows {
     try check(result, sql)
     var rows: [[String?]] = []
     let count = PQntuples(result)

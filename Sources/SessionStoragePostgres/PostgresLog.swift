@@ -17,6 +17,9 @@ enum PostgresTables {
     + time("old_updated_at")
   static let pageSQL = "SELECT \(changeColumns) FROM session_changes WHERE seq > $1 ORDER BY seq LIMIT $2"
   static let entrySQL = "SELECT \(changeColumns) FROM session_changes WHERE seq = $1"
+  /// The entry at the head, as a write reads back its own in its transaction.
+  static let headEntrySQL =
+    "SELECT \(changeColumns) FROM session_changes WHERE seq = (SELECT head FROM session WHERE id = 1)"
   /// The state and the head, in one row: a snapshot is one statement.
   static let snapshotSQL =
     "SELECT username, is_logged_in, \(time("updated_at")), head FROM session WHERE id = 1"

@@ -7,9 +7,10 @@ import SessionStorage
 ///
 /// The UPDATE returns its own entry: the row it locked before (`old`, read `FOR UPDATE`, so
 /// under the same lock the trigger's `OLD` is) and the row the trigger made (`NEW.head`,
-/// `updated_at` and `updated_by` are the feed row's `seq`, `at` and `origin`). A head that did
-/// not move by one means the trigger that numbers entries is missing or disabled: the
-/// write is rolled back.
+/// `updated_at` and `updated_by` are the feed row's `seq`, `at` and `origin`); in the same
+/// round trip the feed's entry at the new head is read back. A head that did not move by
+/// one, or a feed without that very entry, means the trigger that numbers entries (or the
+/// feed's guard) is missing or was changed: the write is rolled back.
 ///
 /// A write is never reported as done unless it committed: when the connection is lost
 /// before COMMIT was sent, nothing was written; when it is lost while committing, the
@@ -97,18 +98,22 @@ package struct PostgresWrite {
     let entry: SessionEntry
     do {
       try connection.begin()
-      guard let row = try connection.query(sql, values).rows.first else {
+      // The UPDATE, then the feed's entry at the new head, in one round trip.
+      let results = try connection.pipelined([(sql, values), (PostgresTables.headEntrySQL, [])])
+      guard let row = results[0].rows.first else {
         try connection.execute("ROLLBACK")
         return nil
       }
       let found = PostgresTables.entry(row)
-      guard PostgresTables.integer(row[8]) + 1 == found.cursor.value, isMine(found) else {
+      guard PostgresTables.integer(row[8]) + 1 == found.cursor.value, isMine(found),
+        results[1].rows.first.map(PostgresTables.entry) == found
+      else {
         try connection.execute("ROLLBACK")
         throw SessionStorageError(
-          .postgres,
+          .tamperedSchema,
           "the write changed the session but the feed recorded no entry for it: the session_feed trigger of "
-            + "schema \(place.schema) is missing or was changed. Nothing was written; re-create it with its SQL "
-            + "in migrations/postgres/0001_session_and_feed.sql",
+            + "schema \(place.schema) (or the feed's guard) is missing or was changed. Nothing was written; "
+            + "'sessionctl check' names what differs",
           path: place.described)
       }
       guard !found.events.isEmpty else {

@@ -172,7 +172,7 @@ import Testing
         try await store.rename(to: "bob")
         Issue.record("a write without the trigger returned a change (\(how))")
       } catch let error as SessionStorageError {
-        #expect(error.code == .postgres)
+        #expect(error.code == .tamperedSchema)
         #expect(error.message.contains("session_feed trigger"), "\(error)")
       }
       #expect(try store.state.username == "alice", "rolled back (\(how))")

@@ -72,6 +72,27 @@ import Testing
     }
   }
 
+  /// A feed trigger switched to replica mode keeps its name: `check` finds it, and writes
+  /// are refused instead of going unrecorded.
+  @Test func checkFindsATriggerThatNoLongerFiresAndWritesAreRefused() throws {
+    let server = try PostgresCluster.shared()
+    let url = server.freshStoreURL()
+    let sandbox = try Sandbox()
+    #expect(try sandbox.run(db: url, ["login", "alice"]).status == 0)
+    _ = try server.psql("ALTER TABLE session ENABLE REPLICA TRIGGER session_feed", schema: schema(of: url))
+    let check = try sandbox.run(db: url, ["check"])
+    #expect(check.status == 1, "\(check)")
+    #expect(
+      check.lines.contains {
+        $0.hasPrefix("FAIL") && $0.contains("session_feed on session fires only for replication")
+      },
+      "\(check)")
+    let login = try sandbox.run(db: url, ["logout"])
+    #expect(login.status == 1, "\(login)")
+    #expect(login.stderr.contains("was changed by hand"), "\(login)")
+    #expect(try server.psql("SELECT is_logged_in, head FROM session", schema: schema(of: url)) == "t|1\n")
+  }
+
   @Test func migrateCreatesTheSchemaAndSaysSo() throws {
     let server = try PostgresCluster.shared()
     let url = server.freshStoreURL()
