@@ -31,8 +31,9 @@ final class PQConnection {
   private var prepared: [String: String] = [:]
 
   /// Connects and selects the store's schema; a `readOnly` connection cannot write.
-  /// - Throws: `unavailable` when the server cannot be reached, `permissionDenied` when it
-  ///   refuses the credentials, `invalidArgument` for a URL libpq cannot read.
+  /// - Throws: `unavailable` when the server cannot be reached (or is starting, shutting
+  ///   down, out of connection slots), `refused` when it turns the login away,
+  ///   `invalidArgument` for a URL libpq cannot read.
   init(_ place: PostgresPlace, role: Role, readOnly: Bool = false) throws {
     self.place = place
     self.role = role
@@ -58,18 +59,52 @@ final class PQConnection {
     let handle = withCStrings(keywords) { keywords in
       withCStrings(values) { values in PQconnectdbParams(keywords, values, 1) }
     }
-    guard let handle else {
+    guard var handle else {
       throw SessionStorageError(.unavailable, "cannot connect: libpq is out of memory", path: place.described)
     }
-    guard PQstatus(handle) == CONNECTION_OK else {
+    if PQstatus(handle) != CONNECTION_OK {
       let reason = Self.message(handle)
       PQfinish(handle)
-      throw place.connectionError(reason)
+      // A refusal the server sent ("FATAL:  …") has a SQLSTATE, which libpq shows only in its
+      // verbose mode: ask once more in that mode to learn whether waiting can cure it (and
+      // keep that connection if the server takes it now).
+      guard reason.contains(":  "),
+        let again = withCStrings(
+          keywords,
+          { keywords in
+            withCStrings(values) { values in PQconnectStartParams(keywords, values, 1) }
+          })
+      else { throw place.connectionError(reason) }
+      PQsetErrorVerbosity(again, PQERRORS_VERBOSE)
+      PQreset(again)
+      guard PQstatus(again) == CONNECTION_OK else {
+        let verbose = Self.message(again)
+        PQfinish(again)
+        throw place.connectionError(reason, state: Self.sqlState(in: verbose))
+      }
+      PQsetErrorVerbosity(again, PQERRORS_DEFAULT)
+      handle = again
     }
     // Notices (such as "relation already exists, skipping") are not errors: libpq would
     // print them on the process's stderr.
     PQsetNoticeProcessor(handle, { _, _ in }, nil)
     return handle
+  }
+
+  /// The SQLSTATE in a message libpq wrote in verbose mode (`SEVERITY:  STATE: message`).
+  private static func sqlState(in message: String) -> String? {
+    var rest = message[...]
+    while let separator = rest.range(of: ":  ") {
+      let after = rest[separator.upperBound...]
+      let code = after.prefix(5)
+      if code.count == 5, code.allSatisfy({ $0.isASCII && ($0.isNumber || $0.isUppercase) }),
+        after.dropFirst(5).hasPrefix(": ")
+      {
+        return String(code)
+      }
+      rest = after
+    }
+    return nil
   }
 
   /// Selects the store's schema (quoted) with `pg_temp` last, so that no temporary table

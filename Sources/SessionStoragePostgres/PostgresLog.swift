@@ -78,9 +78,15 @@ final class PostgresLog: FeedSource {
     }
   }
 
+  /// A schema dropped (or renamed) under a subscriber is history that vanished: the
+  /// subscription ends with `historyRewritten`, as after a restore.
   func entries(after cursor: Cursor, limit: Int) throws -> [SessionEntry] {
-    try read { try $0.query(PostgresTables.pageSQL, [String(cursor.value), String(limit)]).rows }
-      .map(PostgresTables.entry)
+    do {
+      return try read { try $0.query(PostgresTables.pageSQL, [String(cursor.value), String(limit)]).rows }
+        .map(PostgresTables.entry)
+    } catch let error as SessionStorageError where error.code == .notFound {
+      throw FeedError.historyRewritten(cursor: cursor, reason: error.message)
+    }
   }
 
   func bounds() throws -> FeedBounds {
@@ -88,8 +94,9 @@ final class PostgresLog: FeedSource {
   }
 
   /// A server that cannot be reached (`unavailable`) passes: subscribers wait for it, woken
-  /// by the `LISTEN` thread at each of its reconnection attempts, and resume from their
-  /// cursor once it answers again.
+  /// by the `LISTEN` thread at each of its reconnection attempts and every safety poll, and
+  /// resume from their cursor once it answers again. A login the server refuses (`refused`)
+  /// does not pass: it ends the subscriptions.
   func isTransient(_ error: any Error) -> Bool { (error as? SessionStorageError)?.code == .unavailable }
 
   func snapshot() throws -> (state: SessionState, cursor: Cursor) {

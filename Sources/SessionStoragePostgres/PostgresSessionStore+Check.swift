@@ -59,7 +59,13 @@ extension PostgresSessionStore {
           }
           do {
             guard try Username.validated(name).utf8.elementsEqual(name.utf8) else {
-              return (false, "username is not in Unicode NFC")
+              // A library rename to the NFC form changes only bytes, which every store
+              // treats as no change: the repair is psql's, recorded as a change without events.
+              return (
+                false,
+                "username is not in Unicode NFC; repair it in psql with UPDATE "
+                  + "\(connection.place.quotedSchema).session SET username = normalize(username, NFC) WHERE id = 1"
+              )
             }
           } catch let error as SessionStorageError where error.code == .invalidUsername {
             return (false, "stored " + error.message)

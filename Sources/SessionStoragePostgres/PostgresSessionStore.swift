@@ -74,8 +74,9 @@ public final class PostgresSessionStore: SessionRepository, Sendable {
   ///
   /// - Throws: `SessionStorageError`: `invalidOrigin` (before connecting),
   ///   `invalidArgument` for a URL that is not `postgresql://…` or a bad schema name,
-  ///   `unavailable` when the server cannot be reached, `permissionDenied` when it refuses
-  ///   the credentials, `foreignDatabase` for a schema with someone else's tables,
+  ///   `unavailable` when the server cannot be reached, `refused` when it turns the login
+  ///   away (no such database or role, `NOLOGIN`, a wrong password), `permissionDenied` when
+  ///   the role may not use the schema, `foreignDatabase` for a schema with someone else's tables,
   ///   `newerSchema`, `checksumMismatch`, `tamperedSchema` for a schema whose functions were
   ///   changed by hand or that was renamed (a read-only store opens, and every read but
   ///   ``check()`` throws it); for a read-only store, `notFound` (no store in the

@@ -231,6 +231,117 @@ import Testing
   }
 }
 
+extension PostgresStoreTests {
+  /// The refusal of a role that may not use the schema says what to GRANT, as SQL: run word
+  /// for word, the read part lets the role read only, and all of it lets it write and compact.
+  @Test func aRoleGrantedExactlyWhatTheHintSaysReadsOrWritesAndCompacts() async throws {
+    let cluster = try PostgresCluster.shared()
+    let url = cluster.freshStoreURL()
+    let owner = try PostgresSessionStore(url: url, options: .init(origin: "owner"))
+    try await owner.logIn(as: "alice")
+    let role = "hinted_\(UInt32.random(in: 0...UInt32.max))"
+    try await cluster.query("CREATE ROLE \(role) LOGIN")
+    var components = try #require(URLComponents(string: url))
+    components.user = role
+    let roleURL = try #require(components.string)
+    let error = #expect(throws: SessionStorageError.self) { try PostgresSessionStore(url: roleURL) }
+    let hint = error?.message ?? ""
+    let grants = hint.components(separatedBy: "GRANT ").dropFirst().compactMap { part in
+      part.split(separator: ";", maxSplits: 1).first.map { "GRANT " + $0 + ";" }
+    }
+    #expect(grants.count == 4, "\(hint)")
+
+    try await cluster.query(grants.prefix(2).joined(separator: "\n"))
+    let reader = try PostgresSessionStore(url: roleURL, options: .init(origin: "reader", readOnly: true))
+    #expect(try reader.state.username == "alice")
+    let early = try PostgresSessionStore(url: roleURL, options: .init(origin: "clerk"))
+    await #expect(throws: SessionStorageError.self, "read grants do not write") {
+      try await early.rename(to: "eve")
+    }
+
+    try await cluster.query(grants.dropFirst(2).joined(separator: "\n"))
+    let clerk = try PostgresSessionStore(url: roleURL, options: .init(origin: "clerk"))
+    #expect(try await clerk.rename(to: "bob")?.cursor == Cursor(2))
+    #expect(try await clerk.logOut()?.cursor == Cursor(3))
+    #expect(try clerk.compact(keepingLast: 1).removed == 2)
+    #expect(try owner.history().map(\.origin) == ["clerk"])
+    #expect(try clerk.check().allSatisfy { $0.verdict == .passed })
+  }
+
+  /// A schema dropped under a subscriber (before a `pg_restore`, say) ends the subscription
+  /// as vanished history, not with a raw relation error.
+  @Test func aSchemaDroppedUnderASubscriberEndsItAsVanishedHistory() async throws {
+    let cluster = try PostgresCluster.shared()
+    let store = try PostgresSessionStore(
+      url: cluster.freshStoreURL(), options: .init(origin: "dropped", safetyPollInterval: .milliseconds(200)))
+    let first = try #require(try await store.logIn(as: "alice"))
+    let changes = try store.changes(from: .after(first.cursor))
+    try await cluster.query("DROP SCHEMA \(store.schema) CASCADE")
+    do {
+      for try await entry in changes { Issue.record("an entry after the drop: \(entry)") }
+      Issue.record("the subscription ended without an error")
+    } catch let error as FeedError {
+      guard case .historyRewritten(let cursor, let reason) = error else {
+        Issue.record("\(error)")
+        return
+      }
+      #expect(cursor <= first.cursor)
+      #expect(reason.contains("dropped or renamed"), "\(reason)")
+    }
+  }
+
+  /// A role limited to one connection, taken by its reader: the LISTEN connection is turned
+  /// away for now (too many connections). The mode says what really happens, the safety poll
+  /// at its own interval, and changes still arrive.
+  @Test func aListenConnectionWithoutASlotSaysItPollsAtTheSafetyInterval() async throws {
+    let cluster = try PostgresCluster.shared()
+    let url = cluster.freshStoreURL()
+    let writer = try PostgresSessionStore(url: url, options: .init(origin: "slots-writer"))
+    let role = "slotless_\(UInt32.random(in: 0...UInt32.max))"
+    // Not a superuser: the limit does not bind those.
+    try await cluster.query(
+      "CREATE ROLE \(role) LOGIN CONNECTION LIMIT 1; GRANT USAGE ON SCHEMA \(writer.schema) TO \(role); "
+        + "GRANT SELECT ON ALL TABLES IN SCHEMA \(writer.schema) TO \(role)")
+    defer { _ = try? cluster.psql("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)") }
+    let store = try PostgresSessionStore(
+      url: url + "&user=\(role)",
+      options: .init(origin: "slotless", readOnly: true, safetyPollInterval: .milliseconds(300)))
+    let changes = try store.changes(from: .now)
+    guard case .polling(let interval, let reason) = changes.wakeMode else {
+      Issue.record("\(changes.wakeMode)")
+      return
+    }
+    #expect(interval == .milliseconds(300), "subscribers are woken at the safety poll: \(reason)")
+    #expect(reason.contains("too many connections"), "\(reason)")
+    #expect(reason.contains("connecting again in"), "\(reason)")
+    let written = try #require(try await writer.logIn(as: "alice"))
+    var iterator = changes.makeAsyncIterator()
+    #expect(try await iterator.next() == written)
+  }
+}
+
+extension PostgresStoreTests {
+  /// A username that psql stored in NFD fails `check`, which gives the SQL that repairs it;
+  /// run as given, the username is NFC, the feed records a change without events, and
+  /// `check` passes.
+  @Test func checkGivesTheRepairOfAUsernameStoredInNFD() async throws {
+    let cluster = try PostgresCluster.shared()
+    let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "desk"))
+    try await store.logIn(as: "Jos\u{E9}")
+    try await cluster.query("UPDATE session SET username = U&'Jos\\0065\\0301'", schema: store.schema)
+    #expect(try await store.rename(to: "Jos\u{E9}") == nil, "only the bytes differ: no change")
+    let username = try #require(try store.check().first { $0.check == .username })
+    #expect(username.verdict == .failed)
+    let repair = try #require(
+      username.detail.range(of: "UPDATE ").map { String(username.detail[$0.lowerBound...]) },
+      "\(username.detail)")
+    try await cluster.query(repair)
+    #expect(try store.check().allSatisfy { $0.verdict == .passed })
+    #expect(try store.state.username.map { Array($0.unicodeScalars) } == Array("Jos\u{E9}".unicodeScalars))
+    #expect(try store.history().last?.events == [], "recorded as a change without events")
+  }
+}
+
 /// The code of the `SessionStorageError` that `body` throws, or nil.
 private func code(of body: () throws -> some Any) -> SessionStorageError.Code? {
   do {

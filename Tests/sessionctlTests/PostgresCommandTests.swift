@@ -148,7 +148,7 @@ import Testing
 
     let refused = try sandbox.run(db: url, ["login", "alice"])
     outcomes.append(refused)
-    #expect(refused.status == 1, "\(refused)")
+    #expect(refused.status == 77, "\(refused)")
     #expect(refused.stderr.contains("password"), "\(refused)")
 
     let fromEnvironment = try sandbox.run(
@@ -179,12 +179,63 @@ import Testing
       ["--db", "postgresql://clerk:wrong-\(secret)@127.0.0.1:\(port)/postgres?schema=front_desk", "status"],
       environment: ["HOME": sandbox.path("io")])
     outcomes.append(wrong)
-    #expect(wrong.status == 1, "\(wrong)")
+    #expect(wrong.status == 77, "\(wrong)")
     #expect(wrong.stderr.contains("postgresql://clerk:***@127.0.0.1:"), "\(wrong)")
 
     for outcome in outcomes {
       #expect(!outcome.stdout.contains(secret) && !outcome.stderr.contains(secret), "\(outcome)")
     }
+  }
+
+  /// What waiting cannot cure is not "unreachable": a missing database or role, a role that
+  /// may not log in and SSL required of a server without it exit 77 (`refused`), a bad
+  /// `sslmode` 65; only a server that cannot be reached is 69.
+  @Test func permanentRefusalsHaveTheirOwnStatus() throws {
+    let server = try PostgresCluster.shared()
+    let sandbox = try Sandbox()
+    let tag = String(UInt32.random(in: 0...UInt32.max))
+    _ = try server.psql("CREATE ROLE nologin_\(tag) NOLOGIN")
+    defer { _ = try? server.psql("DROP ROLE IF EXISTS nologin_\(tag)") }
+    let base = try #require(URLComponents(string: server.url))
+    let port = try #require(base.port)
+    let cases: [(url: String, status: Int32, says: String)] = [
+      ("postgresql://postgres@127.0.0.1:\(port)/nodb_\(tag)?schema=s", 77, "does not exist"),
+      ("postgresql://ghost_\(tag)@127.0.0.1:\(port)/postgres?schema=s", 77, "does not exist"),
+      ("postgresql://nologin_\(tag)@127.0.0.1:\(port)/postgres?schema=s", 77, "not permitted to log in"),
+      ("postgresql://postgres@127.0.0.1:\(port)/postgres?schema=s&sslmode=require", 77, "SSL"),
+      ("postgresql://postgres@127.0.0.1:\(port)/postgres?schema=s&sslmode=bogus", 65, "sslmode"),
+      ("postgresql://postgres@127.0.0.1:1/postgres?schema=s", 69, "cannot connect"),
+    ]
+    for (url, status, says) in cases {
+      for arguments in [["status"], ["login", "alice"]] {
+        let outcome = try sandbox.run(db: url, arguments)
+        #expect(outcome.status == status, "\(url) \(arguments): \(outcome)")
+        #expect(outcome.stderr.contains(says), "\(url): \(outcome)")
+        #expect(outcome.stderr.split(separator: "\n").count == 1, "one line: \(outcome)")
+      }
+    }
+  }
+
+  /// A running `watch` whose role loses LOGIN, its connections ended: it does not wait for
+  /// ever for a server that will keep refusing, it exits 77 saying why.
+  @Test func aWatchWhoseRoleLosesLoginExitsWithTheRefusal() throws {
+    let server = try PostgresCluster.shared()
+    let url = server.freshStoreURL()
+    let sandbox = try Sandbox()
+    #expect(try sandbox.run(db: url, ["login", "alice"]).status == 0)
+    let role = "watcher_\(UInt32.random(in: 0...UInt32.max))"
+    _ = try server.psql("CREATE ROLE \(role) LOGIN SUPERUSER")
+    defer { _ = try? server.psql("DROP ROLE IF EXISTS \(role)") }
+    let (watch, stderr) = try sandbox.start(["--db", url + "&user=\(role)", "watch"])
+    let snapshot = try #require(try watch.readLine())
+    #expect(snapshot.contains("alice"), "\(snapshot)")
+    _ = try server.psql(
+      "ALTER ROLE \(role) NOLOGIN; SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '\(role)'"
+    )
+    #expect(try watch.readLine() == nil)
+    #expect(try watch.wait(timeout: .seconds(30)) == 77)
+    let said = String(decoding: sandbox.contents(stderr) ?? Data(), as: UTF8.self)
+    #expect(said.contains("not permitted to log in"), "\(said)")
   }
 
   @Test func anUnreachableServerHasItsOwnStatusAndThePasswordIsNeverPrinted() throws {

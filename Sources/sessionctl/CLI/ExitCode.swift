@@ -16,6 +16,10 @@ enum ExitCode: Int32, Sendable {
   /// The PostgreSQL server cannot be reached, or the connection was lost (sysexits
   /// `EX_UNAVAILABLE`): worth retrying later, unlike a refusal.
   case unavailable = 69
+  /// The PostgreSQL server refused the connection for a reason that waiting does not cure
+  /// (sysexits `EX_NOPERM`): a missing database or role, a role that may not log in, a
+  /// missing or wrong password, SSL required but not offered.
+  case refused = 77
   /// `watch` stopped by SIGINT (128 + 2).
   case interrupted = 130
   /// `watch` stopped by SIGTERM (128 + 15).
