@@ -27,7 +27,7 @@ struct PostgresPlace: Sendable {
   /// Parses `url`: `postgresql://` or `postgres://`, with an optional `schema` parameter.
   /// - Throws: `invalidArgument` naming the (redacted) URL and what is wrong.
   init(url: String, connectTimeout: Duration, lockTimeout: Duration, origin: String) throws {
-    described = Self.redacted(url)
+    described = PostgresPasswords.redacted(url)
     guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") else {
       throw SessionStorageError(
         .invalidArgument,
@@ -36,7 +36,9 @@ struct PostgresPlace: Sendable {
     }
     var base = url
     var parameters: [Substring] = []
-    if let question = url.firstIndex(of: "?") {
+    // The query begins at the first '?' after the user part, as libpq reads it: a raw '?'
+    // in the password is the password's.
+    if let question = PostgresPasswords.queryStart(in: url) {
       base = String(url[..<question])
       parameters = url[url.index(after: question)...].split(separator: "&", omittingEmptySubsequences: true)
     }
@@ -104,27 +106,6 @@ struct PostgresPlace: Sendable {
   /// `name` as a quoted identifier (`"` doubled).
   static func quoted(_ name: String) -> String {
     "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-  }
-
-  /// `url` with its password (in the user part, or a `password` parameter) replaced by `***`.
-  static func redacted(_ url: String) -> String {
-    var text = url
-    if let scheme = text.range(of: "://") {
-      let rest = text[scheme.upperBound...]
-      let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
-      let authority = rest[..<authorityEnd]
-      if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
-        text.replaceSubrange(text.index(after: colon)..<at, with: "***")
-      }
-    }
-    guard let question = text.firstIndex(of: "?") else { return text }
-    let parameters = text[text.index(after: question)...].split(
-      separator: "&", omittingEmptySubsequences: false
-    )
-    .map { parameter -> String in
-      parameter.lowercased().hasPrefix("password=") ? "password=***" : String(parameter)
-    }
-    return text[...question] + parameters.joined(separator: "&")
   }
 
   // MARK: Errors

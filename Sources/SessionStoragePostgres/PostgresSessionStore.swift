@@ -107,9 +107,17 @@ public final class PostgresSessionStore: SessionRepository, Sendable {
     feed = Feed(source: log, signal: beacon)
   }
 
-  /// `url` with its password (in the user part, or a `password` parameter) replaced by
-  /// `***`: what a store prints of its URL.
-  public static func redacted(_ url: String) -> String { PostgresPlace.redacted(url) }
+  /// `url` with every password libpq would read from it (in the user part, raw or
+  /// percent-encoded, or a `password` parameter; or the `password` of a key/value string)
+  /// replaced by `***`: what a store prints of its URL.
+  public static func redacted(_ url: String) -> String { PostgresPasswords.redacted(url) }
+
+  /// `url` without its passwords, for a child process (libpq then reads `~/.pgpass` or
+  /// `PGPASSFILE`).
+  package static func withoutPasswords(_ url: String) -> String { PostgresPasswords.withoutPasswords(url) }
+
+  /// Whether `url` holds a password.
+  package static func containsPassword(_ url: String) -> Bool { PostgresPasswords.containsPassword(url) }
 
   /// The current state.
   public var state: SessionState {

@@ -342,6 +342,59 @@ extension PostgresStoreTests {
   }
 }
 
+extension PostgresStoreTests {
+  /// The characters of RFC 3986 that are reserved or mean something in a URL, the percent
+  /// sign, a space and the quotes.
+  static let reservedCharacters = Array(":/?#[]@!$&'()*+,;=% \"")
+
+  /// A password holding any of them, raw or percent-encoded, in the user part, in a
+  /// `password` parameter or in the key/value form, is never shown; the rest of the URL is.
+  @Test(arguments: reservedCharacters)
+  func aPasswordHoldingAReservedCharacterIsNeverShown(_ character: Character) {
+    let password = "Tr0ub\(character)dor"
+    let encoded = password.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? password
+    let cases = [
+      (
+        "postgresql://app:\(password)@db.internal:5432/sessions?schema=front_desk",
+        "postgresql://app:***@db.internal:5432/sessions?schema=front_desk"
+      ),
+      ("postgres://app:\(encoded)@db1,db2/sessions", "postgres://app:***@db1,db2/sessions"),
+      (
+        "postgresql://app@db.internal/sessions?password=\(password)&schema=front_desk",
+        "postgresql://app@db.internal/sessions?password=***&schema=front_desk"
+      ),
+      (
+        "postgresql://db.internal/sessions?user=app&password=\(encoded)",
+        "postgresql://db.internal/sessions?user=app&password=***"
+      ),
+      (
+        "host=db.internal password='\(password.replacingOccurrences(of: "'", with: "\\'"))' dbname=sessions",
+        "host=db.internal password=*** dbname=sessions"
+      ),
+    ]
+    for (url, expected) in cases {
+      let shown = PostgresSessionStore.redacted(url)
+      #expect(shown == expected, "\(url)")
+      #expect(!shown.contains("Tr0ub") && !shown.contains("dor"), "\(url) → \(shown)")
+    }
+  }
+
+  /// The URL of a store (and its errors) never shows a password with a raw `?`, which libpq
+  /// reads as part of the password.
+  @Test func aStoreWhosePasswordHoldsAQuestionMarkNeverShowsIt() throws {
+    let cluster = try PostgresCluster.shared()
+    let url = cluster.freshStoreURL().replacingOccurrences(of: "postgres@", with: "postgres:Tr0ub?dor@")
+    let error = #expect(throws: SessionStorageError.self) {
+      try PostgresSessionStore(url: url, options: .init(readOnly: true))
+    }
+    #expect(error?.code == .notFound)
+    #expect(!String(describing: error).contains("Tr0ub"), "\(String(describing: error))")
+    let store = try PostgresSessionStore(url: url)  // the server trusts: the password is not asked for
+    #expect(store.url.contains("postgres:***@127.0.0.1"), "\(store.url)")
+    #expect(!store.url.contains("Tr0ub"))
+  }
+}
+
 /// The code of the `SessionStorageError` that `body` throws, or nil.
 private func code(of body: () throws -> some Any) -> SessionStorageError.Code? {
   do {

@@ -238,6 +238,48 @@ import Testing
     #expect(said.contains("not permitted to log in"), "\(said)")
   }
 
+  /// A password in `--db` is visible to every local user: `watch`, which runs for long,
+  /// warns. A `watch
+  /// --exec` hook gets no password: no `PGPASSWORD`, and `SESSIONCTL_DB` without its password.
+  /// Output and errors never show it, also with a raw `?` in it.
+  @Test func passwordsAreWarnedAboutAndKeptFromHooks() throws {
+    let server = try PostgresCluster.shared()
+    let secret = "Tr0ub?dor-\(UInt32.random(in: 0...UInt32.max))"
+    // The server trusts 127.0.0.1: the password is carried, never asked for.
+    let url = server.freshStoreURL().replacingOccurrences(of: "postgres@", with: "postgres:\(secret)@")
+    let sandbox = try Sandbox()
+    let missing = try sandbox.run(db: url, ["status"])
+    #expect(missing.stderr.contains("holds no session store"), "\(missing)")
+    let login = try sandbox.run(db: url, ["login", "alice"])
+    #expect(login.status == 0, "\(login)")
+    let watched = try sandbox.run(db: url, ["watch", "--limit", "0"])
+    #expect(watched.status == 0, "\(watched)")
+    #expect(watched.stderr.contains("warning: the password in --db can be read by every user"), "\(watched)")
+    let status = try sandbox.run(db: url, ["status"])
+    #expect(status.stdout.contains("postgres:***@127.0.0.1"), "\(status)")
+
+    let fromEnvironment = try sandbox.run(["status"], environment: ["SESSIONCTL_DB": url])
+    #expect(fromEnvironment.status == 0 && fromEnvironment.stderr.isEmpty, "no warning: \(fromEnvironment)")
+
+    sandbox.environment["SESSIONCTL_DB"] = url
+    sandbox.environment["PGPASSWORD"] = secret
+    let (watch, stderr) = try sandbox.start([
+      "--json", "watch", "--limit", "1", "--exec", "--", "/usr/bin/env",
+    ])
+    #expect(try watch.readLine()?.contains("alice") == true, "the snapshot")
+    #expect(try sandbox.run(["logout"]).status == 0)
+    #expect(try watch.readLine()?.contains("loggedOut") == true)
+    #expect(try watch.wait(timeout: .seconds(30)) == 0)
+    let hook = String(decoding: sandbox.contents(stderr) ?? Data(), as: UTF8.self)
+    let stripped = url.replacingOccurrences(of: ":\(secret)@", with: "@")
+    #expect(hook.contains("SESSIONCTL_DB=\(stripped)\n"), "\(hook)")
+    #expect(!hook.contains("PGPASSWORD"), "\(hook)")
+    for outcome in [missing, login, watched, status, fromEnvironment] {
+      #expect(!outcome.stdout.contains("Tr0ub") && !outcome.stderr.contains("Tr0ub"), "\(outcome)")
+    }
+    #expect(!hook.contains("Tr0ub"), "\(hook)")
+  }
+
   @Test func anUnreachableServerHasItsOwnStatusAndThePasswordIsNeverPrinted() throws {
     let sandbox = try Sandbox()
     // Port 1 on loopback: nothing listens, the connection is refused at once.
