@@ -142,6 +142,7 @@ import Testing
     let session = Task {
       try await cluster.query(
         """
+        SET deadlock_timeout = '20s';  -- the store's backend (1 s) finds the deadlock: its write is the victim
         BEGIN;
         LOCK TABLE session_changes IN SHARE MODE;
         DO $$ BEGIN

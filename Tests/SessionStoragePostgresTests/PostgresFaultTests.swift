@@ -239,6 +239,54 @@ import Testing
     try expectEveryChangeOnce(received, in: writer, acknowledged: acknowledged)
   }
 
+  /// A subscriber on a hot standby, where LISTEN is not available: its mode says it polls,
+  /// at the safety poll's interval and why; it keeps one connection instead of reconnecting
+  /// every 2 s; changes replicated from the primary reach it; and once the standby is
+  /// promoted it listens.
+  @Test func onAHotStandbyTheListenerKeepsOneConnectionPollsAndListensOncePromoted() async throws {
+    let primary = try PostgresCluster.start()
+    defer { primary.stop() }
+    let url = primary.freshStoreURL()
+    let writer = try PostgresSessionStore(url: url, options: .init(origin: "primary"))
+    try await writer.logIn(as: "alice")
+    let standby = try primary.startStandby()
+    defer { standby.stop() }
+    let schema = writer.schema
+    #expect(
+      await eventually {
+        (try? await standby.query("SELECT username FROM session", schema: schema)) == "alice\n"
+      },
+      "the standby has the store")
+    let follower = uniqueName("follower")
+    let store = try PostgresSessionStore(
+      url: standby.url + "?schema=" + schema,
+      options: .init(origin: follower, readOnly: true, safetyPollInterval: .milliseconds(200)))
+    let subscription = try store.changes(from: .now)
+    guard case .polling(let interval, let reason) = subscription.wakeMode else {
+      Issue.record("\(subscription.wakeMode)")
+      return
+    }
+    #expect(interval == .milliseconds(200), "\(reason)")
+    #expect(reason.contains("hot standby"), "\(reason)")
+    let listener = try await backends(of: "\(follower)/listener", on: standby)
+    #expect(listener.count == 1)
+
+    let follow = Follower(subscription)
+    let renamed = try #require(try await writer.rename(to: "bob"))
+    #expect(await eventually { follow.entries.last == renamed }, "a replicated change arrives")
+    try await Task.sleep(for: .seconds(3))
+    #expect(try await backends(of: "\(follower)/listener", on: standby) == listener, "the same connection")
+
+    try await standby.query("SELECT pg_promote()")
+    #expect(await eventually { subscription.wakeMode == .notifications(pollInterval: .milliseconds(200)) })
+    #expect(try await backends(of: "\(follower)/listener", on: standby) == listener, "the same connection")
+    let promoted = try PostgresSessionStore(
+      url: standby.url + "?schema=" + schema, options: .init(origin: "promoted"))
+    try await promoted.rename(to: "done")
+    let received = try await follow.finish()
+    #expect(received.map(\.after.username) == ["bob", "done"])
+  }
+
   @Test func aSubscriberInAnotherProcessOverTCPReceivesEveryWriteOnceInOrder() async throws {
     let cluster = try PostgresCluster.shared()
     let url = cluster.freshStoreURL()  // over TCP: postgresql://postgres@127.0.0.1:PORT/…

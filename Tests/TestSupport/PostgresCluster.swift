@@ -112,6 +112,18 @@ public struct PostgresCluster: Sendable {
     _ = try psql("SELECT pg_reload_conf()")
   }
 
+  /// Starts a hot standby of this server (only for clusters from ``start()``): a copy that
+  /// streams its changes and serves read-only queries, in recovery until promoted
+  /// (`SELECT pg_promote()`). The caller stops it with ``stop()``, as for ``start()``.
+  public func startStandby() throws -> PostgresCluster {
+    guard let directory else {
+      throw ClusterError("startStandby() is only for clusters from PostgresCluster.start()")
+    }
+    let standby = NSTemporaryDirectory() + "sessionstorage-pg-" + UUID().uuidString.prefix(8).lowercased()
+    let output = try Self.script(["standby", standby, directory, "--owner", String(getpid())])
+    return try Self.cluster(from: output, directory: standby)
+  }
+
   /// Stops the server and removes its directory (only for clusters from ``start()``). A
   /// failure is recorded as an issue of the running test.
   public func stop() {
@@ -198,6 +210,11 @@ extension PostgresCluster {
     _ = try psqlPath.get()  // PostgreSQL is installed: a clear reason when it is not
     let directory = NSTemporaryDirectory() + "sessionstorage-pg-" + UUID().uuidString.prefix(8).lowercased()
     let output = try script(["start", directory, "--owner", String(getpid())])
+    return try cluster(from: output, directory: directory)
+  }
+
+  /// The cluster whose URLs the script printed in `output`.
+  private static func cluster(from output: String, directory: String) throws -> PostgresCluster {
     var values: [String: String] = [:]
     for line in output.split(separator: "\n") {
       guard let equals = line.firstIndex(of: "=") else { continue }
