@@ -13,16 +13,19 @@ extension String: ExpressibleByArgument {
 
 extension Int: ExpressibleByArgument {
   /// A count: ASCII digits only, so `-1`, `+1` and `1.0` are refused (no command here
-  /// takes a negative number).
+  /// takes a negative number), up to `Int.max`, which is also SQLite's largest integer
+  /// (a larger one is refused naming the range).
   package init(argument: String) throws(InvalidValue) {
-    guard Self.isDigits(argument), let value = Int(argument) else {
-      throw InvalidValue(expected: "a whole number ≥ 0")
-    }
+    guard Self.isDigits(argument) else { throw InvalidValue(expected: "a whole number ≥ 0") }
+    guard let value = Int(argument) else { throw InvalidValue(expected: Self.range) }
     self = value
   }
 
+  /// What a count too large for `Int` is told: `a whole number from 0 to 9223372036854775807`.
+  package static let range = "a whole number from 0 to \(Int.max)"
+
   /// Whether `text` is one or more ASCII digits.
-  static func isDigits(_ text: String) -> Bool {
+  package static func isDigits(_ text: String) -> Bool {
     !text.isEmpty && text.utf8.allSatisfy { (0x30...0x39).contains($0) }
   }
 }

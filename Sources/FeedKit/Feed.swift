@@ -30,10 +30,10 @@ public struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
   }
 
   /// Reads ahead the page that subscribers woken just now will ask for, on the caller's
-  /// thread (see ``SharedPage/readAhead(currentGeneration:read:)``): for a watcher thread
-  /// right after it signalled, never for a writer.
+  /// thread (see ``SharedPage/readAhead(version:read:)``): for a watcher thread right after
+  /// it signalled, never for a writer.
   package func readAhead() {
-    sharedPage.readAhead(currentGeneration: { signal.generation }) { cursor, last, limit in
+    sharedPage.readAhead(version: { try source.readVersion() }) { cursor, last, limit in
       try read(after: cursor, last: last, limit: limit)
     }
   }
@@ -103,15 +103,12 @@ public struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
     (first.timeIntervalSince1970 * 1000).rounded() == (second.timeIntervalSince1970 * 1000).rounded()
   }
 
-  /// What a subscriber that waited past `generation` reads next: ``read(after:last:limit:)``,
-  /// or the page another subscriber at the same cursor read after the same wake-up.
-  func subscriberPage(after cursor: Cursor, last: FeedEntry<Change>?, generation: UInt64) throws
-    -> [FeedEntry<Change>]
-  {
+  /// What a subscriber reads next: ``read(after:last:limit:)``, or the same page another
+  /// subscriber read while the source's version has not moved since (see ``SharedPage``).
+  func subscriberPage(after cursor: Cursor, last: FeedEntry<Change>?) throws -> [FeedEntry<Change>] {
     try sharedPage.entries(
-      after: cursor, last: last, limit: pageSize, generation: generation,
-      currentGeneration: { signal.generation }, read: { try read(after: cursor, last: last, limit: pageSize) }
-    )
+      after: cursor, last: last, limit: pageSize, version: { try source.readVersion() },
+      read: { try read(after: cursor, last: last, limit: pageSize) })
   }
 
   /// The entries after `cursor`, checking that none right after it was compacted away,
@@ -135,7 +132,10 @@ public struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
     } else {
       entries = try source.entries(after: cursor, limit: limit)
     }
-    if let first = entries.first, first.cursor == cursor.next, !lastIsGone { return entries }
+    if let first = entries.first, first.cursor == cursor.next, !lastIsGone {
+      try Self.requireConsecutive(entries)
+      return entries
+    }
     let bounds = try source.bounds()
     if bounds.head < cursor {
       throw FeedError.historyRewritten(
@@ -148,7 +148,30 @@ public struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
     if bounds.isCompacted(after: cursor) {
       throw FeedError.cursorCompacted(requested: cursor, oldestAvailable: bounds.firstAvailable)
     }
+    // Compaction removes the oldest entries only, and cursors are handed out one by one: a
+    // missing cursor past the oldest kept means someone deleted or inserted rows by hand.
+    if let first = entries.first, first.cursor != cursor.next {
+      throw Self.missing(after: cursor, before: first.cursor)
+    }
+    try Self.requireConsecutive(entries)
     return entries
+  }
+
+  /// Throws unless each entry's cursor follows the one before it.
+  private static func requireConsecutive(_ entries: [FeedEntry<Change>]) throws {
+    for (previous, entry) in zip(entries, entries.dropFirst()) where entry.cursor != previous.cursor.next {
+      throw missing(after: previous.cursor, before: entry.cursor)
+    }
+  }
+
+  /// The error for a log that holds no entry between `cursor` and `next` (`cursor < next`).
+  private static func missing(after cursor: Cursor, before next: Cursor) -> FeedError {
+    let first = cursor.next ?? next
+    let gap = first == next.previous ? "entry \(first) is" : "entries \(first)…\(next.previous ?? first) are"
+    return FeedError.historyRewritten(
+      cursor: cursor,
+      reason: "\(gap) missing between \(cursor) and \(next); compaction removes only the oldest entries, so "
+        + "rows were deleted or inserted by hand")
   }
 
   private func resolve(_ start: FeedStart, bounds: FeedBounds) throws -> Cursor {

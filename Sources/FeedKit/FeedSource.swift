@@ -43,9 +43,17 @@ public protocol FeedSource<Change, Snapshot>: Sendable {
   /// yes must have a signal that keeps waking subscribers while the fault lasts (a poll).
   /// Every other error ends the subscription with a throw.
   func isTransient(_ error: any Error) -> Bool
+  /// A number that moves whenever a read of this source could return something other than
+  /// it returned before (a commit of any connection, a restore, a replaced file), or nil
+  /// when the source cannot tell cheaply. Subscribers asking for the same page while it
+  /// keeps one value share one read of it; with nil every subscriber reads its own.
+  func readVersion() throws -> Int64?
 }
 
 extension FeedSource {
   /// No error passes: every read error ends a subscription.
   public func isTransient(_ error: any Error) -> Bool { false }
+
+  /// No version: every subscriber reads its own pages.
+  public func readVersion() throws -> Int64? { nil }
 }

@@ -78,7 +78,7 @@ public struct FeedSubscription<Change: Sendable, Snapshot: Sendable>: AsyncSeque
         }
         let generation = feed.signal.generation
         do {
-          buffer = try feed.subscriberPage(after: cursor, last: last, generation: generation)[...]
+          buffer = try feed.subscriberPage(after: cursor, last: last)[...]
         } catch  where feed.source.isTransient(error) {
           // A fault that passes (an unreachable server): read again at the next wake-up.
           await feed.signal.wait(past: generation)

@@ -1,15 +1,18 @@
 import Foundation
 import Synchronization
 
-/// The page a feed's subscribers read last, handed to every subscriber that waits on the
-/// same cursor: when a commit wakes many of them, one reads the log and the others take its
-/// result, instead of each running the same query and decoding the same entries.
+/// The page a feed's subscribers read last, handed to every subscriber that asks for the
+/// same page while the log is provably unchanged: when a commit wakes many of them, one
+/// reads the log and the others take its result, instead of each running the same query and
+/// decoding the same entries.
 ///
 /// A page is handed over only to a subscriber that asks for the same cursor, limit and
-/// last-delivered entry, and only if it was read after the wake-up that subscriber
-/// answers (its signal generation was at least the subscriber's when the read began), so it
-/// holds every entry a read of its own would. Reads through it are serialized, as reads of
-/// one connection are anyway; a read that throws is not kept.
+/// last-delivered entry, and only while the source's ``FeedSource/readVersion()`` still has
+/// the value it had just before the page was read. That version moves with every commit of
+/// any connection and with anything else that could change what a read returns (a restore, a
+/// replaced file), so a page handed over is exactly what a read of the subscriber's own would
+/// return at that moment. A source without a version shares nothing. Reads through it are
+/// serialized, as reads of one connection are anyway; a read that throws is not kept.
 package final class SharedPage<Change: Sendable>: Sendable {
   /// What a page was read for: the cursor after which it starts, the entry delivered at
   /// that cursor (its time to the millisecond and origin, which the read checked), and the limit.
@@ -31,8 +34,8 @@ package final class SharedPage<Change: Sendable>: Sendable {
     var key: Key
     /// The entry delivered at the key's cursor, when there was one.
     var last: FeedEntry<Change>?
-    /// The signal's generation when the read began.
-    var generation: UInt64
+    /// The source's version read just before the page.
+    var version: Int64
     var entries: [FeedEntry<Change>]
   }
 
@@ -41,18 +44,19 @@ package final class SharedPage<Change: Sendable>: Sendable {
   /// A page that no subscriber read yet.
   package init() {}
 
-  /// The page after `cursor` read after `generation`, from an earlier read or from `read`
-  /// (run with the signal's generation read just before it, under the page's lock).
+  /// The page after `cursor`: the one read earlier for the same key while `version` still
+  /// returns what it returned before that read, else what `read` returns now. Both run under
+  /// the page's lock.
   func entries(
-    after cursor: Cursor, last: FeedEntry<Change>?, limit: Int, generation: UInt64,
-    currentGeneration: () -> UInt64, read: () throws -> [FeedEntry<Change>]
+    after cursor: Cursor, last: FeedEntry<Change>?, limit: Int, version: () throws -> Int64?,
+    read: () throws -> [FeedEntry<Change>]
   ) throws -> [FeedEntry<Change>] {
     let key = Key(cursor: cursor, last: last, limit: limit)
     return try page.withLock { page in
-      if let page, page.key == key, page.generation >= generation { return page.entries }
-      let started = currentGeneration()
+      let now = try version()
+      if let now, let kept = page, kept.key == key, kept.version == now { return kept.entries }
       let entries = try read()
-      page = Page(key: key, last: last, generation: started, entries: entries)
+      page = now.map { Page(key: key, last: last, version: $0, entries: entries) }
       return entries
     }
   }
@@ -62,18 +66,19 @@ package final class SharedPage<Change: Sendable>: Sendable {
   /// subscribers' tasks are being scheduled. Nothing happens before a first page was read;
   /// a read that throws is dropped (each subscriber then reads, and throws, itself).
   func readAhead(
-    currentGeneration: () -> UInt64,
+    version: () throws -> Int64?,
     read: (_ cursor: Cursor, _ last: FeedEntry<Change>?, _ limit: Int) throws -> [FeedEntry<Change>]
   ) {
     page.withLock { page in
       guard let current = page else { return }
       let (cursor, last) =
         current.entries.last.map { ($0.cursor, $0) } ?? (current.key.cursor, current.last)
-      let started = currentGeneration()
+      // A page still valid for the cursor it starts at needs no second read.
+      guard let now = try? version() else { return }
+      let key = Key(cursor: cursor, last: last, limit: current.key.limit)
+      guard key != current.key || now != current.version else { return }
       guard let entries = try? read(cursor, last, current.key.limit) else { return }
-      page = Page(
-        key: Key(cursor: cursor, last: last, limit: current.key.limit), last: last, generation: started,
-        entries: entries)
+      page = Page(key: key, last: last, version: now, entries: entries)
     }
   }
 }

@@ -84,11 +84,43 @@ package final class ChildProcess: Sendable {
   /// Starts `executable` with arguments given as bytes (an argument vector may hold any
   /// byte but NUL, invalid UTF-8 included).
   /// - Throws: ``SpawnError``.
-  package init(
+  package convenience init(
     _ executable: String, rawArguments: [[UInt8]], environment: [String: String]? = nil, stdin: Input = .null,
     stdout: Output = .collected(), stderr: Output = .inherit
   ) throws(SpawnError) {
+    let spawned = try Self.spawn(
+      executable, rawArguments: rawArguments, environment: environment, stdin: stdin, stdout: stdout,
+      stderr: stderr)
+    self.init(executable, spawned, stdout: stdout)
+  }
+
+  /// A child that ``spawn(_:rawArguments:environment:stdin:stdout:stderr:)`` started.
+  init(_ executable: String, _ spawned: Spawned, stdout: Output) {
     self.executable = executable
+    pid = spawned.pid
+    input = Mutex(spawned.input)
+    switch stdout {
+    case .pipe: output = OutputLines(onDemand: spawned.output)
+    case .collected(let intercept):
+      output = OutputLines(collecting: spawned.output, name: "child \(spawned.pid)", intercept)
+    case .null, .inherit, .file: output = nil
+    }
+  }
+
+  /// A started child: its pid and this process's ends of its piped streams (-1 for none).
+  struct Spawned: Sendable {
+    var pid: pid_t
+    var input: Int32
+    var output: Int32
+  }
+
+  /// Starts the child. `posix_spawn` returns once the child has executed the program (the
+  /// child runs first, on a loaded machine for a while), and one spawn runs at a time (see
+  /// `Pipes.withNoPipeBeingMade`): async callers run this on a thread of their own.
+  static func spawn(
+    _ executable: String, rawArguments: [[UInt8]], environment: [String: String]?, stdin: Input,
+    stdout: Output, stderr: Output
+  ) throws(SpawnError) -> Spawned {
     let argv = ([Array(executable.utf8)] + rawArguments).map(Self.cString) + [nil]
     let envp =
       (environment ?? ProcessInfo.processInfo.environment).map {
@@ -96,7 +128,7 @@ package final class ChildProcess: Sendable {
       }
       + [nil]
     defer { for pointer in argv + envp { pointer?.deallocate() } }
-    let (pid, inputEnd, outputEnd) = try Pipes.withNoPipeBeingMade { makePipe throws(SpawnError) in
+    return try Pipes.withNoPipeBeingMade { makePipe throws(SpawnError) in
       var streams = try Streams(stdin: stdin, stdout: stdout, stderr: stderr, makePipe: makePipe)
       defer { streams.destroy() }
       var attributes = posix_spawnattr_t()
@@ -109,15 +141,7 @@ package final class ChildProcess: Sendable {
         streams.closeParentEnds()
         throw SpawnError(description: "cannot start \(executable): \(Errno(rawValue: rc))")
       }
-      return (pid, streams.input, streams.output)
-    }
-    self.pid = pid
-    input = Mutex(inputEnd)
-    switch stdout {
-    case .pipe: output = OutputLines(onDemand: outputEnd)
-    case .collected(let intercept):
-      output = OutputLines(collecting: outputEnd, name: "child \(pid)", intercept)
-    case .null, .inherit, .file: output = nil
+      return Spawned(pid: pid, input: streams.input, output: streams.output)
     }
   }
 

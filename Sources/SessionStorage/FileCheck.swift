@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 internal import SystemKit
 
@@ -48,6 +49,12 @@ enum FileCheck {
         throw SessionStorageError(
           .notFound, "no database here (it is created by the first write)", path: path)
       }
+      if err == ENAMETOOLONG {
+        throw SessionStorageError(
+          .pathTooLong,
+          "the path is too long for the system (\(Errno(rawValue: err))): a name may have at most "
+            + "\(NAME_MAX) bytes, a path \(PATH_MAX - 1); use a shorter one", path: path)
+      }
       throw SessionStorageError(
         .sqlite, "cannot inspect the file: \(Errno(rawValue: err))", path: path)
     }
@@ -80,6 +87,47 @@ enum FileCheck {
       .notFound,
       "the directory \(directory) does not exist (a store creates its file, not directories)",
       path: path)
+  }
+
+  /// The longest path SQLite opens a database by: its file system's `mxPathname` less the
+  /// 8 bytes it keeps for the `-journal` name (504 on Linux). SQLite measures the path as it
+  /// resolves it: absolute, with every symbolic link followed.
+  static let longestPath = Int(sqlite3_vfs_find(nil)?.pointee.mxPathname ?? 512) - 8
+
+  /// Throws `pathTooLong` when SQLite could not open `path` (also after `reserving` more
+  /// bytes, for a name built from it), instead of its bare "unable to open database file".
+  static func requireOpenablePath(_ path: String, reserving extra: Int = 0, shown: String? = nil) throws {
+    let length = resolvedForSQLite(path).utf8.count
+    guard length + extra > longestPath else { return }
+    let limit =
+      extra > 0
+      ? "at most \(longestPath - extra) for a new store, which is built under a name \(extra) bytes longer first"
+      : "SQLite opens at most \(longestPath)"
+    throw SessionStorageError(
+      .pathTooLong,
+      "the path is too long for SQLite: \(length) bytes made absolute (with symbolic links followed), \(limit); "
+        + "use a path in a directory whose full path is shorter (a symbolic link to it does not help: "
+        + "SQLite follows links)",
+      path: shown ?? path)
+  }
+
+  /// `path` as SQLite measures it: absolute, with symbolic links resolved as far as the path
+  /// exists (the rest, such as a file to be created, appended as given).
+  static func resolvedForSQLite(_ path: String) -> String {
+    let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    var head = absolute
+    var tail: [Substring] = []
+    while !head.isEmpty {
+      if let resolved = realpath(head, nil) {
+        defer { free(resolved) }
+        let base = String(cString: resolved)
+        return tail.reversed().reduce(base == "/" ? "" : base) { $0 + "/" + $1 }
+      }
+      guard let slash = head.lastIndex(of: "/") else { break }
+      tail.append(head[head.index(after: slash)...])
+      head = String(head[..<slash])
+    }
+    return absolute
   }
 
   /// Creates the missing directories above `path` with mode 0700 (only its owner may enter).

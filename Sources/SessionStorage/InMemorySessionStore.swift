@@ -124,10 +124,11 @@ public final class InMemorySessionStore: SessionRepository {
 
   /// Deletes the oldest entries up to the first one younger than `age` (by the time each
   /// was recorded), as ``SessionStore/compact(olderThan:)`` does.
-  /// - Throws: `invalidArgument` for a negative age, like ``SessionStore/compact(olderThan:)``.
+  /// - Throws: `invalidArgument` for a negative age or one above
+  ///   ``Retention/maximumAge``, like ``SessionStore/compact(olderThan:)``.
   @discardableResult
   public func compact(olderThan age: Duration) throws -> SessionStore.Compaction {
-    try SessionStorageError.requireNonNegative(age, "the age")
+    try SessionStorageError.requireAge(age, "the age")
     let cutoff = Date().addingTimeInterval(-Double(age.milliseconds) / 1000)
     return try log.compact { log in
       log.entries.prefix { $0.time < cutoff }.count

@@ -27,6 +27,7 @@ enum Opener {
     path: String, database: SharedDatabase, applied: [Migration]
   ) {
     let path = try FileCheck.resolve(requested)
+    try FileCheck.requireOpenablePath(path)  // before a directory is made for it
     if options.createsMissingDirectories && !options.readOnly { try FileCheck.makeDirectories(above: path) }
     return try registry.withLock { open in
       open = open.filter { $0.value.database != nil }

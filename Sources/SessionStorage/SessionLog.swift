@@ -65,6 +65,16 @@ final class SessionLog: FeedSource {
     }
   }
 
+  /// The reader's `PRAGMA data_version`, which moves with every commit of another connection
+  /// (this process's writer, other processes, the sqlite3 shell, a restore): while it keeps
+  /// one value, a page read on the reader returns the same entries. Nil once the file was
+  /// found replaced, whose reads fail.
+  func readVersion() throws -> Int64? {
+    try readable()
+    guard file.replacement == nil else { return nil }
+    return try dataVersion()
+  }
+
   /// `PRAGMA data_version` of the reader: it moves with every commit of another connection.
   func dataVersion() throws -> Int64 {
     try reader.withLock { try $0.scalarInt(Self.dataVersionSQL) ?? 0 }

@@ -37,6 +37,10 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
     public static let needsMigration = Code(rawValue: "needsMigration")
     /// The file does not exist and this open may not create it.
     public static let notFound = Code(rawValue: "notFound")
+    /// The path is longer than SQLite opens (504 bytes on Linux, as an absolute path with
+    /// symbolic links resolved; a new file needs a little less) or than the system allows.
+    /// The message gives both lengths; use a path in a directory with a shorter one.
+    public static let pathTooLong = Code(rawValue: "pathTooLong")
     /// The database is corrupt.
     public static let corrupt = Code(rawValue: "corrupt")
     /// The disk or the database's page limit is full.

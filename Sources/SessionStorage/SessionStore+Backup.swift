@@ -4,14 +4,22 @@ internal import SystemKit
 
 extension SessionStorageError.Code {
   /// The target of ``SessionStore/backup(to:overwrite:)`` exists, and overwriting it was
-  /// not asked for (or it is the store's own file, or its `-wal` holds commits). Nothing was
-  /// written.
+  /// not asked for (or its `-wal` holds commits). Nothing was written.
   public static let fileExists = Self(rawValue: "fileExists")
   /// A backup failed its verification: a new copy (nothing is left at the target), or the
   /// file given to ``SessionStore/restore(from:)`` (the store was not changed). The message
   /// names what failed: a verification of ``SessionStore/check()``, a pending migration,
-  /// a page size that differs, or the store's own file.
+  /// or a page size that differs.
   public static let invalidBackup = Self(rawValue: "invalidBackup")
+  /// The file given to ``SessionStore/backup(to:overwrite:)`` or
+  /// ``SessionStore/restore(from:)`` is one of the store's own: the database file, its
+  /// `-wal`, `-shm` or `-journal` (whether it exists or not), or a name that leads to one of
+  /// them through a symbolic link or a hard link. Nothing was touched.
+  public static let storeFile = Self(rawValue: "storeFile")
+  /// The target of ``SessionStore/backup(to:overwrite:)`` exists and is not a regular file
+  /// (a device such as `/dev/full`, a FIFO, a socket, a directory); it is never replaced,
+  /// also with `overwrite`. Nothing was written.
+  public static let notARegularFile = Self(rawValue: "notARegularFile")
 }
 
 extension SessionStore {
@@ -50,17 +58,31 @@ extension SessionStore {
   /// its own, and ``check()`` must pass — and only then linked into place (or, with
   /// `overwrite`, renamed over the old file). A failure leaves nothing at `path`, and an
   /// existing file there untouched.
-  /// - Throws: ``SessionStorageError``: `fileExists` when `path` exists and `overwrite` is
-  ///   false (or `path` is the store's own file, or its `-wal` holds commits: something may
-  ///   have it open), `invalidBackup` when the copy failed its check, `readOnly`,
-  ///   `notFound` or `sqlite` when the file cannot be created.
+  ///
+  /// `path` is never one of the store's own files — the database, its `-wal`, `-shm` or
+  /// `-journal`, by any name (a symbolic link to them or to their directory, a hard link) —
+  /// nor a name whose own `-wal`, `-shm` or `-journal` would be one: while any process has
+  /// the store open, replacing one of them loses acknowledged commits or corrupts the
+  /// store. Nor does it replace anything but a regular file (a device, a FIFO, a
+  /// directory), also with `overwrite`.
+  /// - Throws: ``SessionStorageError``: `storeFile` when `path` is one of the store's files,
+  ///   `notARegularFile` when it exists and is not a regular file, `fileExists` when it
+  ///   exists and `overwrite` is false (or its `-wal` holds commits: something may have it
+  ///   open), `invalidBackup` when the copy failed its check, `readOnly`, `notFound` or
+  ///   `sqlite` when the file cannot be created.
   public func backup(to path: String, overwrite: Bool = false) throws -> BackupResult {
+    try StoreFiles(of: self.path).refuse(path, "nothing was written: back up to a file of its own")
+    if let kind = FileCheck.kindOtherThanRegular(path) {
+      throw SessionStorageError(
+        .notARegularFile,
+        "this is \(kind), not a regular file, and a backup replaces nothing but a regular file (with "
+          + "--force neither); nothing was written: choose a file name", path: path)
+    }
     if FileCheck.lexists(path) {
       guard overwrite else {
         throw SessionStorageError(
           .fileExists, "the file exists; nothing was written (overwrite it with --force)", path: path)
       }
-      try Self.requireOtherFile(path, than: self.path, "it is the store itself: back it up to another file")
       // A -wal with commits in it would pair with the new file (SQLite finds it by name).
       guard Self.sizeIfPresent(path + "-wal") ?? 0 == 0 else {
         throw SessionStorageError(
@@ -120,20 +142,21 @@ extension SessionStore {
   /// Subscribers whose last entry the restore removed or replaced (an older backup) end
   /// with `FeedError.historyRewritten` instead of skipping or repeating cursors; a restore
   /// that only adds entries after theirs looks to them like new commits.
-  /// - Throws: ``SessionStorageError``: `readOnly` for a read-only store; the backup's own
-  ///   refusal (`notFound`, `permissionDenied`, `notADatabase`, `foreignDatabase`,
-  ///   `newerSchema`, `checksumMismatch`…); `invalidBackup` when it needs migration, fails
-  ///   its check, has another page size, or is the store's own file; `busy` when another
-  ///   writer held the lock past the busy timeout.
+  /// - Throws: ``SessionStorageError``: `readOnly` for a read-only store; `storeFile` when
+  ///   `backupPath` is one of the store's own files (the database, its `-wal`, `-shm` or
+  ///   `-journal`, by any name, as ``backup(to:overwrite:)`` refuses them); the backup's own
+  ///   refusal (`notFound`, `permissionDenied`, `notADatabase` — also for anything but a
+  ///   regular file —, `foreignDatabase`, `newerSchema`, `checksumMismatch`…);
+  ///   `invalidBackup` when it needs migration, fails its check or has another page size;
+  ///   `busy` when another writer held the lock past the busy timeout.
   public func restore(from backupPath: String) throws -> RestoreResult {
     guard !options.readOnly else {
       throw SessionStorageError(.readOnly, "the store was opened read-only", path: path)
     }
+    try StoreFiles(of: path).refuse(backupPath, "the store was not changed")
     guard FileCheck.lexists(backupPath) else {
       throw SessionStorageError(.notFound, "no such file; the store was not changed", path: backupPath)
     }
-    try Self.requireOtherFile(
-      backupPath, than: path, "it is the store itself; the store was not changed", code: .invalidBackup)
     let backup = try Self.verifiedBackup(backupPath, origin: options.origin, shown: backupPath) { failure in
       "\(failure); the store was not changed"
     }
@@ -222,18 +245,6 @@ extension SessionStore {
       tip: try connection.scalarText(SessionTables.tipSQL))
   }
 
-  /// Throws when `path` names the same file (device and inode) as `store`.
-  private static func requireOtherFile(
-    _ path: String, than store: String, _ reason: String, code: SessionStorageError.Code = .fileExists
-  ) throws {
-    var mine = stat()
-    var theirs = stat()
-    guard stat(path, &theirs) == 0, stat(store, &mine) == 0 else { return }
-    if mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino {
-      throw SessionStorageError(code, reason, path: path)
-    }
-  }
-
   /// Creates a new empty file with mode 0600 and a name of its own beside `path`.
   private static func makePrivateFile(beside path: String) throws -> String {
     let url = URL(fileURLWithPath: path)
@@ -252,6 +263,7 @@ extension SessionStore {
       throw SessionStorageError(
         code, "cannot create the backup file in \(directory): \(Errno(rawValue: err))", path: path)
     }
+    fchmod(fd, 0o600)  // mkstemp's 0600 less the umask: 0400 under umask 0277
     close(fd)
     return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
   }
@@ -281,10 +293,134 @@ extension SessionStore {
   }
 }
 
+/// The names SQLite gives one database's files — the file, its `-wal`, `-shm` and
+/// `-journal` — and where each leads, so that a path given to `backup` or `restore` that is
+/// one of them, or whose own companion would be one of them, is refused before anything
+/// touches it. Replacing, writing or opening any of them outside SQLite while a process has
+/// the store open loses commits (the `-wal`), lets writers overwrite each other (the
+/// `-shm`), plants a journal SQLite rolls back into the store (the `-journal`), or drops
+/// this process's locks.
+///
+/// A name is compared twice: by the file it leads to (device and inode once symbolic links
+/// are followed: a hard link, a symbolic link), and by the directory entry it ends at (its
+/// directory's device and inode, and its last name, once the symbolic links the name
+/// itself is are followed), which also holds for a file that does not exist yet, such as
+/// the `-journal`. `stat`, `lstat` and `readlink` open nothing.
+struct StoreFiles {
+  /// The suffixes of a database's files, the file itself first.
+  static let suffixes = ["", "-wal", "-shm", "-journal"]
+
+  /// Where a name leads.
+  struct Place: Equatable {
+    /// The directory entry the name ends at.
+    struct Entry: Equatable {
+      var directory: FileCheck.Identity
+      var name: String
+    }
+
+    /// The file, when it exists.
+    var file: FileCheck.Identity?
+    /// The entry, when its directory exists.
+    var entry: Entry?
+
+    init(_ path: String) {
+      var current = path
+      // The kernel gives up after 40 links (ELOOP); so does this.
+      for _ in 0..<40 {
+        var info = stat()
+        guard lstat(current, &info) == 0, info.st_mode & S_IFMT == S_IFLNK,
+          let target = try? FileManager.default.destinationOfSymbolicLink(atPath: current)
+        else { break }
+        current = target.hasPrefix("/") ? target : StoreFiles.parent(of: current) + "/" + target
+      }
+      file = StoreFiles.identity(path)
+      entry = StoreFiles.identity(StoreFiles.parent(of: current)).map {
+        Entry(directory: $0, name: URL(fileURLWithPath: current).lastPathComponent)
+      }
+    }
+
+    /// Whether both names lead to one file, or end at one directory entry.
+    func isSame(as other: Place) -> Bool {
+      (file != nil && file == other.file) || (entry != nil && entry == other.entry)
+    }
+  }
+
+  /// The store's names, with their suffixes and where they lead.
+  private let names: [(suffix: String, path: String, place: Place)]
+
+  /// The files of the store at `store`.
+  init(of store: String) {
+    names = Self.suffixes.map { ($0, store + $0, Place(store + $0)) }
+  }
+
+  /// Throws `storeFile` when `path`, or one of the companion names SQLite would give it,
+  /// is one of the store's files; the message names the file, says why it must not be used
+  /// and ends with `consequence`.
+  func refuse(_ path: String, _ consequence: String) throws {
+    for suffix in Self.suffixes {
+      let place = Place(path + suffix)
+      guard let store = names.first(where: { place.isSame(as: $0.place) }) else { continue }
+      let what = store.suffix.isEmpty ? "the store itself" : "the store's \(store.suffix) file"
+      let role = store.suffix.isEmpty ? "" : ": " + Self.role(of: store.suffix)
+      var info = stat()
+      let reason: String
+      if !suffix.isEmpty {
+        reason = "SQLite would take \(path + suffix), which is \(what), for this file's \(suffix) file\(role)"
+      } else if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFLNK {
+        reason = "it is a symbolic link to \(store.path), \(what)\(role)"
+      } else if place.entry != store.place.entry {
+        reason = "it is a hard link to \(store.path), \(what)\(role)"
+      } else {
+        reason = "it is \(what)\(role)"
+      }
+      throw SessionStorageError(.storeFile, "\(reason); \(consequence)", path: path)
+    }
+  }
+
+  /// What SQLite keeps in the companion file with `suffix`.
+  private static func role(of suffix: String) -> String {
+    switch suffix {
+    case "-wal":
+      "its write-ahead log, which holds commits not yet in the database file while the store is open"
+    case "-shm": "the index through which every process that has the store open takes its locks"
+    default: "the name of its rollback journal, which SQLite would roll back into the store"
+    }
+  }
+
+  /// The directory holding `path`, absolute (a relative path is taken from the current
+  /// directory).
+  static func parent(of path: String) -> String {
+    URL(fileURLWithPath: path).deletingLastPathComponent().path
+  }
+
+  /// The identity of what `path` leads to, or nil when nothing is there.
+  static func identity(_ path: String) -> FileCheck.Identity? {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return nil }
+    return FileCheck.Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+  }
+}
+
 extension FileCheck {
   /// Whether anything (a dangling symbolic link too) is at `path`.
   static func lexists(_ path: String) -> Bool {
     var info = stat()
     return lstat(path, &info) == 0
+  }
+
+  /// What is at `path` (symbolic links followed) when it is something other than a regular
+  /// file — "a directory", "a FIFO" — or nil for a regular file or nothing.
+  static func kindOtherThanRegular(_ path: String) -> String? {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return nil }
+    switch info.st_mode & S_IFMT {
+    case S_IFREG: return nil
+    case S_IFDIR: return "a directory"
+    case S_IFCHR: return "a character device"
+    case S_IFBLK: return "a block device"
+    case S_IFIFO: return "a FIFO"
+    case S_IFSOCK: return "a socket"
+    default: return "an unknown kind of file"
+    }
   }
 }

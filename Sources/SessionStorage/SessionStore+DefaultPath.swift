@@ -12,7 +12,9 @@ extension SessionStore {
   ///
   /// The directory is named after the tool that administers it. It may not exist yet: open
   /// the store with ``Options/createsMissingDirectories`` to create it (mode 0700), or get
-  /// an error that names it.
+  /// an error that names it. Nobody chose this location on purpose, and another user may
+  /// have planted the directory: ``requirePrivateDirectory(for:creatingMissing:)`` checks
+  /// that only this user can change it.
   /// - Parameter environment: where to read `XDG_DATA_HOME` and `HOME` (the process's own
   ///   by default).
   /// - Throws: ``SessionStorageError`` (`notFound`) when neither variable gives a directory.
@@ -38,5 +40,164 @@ extension SessionStore {
       }
       return home + "/.local/share/sessionctl/session.db"
     #endif
+  }
+}
+
+extension SessionStorageError.Code {
+  /// The directory that holds the store, or a directory above it, belongs to another user
+  /// or may be written by users other than its owner (its group, everyone), so that
+  /// someone else could replace the store or plant files SQLite trusts (a `-wal`, a
+  /// `-journal`, a symbolic link). The message names the directory, its owner and mode, and
+  /// what to do. Nothing was opened or created. See
+  /// ``SessionStore/requirePrivateDirectory(for:creatingMissing:)``.
+  public static let unsafeDirectory = Self(rawValue: "unsafeDirectory")
+}
+
+extension SessionStore {
+  /// Throws unless nobody but this user and root can change what `path` leads to: every
+  /// directory from `/` to the one that holds the file, symbolic links followed wherever
+  /// they are (also the file's own), belongs to this user or to root, and no other user may
+  /// write it. A directory above the store may be writable by others when it is sticky
+  /// (`/tmp`): there nobody can rename or remove another user's entries.
+  ///
+  /// Use it for a location nobody chose on purpose, such as ``defaultPath(environment:)``
+  /// (which `sessionctl` checks so): a `HOME` whose `.local/share/sessionctl` another user
+  /// planted, a link to a directory everyone may write, would otherwise receive the store
+  /// — and, for root, let that user put files where root writes. It opens nothing.
+  /// - Parameters:
+  ///   - path: the database file; it and the directories below the last existing one may
+  ///     be missing.
+  ///   - creatingMissing: whether the missing directories are created first (mode 0700, as
+  ///     ``Options/createsMissingDirectories`` does), after the existing ones passed; the
+  ///     whole chain is then checked again.
+  /// - Throws: ``SessionStorageError``: `unsafeDirectory` naming the directory, its owner
+  ///   and mode and what to do; `permissionDenied` or `sqlite` when a directory cannot be
+  ///   inspected or created.
+  public static func requirePrivateDirectory(for path: String, creatingMissing: Bool = false)
+    throws(SessionStorageError)
+  {
+    try PrivateDirectory.check(path)
+    guard creatingMissing else { return }
+    do {
+      try FileCheck.makeDirectories(above: path)
+    } catch let error as SessionStorageError {
+      throw error
+    } catch {
+      throw SessionStorageError(.sqlite, "cannot create the directories: \(error)", path: path)
+    }
+    try PrivateDirectory.check(path)
+  }
+}
+
+/// Walks a path from `/` the way the kernel resolves it, following each symbolic link where
+/// it is met, and checks every directory it passes through: only this user (or root) may
+/// change it. Checking the resolved path alone would miss the directory a link sits in, and
+/// its owner could point the link elsewhere after the check. `lstat`, `stat` and `readlink`
+/// open nothing.
+enum PrivateDirectory {
+  /// Throws `unsafeDirectory` for the first directory on the way to `path`'s file that
+  /// fails; stops quietly at the first component that does not exist (what is missing is
+  /// created by this user, in a directory that passed).
+  static func check(_ path: String) throws(SessionStorageError) {
+    let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    var pending = Array(components(absolute).reversed())
+    var current = "/"
+    var links = 0
+    try require(current, holdsTheFile: false, for: path)
+    while let name = pending.popLast() {
+      if name == ".." {
+        current = parent(of: current)
+        continue
+      }
+      let next = current == "/" ? "/" + name : current + "/" + name
+      var info = stat()
+      guard lstat(next, &info) == 0 else {
+        let err = errno
+        guard err == ENOENT else {
+          throw SessionStorageError(
+            err == EACCES ? .permissionDenied : .sqlite,
+            "cannot inspect \(next) to see who may change it: \(String(cString: strerror(err)))", path: path)
+        }
+        // Missing: from here on, this user creates what is needed. The directory that
+        // would hold the file (when the file is what is missing) is `current`.
+        if pending.isEmpty { try require(current, holdsTheFile: true, for: path) }
+        return
+      }
+      switch info.st_mode & S_IFMT {
+      case S_IFLNK:
+        links += 1
+        guard links <= 40, let target = try? FileManager.default.destinationOfSymbolicLink(atPath: next)
+        else {
+          throw SessionStorageError(
+            .sqlite, "cannot follow the symbolic link \(next) (a loop, or unreadable)", path: path)
+        }
+        if target.hasPrefix("/") { current = "/" }
+        pending += components(target).reversed()
+      case S_IFDIR where !pending.isEmpty:
+        try require(next, holdsTheFile: false, for: path)
+        current = next
+      default:
+        // The file itself (or something that is not a directory on the way, which opening
+        // the store refuses with its own reason): `current` holds it.
+        try require(current, holdsTheFile: true, for: path)
+        return
+      }
+    }
+  }
+
+  /// Throws `unsafeDirectory` unless `directory` belongs to this user or root and no one
+  /// else may write it (for a directory above the store: unless it is sticky).
+  private static func require(_ directory: String, holdsTheFile: Bool, for path: String)
+    throws(SessionStorageError)
+  {
+    var info = stat()
+    guard stat(directory, &info) == 0 else { return }
+    let me = geteuid()
+    let mode = info.st_mode & 0o7777
+    let modeText = "mode " + (mode > 0o777 ? "" : "0") + String(mode, radix: 8)
+    if info.st_uid != me && info.st_uid != 0 {
+      throw SessionStorageError(
+        .unsafeDirectory,
+        "the directory \(directory) belongs to \(user(info.st_uid)) (\(modeText)), and this process runs as "
+          + "\(user(me)): its owner could replace the store or plant files that SQLite trusts; nothing was "
+          + "opened. Use a directory of your own: remove or rename \(directory) (or the link that leads "
+          + "there) so that a new one is made, or choose another location",
+        path: path)
+    }
+    let writable = mode & 0o022
+    let sticky = mode & 0o1000 != 0
+    guard writable != 0, holdsTheFile || !sticky else { return }
+    let who =
+      switch writable {
+      case 0o022: "its group and others"
+      case 0o020: "its group"
+      default: "others"
+      }
+    throw SessionStorageError(
+      .unsafeDirectory,
+      "the directory \(directory) can be written by \(who) (\(modeText), owner \(user(info.st_uid))): another "
+        + "user could replace the store or plant files that SQLite trusts; nothing was opened. Make it private "
+        + "('chmod go-w \(directory)'), or choose another location",
+      path: path)
+  }
+
+  /// `uid 0, root`, or `uid 1234` for a user without a name.
+  private static func user(_ uid: uid_t) -> String {
+    var entry = passwd()
+    var result: UnsafeMutablePointer<passwd>?
+    var buffer = [CChar](repeating: 0, count: 4096)
+    guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil,
+      let name = entry.pw_name
+    else { return "uid \(uid)" }
+    return "uid \(uid) (\(String(cString: name)))"
+  }
+
+  private static func components(_ path: String) -> [String] {
+    path.split(separator: "/", omittingEmptySubsequences: true).map(String.init).filter { $0 != "." }
+  }
+
+  private static func parent(of directory: String) -> String {
+    let parent = URL(fileURLWithPath: directory).deletingLastPathComponent().path
+    return parent.isEmpty ? "/" : parent
   }
 }

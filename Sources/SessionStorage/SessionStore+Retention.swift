@@ -11,8 +11,8 @@ internal import SystemKit
 public struct Retention: Sendable, Hashable, CustomStringConvertible {
   /// How many of the newest entries to keep (at least 1), or nil for no count limit.
   public var keepLast: Int?
-  /// How old an entry may get (at least one second, kept to the millisecond), or nil for no
-  /// age limit.
+  /// How old an entry may get (at least one second, at most ``maximumAge``, kept to the
+  /// millisecond), or nil for no age limit.
   public var maxAge: Duration?
 
   /// A policy; both limits default to none.
@@ -23,6 +23,15 @@ public struct Retention: Sendable, Hashable, CustomStringConvertible {
 
   /// No limit: the feed grows until someone compacts.
   public static let off = Retention()
+
+  /// The largest age ``maxAge`` and ``SessionStore/compact(olderThan:)`` take: 719,528
+  /// days, the span from 0000-01-01 to 1970-01-01.
+  ///
+  /// An age is a cutoff computed by SQLite's date functions, which represent the years 0000
+  /// to 9999: counted back from any clock after 1970, this age's cutoff is such a date.
+  /// Beyond it the cutoff SQLite computes is undefined (it is NULL once it falls before
+  /// the Julian day 0), so larger ages are refused, not clamped.
+  public static let maximumAge = Duration.seconds(719_528 * 86_400)
 
   /// Whether neither limit is set.
   public var isOff: Bool { keepLast == nil && maxAge == nil }
@@ -47,8 +56,8 @@ public struct Retention: Sendable, Hashable, CustomStringConvertible {
     return "\(ms)ms"
   }
 
-  /// Throws `invalidArgument` for a count below 1 or an age below one second: the entry
-  /// a write just made must survive the write.
+  /// Throws `invalidArgument` for a count below 1 or an age below one second (the entry a
+  /// write just made must survive the write) or above ``maximumAge``.
   func validate() throws {
     if let keepLast, keepLast < 1 {
       throw SessionStorageError(
@@ -58,6 +67,7 @@ public struct Retention: Sendable, Hashable, CustomStringConvertible {
       throw SessionStorageError(
         .invalidArgument, "the maximum age must be at least one second, not \(Retention.format(maxAge))")
     }
+    if let maxAge { try SessionStorageError.requireAge(maxAge, "the maximum age") }
   }
 }
 
@@ -76,7 +86,8 @@ extension SessionStore {
 
   /// Stores `policy` in the file, for every writer of it, and applies it at once.
   /// - Returns: what applying it deleted.
-  /// - Throws: `invalidArgument` for `keepLast` below 1 or `maxAge` below one second.
+  /// - Throws: `invalidArgument` for `keepLast` below 1, or `maxAge` below one second or
+  ///   above ``Retention/maximumAge``; nothing is stored or deleted.
   @discardableResult
   public func setRetention(_ policy: Retention) throws -> Compaction {
     try policy.validate()
@@ -93,28 +104,41 @@ extension SessionStore {
 
   /// Deletes the oldest entries up to the first one younger than `age` (by the time each
   /// was recorded; a clock stepped back keeps entries rather than leave a hole).
-  /// - Throws: `invalidArgument` for a negative age.
+  /// - Throws: `invalidArgument` for a negative age or one above ``Retention/maximumAge``
+  ///   (SQLite's date functions cannot count back that far); nothing is deleted.
   @discardableResult
   public func compact(olderThan age: Duration) throws -> Compaction {
-    try SessionStorageError.requireNonNegative(age, "the age")
+    try SessionStorageError.requireAge(age, "the age")
     return try maintain(Self.olderThanSQL, [.integer(age.milliseconds)])
   }
 
   /// Deletes the oldest entries before the first one at most `?` milliseconds old; all of
-  /// them when none is.
+  /// them when none is. None when SQLite cannot compute the cutoff (it is NULL for an age
+  /// that reaches before its dates): an age the callers refuse must not delete everything
+  /// if one got through.
   static let olderThanSQL = """
     DELETE FROM session_changes WHERE seq <= coalesce(
       (SELECT seq FROM session_changes
        WHERE at >= strftime('%Y-%m-%dT%H:%M:%fZ', julianday('now') - ?1 / 86400000.0)
        ORDER BY seq LIMIT 1) - 1,
-      (SELECT max(seq) FROM session_changes))
+      (SELECT max(seq) FROM session_changes
+       WHERE strftime('%Y-%m-%dT%H:%M:%fZ', julianday('now') - ?1 / 86400000.0) IS NOT NULL))
     """
 }
 
 extension SessionStorageError {
-  package static func requireNonNegative(_ duration: Duration, _ name: String) throws {
-    guard duration >= .zero else {
-      throw SessionStorageError(.invalidArgument, "\(name) must be 0 or more, not \(duration)")
+  /// Throws `invalidArgument` unless `age` is from zero to ``Retention/maximumAge``, the
+  /// ages whose cutoff SQLite's date functions can compute; `name` names it in the message.
+  package static func requireAge(_ age: Duration, _ name: String) throws {
+    guard age >= .zero else {
+      throw SessionStorageError(.invalidArgument, "\(name) must be 0 or more, not \(age)")
+    }
+    guard age <= Retention.maximumAge else {
+      throw SessionStorageError(
+        .invalidArgument,
+        "\(name) must be at most \(Retention.format(Retention.maximumAge)) (the span from 0000-01-01 to "
+          + "1970-01-01: further back than that, SQLite's date functions cannot count), not "
+          + Retention.format(age))
     }
   }
 }

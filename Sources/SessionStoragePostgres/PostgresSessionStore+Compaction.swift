@@ -24,10 +24,10 @@ extension PostgresSessionStore {
 
   /// Deletes the oldest entries up to the first one younger than `age` (by the time each
   /// was recorded; a clock stepped back keeps entries rather than leave a hole).
-  /// - Throws: `invalidArgument` for a negative age.
+  /// - Throws: `invalidArgument` for a negative age or one above `Retention.maximumAge`.
   @discardableResult
   public func compact(olderThan age: Duration) throws -> SessionStore.Compaction {
-    try SessionStorageError.requireNonNegative(age, "the age")
+    try SessionStorageError.requireAge(age, "the age")
     // Clamped to about 3,000 years: further back than that is before every entry, and
     // stays within timestamptz's range.
     let milliseconds = min(age.milliseconds, 100_000_000_000_000)

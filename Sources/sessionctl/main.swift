@@ -1,5 +1,7 @@
 import Foundation
 
+// Before anything opens a file: a closed stdout must not be handed to the next file opened.
+LineWriter.occupyClosedStandardDescriptors()
 // The raw bytes of argv: Swift's CommandLine.arguments would silently repair invalid UTF-8.
 let rawArguments = (1..<Int(CommandLine.argc)).map { index in
   CommandLine.unsafeArgv[index].map { Array(UnsafeBufferPointer(start: $0, count: strlen($0))) }
@@ -12,6 +14,6 @@ if let message = DescriptorLimit.refusal(minimum: 10, free: 7) {
   exit(1)
 }
 StopSignals.shared.install()
-let status = await SessionCtl(environment: ProcessInfo.processInfo.environment).run(
+let status = await SessionCtl(environment: ProcessInfo.processInfo.environment, closesOutput: true).run(
   rawArguments: rawArguments)
 exit(status)

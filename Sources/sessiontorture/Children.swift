@@ -8,26 +8,36 @@ import Synchronization
 enum Children {
   /// Writes `count` changes (0: until killed), printing each acknowledged cursor as soon
   /// as it is committed. Names are unique per origin and step, so no write is a no-op even
-  /// with other writers racing: a login, a rename, and every fourth step a logout.
-  static func write(path: String, count: Int, origin: String, instances: Int) throws -> Int32 {
+  /// with other writers racing: a login, a rename, and every fourth step a logout. With
+  /// `keepGoing`, a write that fails prints "failed NAME: MESSAGE" and the next step follows on the
+  /// same instances (a failed commit must leave them fit to write).
+  static func write(
+    path: String, count: Int, origin: String, instances: Int,
+    durability: SessionStore.Durability = .full, keepGoing: Bool = false
+  ) throws -> Int32 {
     // Several instances on the file, written through in turn: they share one set of
     // connections, and a kill must lose nothing any of them acknowledged.
     let stores = try (0..<max(1, instances)).map { _ in
-      try SessionStore(path: path, options: .init(origin: origin))
+      try SessionStore(path: path, options: .init(durability: durability, origin: origin))
     }
     var step = 0
     while count == 0 || step < count {
       let store = stores[step % stores.count]
       let name = "\(origin)-\(step)"
+      defer { step += 1 }
       let entry: SessionEntry?
-      switch step % 4 {
-      case 0: entry = try store.logIn(as: name)
-      // Another writer may have signed out first: then sign in under the new name instead.
-      case 3: entry = try store.logOut() ?? store.logIn(as: name)
-      default: entry = try store.rename(to: name)
+      do {
+        switch step % 4 {
+        case 0: entry = try store.logIn(as: name)
+        // Another writer may have signed out first: then sign in under the new name instead.
+        case 3: entry = try store.logOut() ?? store.logIn(as: name)
+        default: entry = try store.rename(to: name)
+        }
+      } catch  where keepGoing {
+        Torture.emit("failed \(name): \(error)")
+        continue
       }
       if let entry { Torture.emit(entry.cursor.description) }
-      step += 1
     }
     return 0
   }

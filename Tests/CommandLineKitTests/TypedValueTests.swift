@@ -56,7 +56,7 @@ import Testing
       ("a --limit +1", "invalid value '+1' for '--limit': expected a whole number ≥ 0"),
       (
         "a --limit 99999999999999999999",
-        "invalid value '99999999999999999999' for '--limit': expected a whole number ≥ 0"
+        "invalid value '99999999999999999999' for '--limit': expected a whole number from 0 to 9223372036854775807"
       ),
       (
         "a --seed 18446744073709551616",

@@ -8,6 +8,8 @@ final class ArrayLog: FeedSource {
   struct Contents {
     var entries: [FeedEntry<Int>] = []
     var head = Cursor.zero
+    /// Moves with every change to the entries.
+    var version: Int64 = 0
   }
 
   let contents = Mutex(Contents())
@@ -26,11 +28,7 @@ final class ArrayLog: FeedSource {
   /// Appends `value` and wakes subscribers.
   @discardableResult
   func append(_ value: Int) -> Cursor {
-    let cursor = contents.withLock { log in
-      log.head = log.head.next ?? log.head
-      log.entries.append(FeedEntry(cursor: log.head, time: Date(), origin: "test", change: value))
-      return log.head
-    }
+    let cursor = appendUnnoticed(value)
     beacon.signal()
     return cursor
   }
@@ -40,13 +38,45 @@ final class ArrayLog: FeedSource {
     contents.withLock { log in
       log.entries.append(FeedEntry(cursor: cursor, time: Date(), origin: "hand", change: value))
       log.entries.sort { $0.cursor < $1.cursor }
+      log.version += 1
       log.head = max(log.head, cursor)
     }
     beacon.signal()
   }
 
   /// Drops entries before `cursor`.
-  func compact(before cursor: Cursor) { contents.withLock { $0.entries.removeAll { $0.cursor < cursor } } }
+  func compact(before cursor: Cursor) {
+    contents.withLock { log in
+      log.entries.removeAll { $0.cursor < cursor }
+      log.version += 1
+    }
+  }
+
+  /// Replaces the entries after `cursor` with `values` and moves the head to the last of
+  /// them, without waking anyone: another process restoring an older copy of the log.
+  func rewrite(after cursor: Cursor, with values: [Int]) {
+    contents.withLock { log in
+      log.entries.removeAll { $0.cursor > cursor }
+      log.head = cursor
+      for value in values {
+        log.head = log.head.next ?? log.head
+        log.entries.append(FeedEntry(cursor: log.head, time: Date(), origin: "restore", change: value))
+      }
+      log.version += 1
+    }
+  }
+
+  /// Appends `value` without waking anyone: a commit of another process that no watcher
+  /// noticed (none runs while nobody subscribes).
+  @discardableResult
+  func appendUnnoticed(_ value: Int) -> Cursor {
+    contents.withLock { log in
+      log.head = log.head.next ?? log.head
+      log.version += 1
+      log.entries.append(FeedEntry(cursor: log.head, time: Date(), origin: "test", change: value))
+      return log.head
+    }
+  }
 
   func entries(after cursor: Cursor, limit: Int) throws -> [FeedEntry<Int>] {
     reads.withLock { $0 += 1 }
@@ -63,4 +93,6 @@ final class ArrayLog: FeedSource {
   }
 
   func isTransient(_ error: any Error) -> Bool { (error as? ReadFailure)?.transient == true }
+
+  func readVersion() -> Int64? { contents.withLock { $0.version } }
 }

@@ -20,121 +20,125 @@ import Testing
   /// once the standby requirement is lifted), and, when the lock timeout passes first, says
   /// the outcome is unknown, never that nothing was written.
   @Test func aCommitWaitingForAStandbyIsDoneOnlyOnceItEndsAndItsOutcomeIsNeverGuessed() async throws {
-    let cluster = try PostgresCluster.start()
-    defer { cluster.stop() }
-    let role = uniqueName("hasty")
-    try await cluster.query(
-      """
-      CREATE ROLE \(role) LOGIN SUPERUSER;
-      ALTER ROLE \(role) SET synchronous_commit = off;
-      ALTER ROLE \(role) SET statement_timeout = '1s';
-      """)
-    let url = cluster.freshStoreURL() + "&user=\(role)"
-    let origin = uniqueName("sync")
-    let patient = try PostgresSessionStore(
-      url: url, options: .init(origin: origin, lockTimeout: .seconds(90)))
-    let first = try #require(try await patient.logIn(as: "alice"))
-    let standby = Standby(cluster: cluster)
+    try await PostgresCluster.withPrivateCluster { cluster in
+      let role = uniqueName("hasty")
+      try await cluster.query(
+        """
+        CREATE ROLE \(role) LOGIN SUPERUSER;
+        ALTER ROLE \(role) SET synchronous_commit = off;
+        ALTER ROLE \(role) SET statement_timeout = '1s';
+        """)
+      let url = cluster.freshStoreURL() + "&user=\(role)"
+      let origin = uniqueName("sync")
+      let patient = try PostgresSessionStore(
+        url: url, options: .init(origin: origin, lockTimeout: .seconds(90)))
+      let first = try #require(try await patient.logIn(as: "alice"))
+      let standby = Standby(cluster: cluster)
 
-    // The write waits for the standby, past the statement timeout.
-    try await standby.require()
-    let write = Outcome { try patient.rename(to: "bob") }
-    let waiting = try #require(try await waitingBackend(of: "\(origin)/writer", on: cluster, for: "SyncRep"))
-    try await Task.sleep(for: .seconds(2))
-    #expect(!write.isDone, "a write is not done before the standby has it")
+      // The write waits for the standby, past the statement timeout.
+      try await standby.require()
+      let write = Outcome { try patient.rename(to: "bob") }
+      let waiting = try #require(
+        try await waitingBackend(of: "\(origin)/writer", on: cluster, for: "SyncRep"))
+      try await Task.sleep(for: .seconds(2))
+      #expect(!write.isDone, "a write is not done before the standby has it")
 
-    // Lost while committing: the store waits for the old transaction, then finds it committed.
-    try #require(shutDownTCPConnections(localPort: waiting.port) == 1, "the connection is cut")
-    #expect(
-      await eventually {
-        (try? await cluster.query(
-          "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(origin)/writer' "
-            + "AND wait_event_type = 'Lock'")) == "1\n"
-      }, "the outcome check waits for the old transaction's row lock")
-    try await standby.release()
-    let renamed = try #require(try await write.value(), "the change committed, and the store says so")
-    #expect(renamed.cursor == first.cursor.next)
-    #expect(try patient.history() == [first, renamed])
+      // Lost while committing: the store waits for the old transaction, then finds it committed.
+      try #require(shutDownTCPConnections(localPort: waiting.port) == 1, "the connection is cut")
+      #expect(
+        await eventually {
+          (try? await cluster.query(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(origin)/writer' "
+              + "AND wait_event_type = 'Lock'")) == "1\n"
+        }, "the outcome check waits for the old transaction's row lock")
+      try await standby.release()
+      let renamed = try #require(try await write.value(), "the change committed, and the store says so")
+      #expect(renamed.cursor == first.cursor.next)
+      #expect(try patient.history() == [first, renamed])
 
-    // Lost while committing, and the row held past the lock timeout: unknown.
-    let hasty = try PostgresSessionStore(
-      url: url, options: .init(origin: origin + "_h", lockTimeout: .milliseconds(500)))
-    try await standby.require()
-    let cut = Outcome { try hasty.rename(to: "carol") }
-    let held = try #require(try await waitingBackend(of: "\(origin)_h/writer", on: cluster, for: "SyncRep"))
-    try #require(shutDownTCPConnections(localPort: held.port) == 1, "the connection is cut")
-    let error = await #expect(throws: SessionStorageError.self) { try await cut.value() }
-    #expect(error?.code == .unavailable)
-    #expect(error?.message.contains("unknown") == true, "\(String(describing: error))")
-    #expect(error?.message.contains("not committed") == false, "\(String(describing: error))")
-    #expect(error?.message.contains("nothing was written") == false, "\(String(describing: error))")
-    try await standby.release()
-    #expect(
-      await eventually { (try? patient.state.username) == "carol" },
-      "it commits once the standby is no longer needed")
+      // Lost while committing, and the row held past the lock timeout: unknown.
+      let hasty = try PostgresSessionStore(
+        url: url, options: .init(origin: origin + "_h", lockTimeout: .milliseconds(500)))
+      try await standby.require()
+      let cut = Outcome { try hasty.rename(to: "carol") }
+      let held = try #require(try await waitingBackend(of: "\(origin)_h/writer", on: cluster, for: "SyncRep"))
+      try #require(shutDownTCPConnections(localPort: held.port) == 1, "the connection is cut")
+      let error = await #expect(throws: SessionStorageError.self) { try await cut.value() }
+      #expect(error?.code == .unavailable)
+      #expect(error?.message.contains("unknown") == true, "\(String(describing: error))")
+      #expect(error?.message.contains("not committed") == false, "\(String(describing: error))")
+      #expect(error?.message.contains("nothing was written") == false, "\(String(describing: error))")
+      try await standby.release()
+      #expect(
+        await eventually { (try? patient.state.username) == "carol" },
+        "it commits once the standby is no longer needed")
+    }
   }
 
   /// The cluster's default is `synchronous_commit = off`, and its WAL writer waits 10 s
   /// between flushes: an immediate shutdown (a crash of the server) right after the writes
   /// loses none that was reported done.
   @Test func anImmediateShutdownLosesNoWriteReportedDone() async throws {
-    let cluster = try PostgresCluster.start()
-    defer { cluster.stop() }
-    #expect(try cluster.psql("SHOW synchronous_commit") == "off\n")
-    try await cluster.query("ALTER SYSTEM SET wal_writer_delay = '10s'; SELECT pg_reload_conf()")
-    let url = cluster.freshStoreURL()
-    let store = try PostgresSessionStore(
-      url: url, options: .init(origin: "crash", connectTimeout: .seconds(2)))
-    var acknowledged: [SessionEntry] = []
-    for index in 0..<20 {
-      acknowledged.append(try #require(try await store.rename(to: "w\(index)")))
+    try await PostgresCluster.withPrivateCluster { cluster in
+      #expect(try await cluster.query("SHOW synchronous_commit") == "off\n")
+      try await cluster.query("ALTER SYSTEM SET wal_writer_delay = '10s'; SELECT pg_reload_conf()")
+      let url = cluster.freshStoreURL()
+      let store = try PostgresSessionStore(
+        url: url, options: .init(origin: "crash", connectTimeout: .seconds(2)))
+      var acknowledged: [SessionEntry] = []
+      for index in 0..<20 {
+        acknowledged.append(try #require(try await store.rename(to: "w\(index)")))
+      }
+      try await cluster.restart(immediate: true)
+      let after = try PostgresSessionStore(url: url, options: .init(origin: "after", readOnly: true))
+      #expect(try after.history(from: .beginning, limit: 100) == acknowledged)
     }
-    try await onThreadOfItsOwn { try cluster.restart(immediate: true) }
-    let after = try PostgresSessionStore(url: url, options: .init(origin: "after", readOnly: true))
-    #expect(try after.history(from: .beginning, limit: 100) == acknowledged)
   }
 
   /// A role whose default isolation is `serializable`: writers that wait for the session row
   /// go on with the newest head (the store's sessions are `read committed`) instead of
   /// failing to serialize.
   @Test func aSerializableDefaultFailsNoWriterThatWaitsForTheRow() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let role = uniqueName("strict")
     try await cluster.query(
       "CREATE ROLE \(role) LOGIN SUPERUSER; ALTER ROLE \(role) SET default_transaction_isolation = 'serializable'"
     )
-    defer { _ = try? cluster.psql("DROP ROLE IF EXISTS \(role)") }
-    let url = cluster.freshStoreURL()
-    let owner = try PostgresSessionStore(url: url, options: .init(origin: "owner"))  // creates it
-    let stores = try (0..<6).map {
-      try PostgresSessionStore(url: url + "&user=\(role)", options: .init(origin: "strict\($0)"))
-    }
-    let failures = try await withThrowingTaskGroup(of: [SessionStorageError].self) { group in
-      for (index, store) in stores.enumerated() {
-        group.addTask {
-          var failed: [SessionStorageError] = []
-          for write in 0..<15 {
-            do {
-              try await store.rename(to: "s\(index)-\(write)")
-            } catch let error as SessionStorageError {
-              failed.append(error)
-            }
-          }
-          return failed
-        }
+    try await withCleanup {
+      let url = cluster.freshStoreURL()
+      let owner = try PostgresSessionStore(url: url, options: .init(origin: "owner"))  // creates it
+      let stores = try (0..<6).map {
+        try PostgresSessionStore(url: url + "&user=\(role)", options: .init(origin: "strict\($0)"))
       }
-      return try await group.reduce(into: []) { $0 += $1 }
+      let failures = try await withThrowingTaskGroup(of: [SessionStorageError].self) { group in
+        for (index, store) in stores.enumerated() {
+          group.addTask {
+            var failed: [SessionStorageError] = []
+            for write in 0..<15 {
+              do {
+                try await store.rename(to: "s\(index)-\(write)")
+              } catch let error as SessionStorageError {
+                failed.append(error)
+              }
+            }
+            return failed
+          }
+        }
+        return try await group.reduce(into: []) { $0 += $1 }
+      }
+      #expect(failures.isEmpty, "\(failures.prefix(3))")
+      let history = try owner.history(from: .beginning, limit: 1000)
+      #expect(history.map(\.cursor.value) == Array(1...Int64(6 * 15)))
+    } cleanup: {
+      _ = try? await cluster.query("DROP ROLE IF EXISTS \(role)")
     }
-    #expect(failures.isEmpty, "\(failures.prefix(3))")
-    let history = try owner.history(from: .beginning, limit: 1000)
-    #expect(history.map(\.cursor.value) == Array(1...Int64(6 * 15)))
   }
 
   /// A `psql` transaction that locks the feed and then waits for the session row deadlocks
   /// with a library write: the write, rolled back as the deadlock's victim, runs again and
   /// commits after it.
   @Test func aWriteRolledBackByADeadlockRunsAgain() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let origin = uniqueName("deadlock")
     let store = try PostgresSessionStore(
       url: cluster.freshStoreURL(), options: .init(origin: origin, lockTimeout: .seconds(30)))

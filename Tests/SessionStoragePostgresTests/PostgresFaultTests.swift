@@ -21,59 +21,62 @@ import Testing
 ///
 /// Backends are found by their `application_name`, `<origin>/writer`, `/reader` or
 /// `/listener`, which the store sets on its connections.
-@Suite(.timeLimit(.minutes(2))) struct PostgresFaultTests {
+@Suite(.timeLimit(.minutes(10))) struct PostgresFaultTests {
   @Test func terminatingTheListenersBackendMidStreamLosesNothingAndRepeatsNothing() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
     let writer = try PostgresSessionStore(url: url, options: .init(origin: "fault-writer"))
     // The subscriber connects as a role of its own, so that its reconnection can be refused.
     let origin = uniqueName("listened")
     try await cluster.query("CREATE ROLE \(origin) LOGIN SUPERUSER")
-    defer { _ = try? cluster.psql("DROP ROLE IF EXISTS \(origin)") }
-    let store = try PostgresSessionStore(
-      url: url + "&user=\(origin)",
-      options: .init(origin: origin, readOnly: true, safetyPollInterval: .seconds(30)))
-    let subscription = try store.changes(from: .now)
-    let follower = Follower(subscription)
-    let listening = WakeMode.notifications(pollInterval: .seconds(30))
-    #expect(await eventually { subscription.wakeMode == listening })
+    try await withCleanup {
+      let store = try PostgresSessionStore(
+        url: url + "&user=\(origin)",
+        options: .init(origin: origin, readOnly: true, safetyPollInterval: .seconds(30)))
+      let subscription = try store.changes(from: .now)
+      let follower = Follower(subscription)
+      let listening = WakeMode.notifications(pollInterval: .seconds(30))
+      #expect(await eventually { subscription.wakeMode == listening })
 
-    let writing = Writer(writer)
-    var listener = try #require(try await backends(of: "\(origin)/listener", on: cluster).first)
-    for round in 1...5 {
-      let before = writing.count
-      #expect(await eventually { writing.count > before }, "writes go on (round \(round))")
-      #expect(try await terminate("\(origin)/listener", on: cluster) == 1, "round \(round)")
-      #expect(
-        await eventually {
-          let now = (try? await backends(of: "\(origin)/listener", on: cluster)) ?? []
-          guard now.count == 1, now != [listener] else { return false }
-          listener = now[0]
-          return true
-        }, "a new LISTEN connection (round \(round))")
+      let writing = Writer(writer)
+      var listener = try #require(try await backends(of: "\(origin)/listener", on: cluster).first)
+      for round in 1...5 {
+        let before = writing.count
+        #expect(await eventually { writing.count > before }, "writes go on (round \(round))")
+        #expect(try await terminate("\(origin)/listener", on: cluster) == 1, "round \(round)")
+        #expect(
+          await eventually {
+            let now = (try? await backends(of: "\(origin)/listener", on: cluster)) ?? []
+            guard now.count == 1, now != [listener] else { return false }
+            listener = now[0]
+            return true
+          }, "a new LISTEN connection (round \(round))")
+      }
+      #expect(await eventually { subscription.wakeMode == listening })
+
+      // While the listener cannot connect again, the subscriber polls, says so, and misses nothing.
+      try await cluster.query("ALTER ROLE \(origin) NOLOGIN")
+      #expect(try await terminate("\(origin)/listener", on: cluster) == 1)
+      #expect(await eventually { subscription.wakeMode.isPolling })
+      let whilePolling = writing.count + 2
+      #expect(await eventually { writing.count >= whilePolling })
+      let written = try #require(writing.acknowledged.last)
+      #expect(await eventually { follower.entries.last.map { $0.cursor >= written.cursor } ?? false })
+      #expect(subscription.wakeMode.isPolling, "\(subscription.wakeMode)")
+      try await cluster.query("ALTER ROLE \(origin) LOGIN")
+      #expect(await eventually { subscription.wakeMode == listening })
+
+      let acknowledged = try await writing.finish()
+      let received = try await follower.finish()
+      try expectEveryChangeOnce(received, in: writer, acknowledged: acknowledged)
+      #expect(acknowledged.count >= 5 + 2)
+    } cleanup: {
+      _ = try? await cluster.psql("DROP ROLE IF EXISTS \(origin)")
     }
-    #expect(await eventually { subscription.wakeMode == listening })
-
-    // While the listener cannot connect again, the subscriber polls, says so, and misses nothing.
-    try await cluster.query("ALTER ROLE \(origin) NOLOGIN")
-    #expect(try await terminate("\(origin)/listener", on: cluster) == 1)
-    #expect(await eventually { subscription.wakeMode.isPolling })
-    let whilePolling = writing.count + 2
-    #expect(await eventually { writing.count >= whilePolling })
-    let written = try #require(writing.acknowledged.last)
-    #expect(await eventually { follower.entries.last.map { $0.cursor >= written.cursor } ?? false })
-    #expect(subscription.wakeMode.isPolling, "\(subscription.wakeMode)")
-    try await cluster.query("ALTER ROLE \(origin) LOGIN")
-    #expect(await eventually { subscription.wakeMode == listening })
-
-    let acknowledged = try await writing.finish()
-    let received = try await follower.finish()
-    try expectEveryChangeOnce(received, in: writer, acknowledged: acknowledged)
-    #expect(acknowledged.count >= 5 + 2)
   }
 
   @Test func aTerminatedWriterOrReaderReconnectsAndAWriteCutOffSaysNothingWasWritten() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let origin = uniqueName("cut")
     let store = try PostgresSessionStore(
       url: cluster.freshStoreURL(), options: .init(origin: origin, lockTimeout: .zero))
@@ -110,44 +113,44 @@ import Testing
   @Test func aServerRestartWhileWritesContinueLosesNothingAcknowledgedAndTheSubscriberMissesNothing()
     async throws
   {
-    let cluster = try PostgresCluster.start()
-    defer { cluster.stop() }
-    let url = cluster.freshStoreURL()
-    let writer = try PostgresSessionStore(
-      url: url, options: .init(origin: "restart-writer", connectTimeout: .seconds(2)))
-    let store = try PostgresSessionStore(
-      url: url,
-      options: .init(
-        origin: "restart-subscriber", readOnly: true, safetyPollInterval: .milliseconds(500),
-        connectTimeout: .seconds(2)))
-    let subscription = try store.changes(from: .now)
-    let follower = Follower(subscription)
-    #expect(await eventually { !subscription.wakeMode.isPolling && subscription.wakeMode != .inProcess })
+    try await PostgresCluster.withPrivateCluster { cluster in
+      let url = cluster.freshStoreURL()
+      let writer = try PostgresSessionStore(
+        url: url, options: .init(origin: "restart-writer", connectTimeout: .seconds(2)))
+      let store = try PostgresSessionStore(
+        url: url,
+        options: .init(
+          origin: "restart-subscriber", readOnly: true, safetyPollInterval: .milliseconds(500),
+          connectTimeout: .seconds(2)))
+      let subscription = try store.changes(from: .now)
+      let follower = Follower(subscription)
+      #expect(await eventually { !subscription.wakeMode.isPolling && subscription.wakeMode != .inProcess })
 
-    let writing = Writer(writer)
-    #expect(
-      await eventually { writing.count >= 5 }, "\(writing.count) writes, failures: \(writing.failures)")
-    // Writes that run into the restart fail (or, when it fell between two writes, the next
-    // one connects again before its BEGIN): whichever happens, the checks below hold.
-    try await onThreadOfItsOwn { try cluster.restart() }
-    let restarted = writing.count
-    #expect(
-      await eventually { writing.count >= restarted + 5 },
-      "writes go on after the restart: \(writing.count - restarted) writes, failures: \(writing.failures)")
-    #expect(await eventually { !subscription.wakeMode.isPolling }, "the LISTEN connection is back")
+      let writing = Writer(writer)
+      #expect(
+        await eventually { writing.count >= 5 }, "\(writing.count) writes, failures: \(writing.failures)")
+      // Writes that run into the restart fail (or, when it fell between two writes, the next
+      // one connects again before its BEGIN): whichever happens, the checks below hold.
+      try await cluster.restart()
+      let restarted = writing.count
+      #expect(
+        await eventually { writing.count >= restarted + 5 },
+        "writes go on after the restart: \(writing.count - restarted) writes, failures: \(writing.failures)")
+      #expect(await eventually { !subscription.wakeMode.isPolling }, "the LISTEN connection is back")
 
-    let acknowledged = try await writing.finish()
-    let received = try await follower.finish()
-    try expectEveryChangeOnce(received, in: writer, acknowledged: acknowledged)
-    for failure in writing.failures {
-      #expect(failure.code == .unavailable, "\(failure)")
-      #expect(failure.path == writer.url, "\(failure)")
+      let acknowledged = try await writing.finish()
+      let received = try await follower.finish()
+      try expectEveryChangeOnce(received, in: writer, acknowledged: acknowledged)
+      for failure in writing.failures {
+        #expect(failure.code == .unavailable, "\(failure)")
+        #expect(failure.path == writer.url, "\(failure)")
+      }
     }
   }
 
   @Test(arguments: ["COMMIT", "ROLLBACK"])
   func aLongTransactionOnTheRowMakesWritersWaitAndItsChangeIsNeverSkipped(_ end: String) async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
     let waiter = uniqueName("waiter")
     let writers = try (0..<3).map {
@@ -189,7 +192,7 @@ import Testing
   }
 
   @Test func aWriteHeldLongerThanItsLockTimeoutFailsWithBusyAndWritesNothing() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let store = try PostgresSessionStore(
       url: cluster.freshStoreURL(), options: .init(origin: "impatient", lockTimeout: .milliseconds(300)))
     let first = try #require(try await store.logIn(as: "alice"))
@@ -207,36 +210,36 @@ import Testing
   /// poll can wake the subscriber, and it reads the change from the log.
   @Test func aNotificationThatCannotArriveIsCoveredByTheSafetyPoll() async throws {
     // A private cluster: its server processes are this machine's, to be stopped and continued.
-    let cluster = try PostgresCluster.start()
-    defer { cluster.stop() }
-    let url = cluster.freshStoreURL()
-    let writer = try PostgresSessionStore(url: url, options: .init(origin: "lost-writer"))
-    let store = try PostgresSessionStore(
-      url: url, options: .init(origin: "lost", readOnly: true, safetyPollInterval: .milliseconds(200)))
-    let subscription = try store.changes(from: .now)
-    let follower = Follower(subscription)
-    #expect(await eventually { subscription.wakeMode == .notifications(pollInterval: .milliseconds(200)) })
-    let pid = try #require(try await backends(of: "lost/listener", on: cluster).first.flatMap { pid_t($0) })
-    let command = try String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)
-    #expect(command.hasPrefix("postgres"), "the listener's backend is a local server process")
-    guard command.hasPrefix("postgres") else { return }
-    #expect(kill(pid, SIGSTOP) == 0)
-    defer { kill(pid, SIGCONT) }
+    try await PostgresCluster.withPrivateCluster { cluster in
+      let url = cluster.freshStoreURL()
+      let writer = try PostgresSessionStore(url: url, options: .init(origin: "lost-writer"))
+      let store = try PostgresSessionStore(
+        url: url, options: .init(origin: "lost", readOnly: true, safetyPollInterval: .milliseconds(200)))
+      let subscription = try store.changes(from: .now)
+      let follower = Follower(subscription)
+      #expect(await eventually { subscription.wakeMode == .notifications(pollInterval: .milliseconds(200)) })
+      let pid = try #require(try await backends(of: "lost/listener", on: cluster).first.flatMap { pid_t($0) })
+      let command = try String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)
+      #expect(command.hasPrefix("postgres"), "the listener's backend is a local server process")
+      guard command.hasPrefix("postgres") else { return }
+      #expect(kill(pid, SIGSTOP) == 0)
+      defer { kill(pid, SIGCONT) }
 
-    // Another store's writes: no in-process wake-up reaches this store's subscriber.
-    var acknowledged: [SessionEntry] = []
-    for name in ["one", "two", "three"] {
-      acknowledged.append(try #require(try await writer.rename(to: name)))
-      let cursor = acknowledged[acknowledged.count - 1].cursor
-      #expect(
-        await eventually { follower.entries.last?.cursor == cursor },
-        "the poll delivered \(name)")
+      // Another store's writes: no in-process wake-up reaches this store's subscriber.
+      var acknowledged: [SessionEntry] = []
+      for name in ["one", "two", "three"] {
+        acknowledged.append(try #require(try await writer.rename(to: name)))
+        let cursor = acknowledged[acknowledged.count - 1].cursor
+        #expect(
+          await eventually { follower.entries.last?.cursor == cursor },
+          "the poll delivered \(name)")
+      }
+      #expect(try processState(pid) == "T", "the listener's backend was stopped all along")
+      kill(pid, SIGCONT)
+      acknowledged.append(try #require(try await writer.rename(to: "done")))
+      let received = try await follower.finish()
+      try expectEveryChangeOnce(received, in: writer, acknowledged: acknowledged)
     }
-    #expect(try processState(pid) == "T", "the listener's backend was stopped all along")
-    kill(pid, SIGCONT)
-    acknowledged.append(try #require(try await writer.rename(to: "done")))
-    let received = try await follower.finish()
-    try expectEveryChangeOnce(received, in: writer, acknowledged: acknowledged)
   }
 
   /// A subscriber on a hot standby, where LISTEN is not available: its mode says it polls,
@@ -244,58 +247,64 @@ import Testing
   /// every 2 s; changes replicated from the primary reach it; and once the standby is
   /// promoted it listens.
   @Test func onAHotStandbyTheListenerKeepsOneConnectionPollsAndListensOncePromoted() async throws {
-    let primary = try PostgresCluster.start()
-    defer { primary.stop() }
-    let url = primary.freshStoreURL()
-    let writer = try PostgresSessionStore(url: url, options: .init(origin: "primary"))
-    try await writer.logIn(as: "alice")
-    let standby = try primary.startStandby()
-    defer { standby.stop() }
-    let schema = writer.schema
-    #expect(
-      await eventually {
-        (try? await standby.query("SELECT username FROM session", schema: schema)) == "alice\n"
-      },
-      "the standby has the store")
-    let follower = uniqueName("follower")
-    let store = try PostgresSessionStore(
-      url: standby.url + "?schema=" + schema,
-      options: .init(origin: follower, readOnly: true, safetyPollInterval: .milliseconds(200)))
-    let subscription = try store.changes(from: .now)
-    guard case .polling(let interval, let reason) = subscription.wakeMode else {
-      Issue.record("\(subscription.wakeMode)")
-      return
+    try await PostgresCluster.withPrivateCluster { primary in
+      let url = primary.freshStoreURL()
+      let writer = try PostgresSessionStore(url: url, options: .init(origin: "primary"))
+      try await writer.logIn(as: "alice")
+      let standby = try await primary.startStandby()
+      try await withCleanup {
+        let schema = writer.schema
+        #expect(
+          await eventually {
+            (try? await standby.query("SELECT username FROM session", schema: schema)) == "alice\n"
+          },
+          "the standby has the store")
+        let follower = uniqueName("follower")
+        let store = try PostgresSessionStore(
+          url: standby.url + "?schema=" + schema,
+          options: .init(origin: follower, readOnly: true, safetyPollInterval: .milliseconds(200)))
+        let subscription = try store.changes(from: .now)
+        guard case .polling(let interval, let reason) = subscription.wakeMode else {
+          Issue.record("\(subscription.wakeMode)")
+          return
+        }
+        #expect(interval == .milliseconds(200), "\(reason)")
+        #expect(reason.contains("hot standby"), "\(reason)")
+        let listener = try await backends(of: "\(follower)/listener", on: standby)
+        #expect(listener.count == 1)
+
+        let follow = Follower(subscription)
+        let renamed = try #require(try await writer.rename(to: "bob"))
+        #expect(await eventually { follow.entries.last == renamed }, "a replicated change arrives")
+        try await Task.sleep(for: .seconds(3))
+        #expect(
+          try await backends(of: "\(follower)/listener", on: standby) == listener, "the same connection")
+
+        try await standby.query("SELECT pg_promote()")
+        #expect(
+          await eventually { subscription.wakeMode == .notifications(pollInterval: .milliseconds(200)) })
+        #expect(
+          try await backends(of: "\(follower)/listener", on: standby) == listener, "the same connection")
+        let promoted = try PostgresSessionStore(
+          url: standby.url + "?schema=" + schema, options: .init(origin: "promoted"))
+        try await promoted.rename(to: "done")
+        let received = try await follow.finish()
+        #expect(received.map(\.after.username) == ["bob", "done"])
+      } cleanup: {
+        await standby.stop()
+      }
     }
-    #expect(interval == .milliseconds(200), "\(reason)")
-    #expect(reason.contains("hot standby"), "\(reason)")
-    let listener = try await backends(of: "\(follower)/listener", on: standby)
-    #expect(listener.count == 1)
-
-    let follow = Follower(subscription)
-    let renamed = try #require(try await writer.rename(to: "bob"))
-    #expect(await eventually { follow.entries.last == renamed }, "a replicated change arrives")
-    try await Task.sleep(for: .seconds(3))
-    #expect(try await backends(of: "\(follower)/listener", on: standby) == listener, "the same connection")
-
-    try await standby.query("SELECT pg_promote()")
-    #expect(await eventually { subscription.wakeMode == .notifications(pollInterval: .milliseconds(200)) })
-    #expect(try await backends(of: "\(follower)/listener", on: standby) == listener, "the same connection")
-    let promoted = try PostgresSessionStore(
-      url: standby.url + "?schema=" + schema, options: .init(origin: "promoted"))
-    try await promoted.rename(to: "done")
-    let received = try await follow.finish()
-    #expect(received.map(\.after.username) == ["bob", "done"])
   }
 
   @Test func aSubscriberInAnotherProcessOverTCPReceivesEveryWriteOnceInOrder() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()  // over TCP: postgresql://postgres@127.0.0.1:PORT/…
     let writer = try PostgresSessionStore(url: url, options: .init(origin: "tcp-writer"))
     let scratch = try TemporaryDirectory()
-    let child = try ChildProcess(
+    let child = try await ChildProcess(
       ProcessRunner.product("sessiontorture"), ["subscribe", "--db", url, "--count", "20"],
       environment: ["PATH": "/usr/bin:/bin"], stdout: .pipe, stderr: .file(scratch.file("stderr")))
-    #expect(try child.readLine(timeout: .seconds(30)) == "ready")
+    #expect(try await child.readLine(timeout: .seconds(30)) == "ready")
     #expect(
       await eventually {
         (try? await cluster.query(
@@ -310,9 +319,9 @@ import Testing
       cursors.append(try #require(entry).cursor.description)
     }
     var lines: [String] = []
-    while lines.count < 20, let line = try child.readLine(timeout: .seconds(30)) { lines.append(line) }
+    while lines.count < 20, let line = try await child.readLine(timeout: .seconds(30)) { lines.append(line) }
     #expect(lines == cursors.map { "\($0) tcp-writer" }, "\(fileBytes(scratch.file("stderr")) ?? Data())")
-    #expect(try child.wait(timeout: .seconds(30)) == 0)
+    #expect(try await child.wait(timeout: .seconds(30)) == 0)
     #expect(try writer.history(from: .beginning, limit: 100).map(\.cursor.description) == cursors)
   }
 }
@@ -454,20 +463,18 @@ private struct RowHolder {
     self.cluster = cluster
     self.gate = gate
     session = Task {
-      try await onThreadOfItsOwn {
-        try cluster.psql(
-          """
-          SET application_name = '\(name)';
-          BEGIN;
-          UPDATE session SET username = '\(username)' WHERE id = 1;
-          DO $$ BEGIN
-            WHILE NOT EXISTS (SELECT FROM \(gate)) AND clock_timestamp() < now() + interval '90 seconds' LOOP
-              PERFORM pg_sleep(0.02);
-            END LOOP;
-          END $$;
-          \(end);
-          """, schema: store.schema)
-      }
+      try await cluster.psql(
+        """
+        SET application_name = '\(name)';
+        BEGIN;
+        UPDATE session SET username = '\(username)' WHERE id = 1;
+        DO $$ BEGIN
+          WHILE NOT EXISTS (SELECT FROM \(gate)) AND clock_timestamp() < now() + interval '90 seconds' LOOP
+            PERFORM pg_sleep(0.02);
+          END LOOP;
+        END $$;
+        \(end);
+        """, schema: store.schema)
     }
     let holds = await eventually {
       (try? await cluster.query(

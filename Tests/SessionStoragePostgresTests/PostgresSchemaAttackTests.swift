@@ -13,43 +13,46 @@ import Testing
   /// refused (its functions still search the old name), psql's writes to it are refused,
   /// and nothing reaches the new store's feed.
   @Test func aRenamedSchemaIsRefusedAndItsWritesReachNoOtherStore() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
     let first = try PostgresSessionStore(url: url, options: .init(origin: "desk"))
     try await first.logIn(as: "alice")
     let schema = first.schema
     let renamed = schema + "_2025"
     try await cluster.query("ALTER SCHEMA \(schema) RENAME TO \(renamed)")
-    defer { _ = try? cluster.psql("DROP SCHEMA IF EXISTS \(renamed) CASCADE") }
-    let renamedURL = url.replacingOccurrences(of: "schema=\(schema)", with: "schema=\(renamed)")
+    try await withCleanup {
+      let renamedURL = url.replacingOccurrences(of: "schema=\(schema)", with: "schema=\(renamed)")
 
-    for missingOrNew in ["no store under the old name", "a new store under the old name"] {
-      if missingOrNew.hasPrefix("a new") {
-        _ = try PostgresSessionStore(url: url, options: .init(origin: "new"))
+      for missingOrNew in ["no store under the old name", "a new store under the old name"] {
+        if missingOrNew.hasPrefix("a new") {
+          _ = try PostgresSessionStore(url: url, options: .init(origin: "new"))
+        }
+        let error = #expect(throws: SessionStorageError.self, "\(missingOrNew)") {
+          try PostgresSessionStore(url: renamedURL, options: .init(origin: "late"))
+        }
+        #expect(error?.code == .tamperedSchema, "\(missingOrNew)")
+        #expect(error?.message.contains("renamed from \(schema)") == true, "\(String(describing: error))")
+        await #expect(
+          throws: (any Error).self, "psql's write to the renamed schema is refused (\(missingOrNew))"
+        ) {
+          try await cluster.psql("UPDATE session SET username = 'mallory'", schema: renamed)
+        }
       }
-      let error = #expect(throws: SessionStorageError.self, "\(missingOrNew)") {
-        try PostgresSessionStore(url: renamedURL, options: .init(origin: "late"))
-      }
-      #expect(error?.code == .tamperedSchema, "\(missingOrNew)")
-      #expect(error?.message.contains("renamed from \(schema)") == true, "\(String(describing: error))")
-      #expect(
-        throws: (any Error).self, "psql's write to the renamed schema is refused (\(missingOrNew))"
-      ) {
-        try cluster.psql("UPDATE session SET username = 'mallory'", schema: renamed)
-      }
+      #expect(try await cluster.psql("SELECT username, head FROM session", schema: renamed) == "alice|1\n")
+      let newStore = try PostgresSessionStore(url: url, options: .init(origin: "new"))
+      #expect(try newStore.bounds() == FeedBounds(oldest: nil, head: .zero), "nothing reached the new store")
+      // The new store works on its own.
+      #expect(try await newStore.logIn(as: "bob")?.cursor == Cursor(1))
+      #expect(try await cluster.psql("SELECT username, head FROM session", schema: renamed) == "alice|1\n")
+    } cleanup: {
+      _ = try? await cluster.query("DROP SCHEMA IF EXISTS \(renamed) CASCADE")
     }
-    #expect(try cluster.psql("SELECT username, head FROM session", schema: renamed) == "alice|1\n")
-    let newStore = try PostgresSessionStore(url: url, options: .init(origin: "new"))
-    #expect(try newStore.bounds() == FeedBounds(oldest: nil, head: .zero), "nothing reached the new store")
-    // The new store works on its own.
-    #expect(try await newStore.logIn(as: "bob")?.cursor == Cursor(1))
-    #expect(try cluster.psql("SELECT username, head FROM session", schema: renamed) == "alice|1\n")
   }
 
   /// A temporary table named `session_changes` in a psql session that updates the session:
   /// the feed row still goes into the store's feed, and a subscriber receives it.
   @Test func aTemporaryTableDoesNotTakeTheFeedsRows() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "desk"))
     let first = try #require(try await store.logIn(as: "alice"))
     let changes = try store.changes(from: .after(first.cursor))
@@ -72,26 +75,29 @@ import Testing
   /// to another table cannot write one, however deep in triggers it runs.
   @Test(arguments: ForgedFeed.allCases)
   func theFeedCannotBeWrittenByAnotherTrigger(_ forgery: ForgedFeed) async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "desk"))
     let first = try #require(try await store.logIn(as: "alice"))
-    defer { _ = try? cluster.psql("DROP SCHEMA IF EXISTS lookalike_\(store.schema) CASCADE") }
-    #expect(throws: (any Error).self, "\(forgery) is refused") {
-      try cluster.psql(forgery.sql(schema: store.schema))
+    try await withCleanup {
+      await #expect(throws: (any Error).self, "\(forgery) is refused") {
+        try await cluster.psql(forgery.sql(schema: store.schema))
+      }
+      #expect(try store.history() == [first], "no forged row")
+      #expect(try store.bounds().head == first.cursor)
+      // Later writes are not in the way of a forged row.
+      #expect(try await store.rename(to: "bob")?.cursor == first.cursor.next)
+      _ = try await cluster.psql("UPDATE session SET username = 'carol'", schema: store.schema)
+      #expect(try store.history().map(\.origin) == ["desk", "desk", "external"])
+    } cleanup: {
+      _ = try? await cluster.query("DROP SCHEMA IF EXISTS lookalike_\(store.schema) CASCADE")
     }
-    #expect(try store.history() == [first], "no forged row")
-    #expect(try store.bounds().head == first.cursor)
-    // Later writes are not in the way of a forged row.
-    #expect(try await store.rename(to: "bob")?.cursor == first.cursor.next)
-    _ = try cluster.psql("UPDATE session SET username = 'carol'", schema: store.schema)
-    #expect(try store.history().map(\.origin) == ["desk", "desk", "external"])
   }
 
   /// A schema made by the first migration (by an older build, functions and all) is
   /// upgraded on its next open: its history is kept, and its functions then search
   /// `pg_temp` last.
   @Test func aSchemaOfTheFirstMigrationIsUpgradedAndKeepsItsHistory() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let reference = try PostgresSessionStore(url: cluster.freshStoreURL())
     let first = try #require(reference.appliedMigrations.first)
     let url = cluster.freshStoreURL()
@@ -106,7 +112,7 @@ import Testing
         UPDATE session SET username = 'alice', is_logged_in = true;
         """)
     #expect(
-      try cluster.psql(
+      try await cluster.psql(
         "SELECT array_to_string(proconfig, '') FROM pg_proc WHERE proname = 'session_feed' "
           + "AND pronamespace = '\(schema)'::regnamespace") == "search_path=\(schema)\n")
     let readOnly = #expect(throws: SessionStorageError.self) {
@@ -119,7 +125,7 @@ import Testing
     #expect(try store.history().map(\.origin) == ["external"])
     #expect(try await store.rename(to: "bob")?.cursor == Cursor(2))
     #expect(
-      try cluster.psql(
+      try await cluster.psql(
         "SELECT DISTINCT array_to_string(proconfig, '') FROM pg_proc "
           + "WHERE pronamespace = '\(schema)'::regnamespace") == "search_path=\(schema), pg_temp\n")
     #expect(try store.check().allSatisfy { $0.verdict == .passed })

@@ -13,39 +13,42 @@ import Testing
   func aSchemaChangedByHandIsFoundByCheckRefusedAtOpenAndWritesNoCursorWithoutEntry(_ tampering: Tampering)
     async throws
   {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
     let early = try PostgresSessionStore(url: url, options: .init(origin: "early"))
     let first = try #require(try await early.logIn(as: "alice"))
     #expect(try early.check().allSatisfy { $0.verdict == .passed })
-    _ = try cluster.psql(tampering.sql(schema: early.schema), schema: early.schema)
-    defer { _ = try? cluster.psql("DROP SCHEMA IF EXISTS extra_\(early.schema) CASCADE") }
+    _ = try await cluster.psql(tampering.sql(schema: early.schema), schema: early.schema)
+    try await withCleanup {
 
-    // check names it.
-    let schemaCheck = try #require(try early.check().first { $0.check == .schema })
-    #expect(schemaCheck.verdict == .failed, "\(tampering): \(schemaCheck.detail)")
-    #expect(schemaCheck.detail.contains(tampering.finding), "\(tampering): \(schemaCheck.detail)")
+      // check names it.
+      let schemaCheck = try #require(try early.check().first { $0.check == .schema })
+      #expect(schemaCheck.verdict == .failed, "\(tampering): \(schemaCheck.detail)")
+      #expect(schemaCheck.detail.contains(tampering.finding), "\(tampering): \(schemaCheck.detail)")
 
-    // Opening refuses it; a read-only store opens, reports it in check, and refuses reads.
-    let refused = #expect(throws: SessionStorageError.self, "\(tampering)") {
-      try PostgresSessionStore(url: url, options: .init(origin: "late"))
-    }
-    #expect(refused?.code == .tamperedSchema, "\(tampering)")
-    #expect(refused?.message.contains(tampering.finding) == true, "\(String(describing: refused))")
-    let reader = try PostgresSessionStore(url: url, options: .init(origin: "reader", readOnly: true))
-    #expect(try reader.check().first { $0.check == .schema }?.verdict == .failed)
-    let read = #expect(throws: SessionStorageError.self, "\(tampering)") { try reader.state }
-    #expect(read?.code == .tamperedSchema)
+      // Opening refuses it; a read-only store opens, reports it in check, and refuses reads.
+      let refused = #expect(throws: SessionStorageError.self, "\(tampering)") {
+        try PostgresSessionStore(url: url, options: .init(origin: "late"))
+      }
+      #expect(refused?.code == .tamperedSchema, "\(tampering)")
+      #expect(refused?.message.contains(tampering.finding) == true, "\(String(describing: refused))")
+      let reader = try PostgresSessionStore(url: url, options: .init(origin: "reader", readOnly: true))
+      #expect(try reader.check().first { $0.check == .schema }?.verdict == .failed)
+      let read = #expect(throws: SessionStorageError.self, "\(tampering)") { try reader.state }
+      #expect(read?.code == .tamperedSchema)
 
-    // A store opened before: its write is in the feed, or it is refused and changes nothing.
-    do {
-      let entry = try #require(try await early.rename(to: "bob"))
-      #expect(!tampering.movesTheHeadWithoutAnEntry, "\(tampering): the write returned \(entry.cursor)")
-      #expect(try early.history().last == entry, "\(tampering): the cursor returned has its entry")
-    } catch let error as SessionStorageError {
-      #expect(error.code == .tamperedSchema, "\(tampering): \(error)")
-      #expect(try early.bounds().head == first.cursor, "\(tampering): nothing was written")
-      #expect(try early.state.username == "alice")
+      // A store opened before: its write is in the feed, or it is refused and changes nothing.
+      do {
+        let entry = try #require(try await early.rename(to: "bob"))
+        #expect(!tampering.movesTheHeadWithoutAnEntry, "\(tampering): the write returned \(entry.cursor)")
+        #expect(try early.history().last == entry, "\(tampering): the cursor returned has its entry")
+      } catch let error as SessionStorageError {
+        #expect(error.code == .tamperedSchema, "\(tampering): \(error)")
+        #expect(try early.bounds().head == first.cursor, "\(tampering): nothing was written")
+        #expect(try early.state.username == "alice")
+      }
+    } cleanup: {
+      _ = try? await cluster.query("DROP SCHEMA IF EXISTS extra_\(early.schema) CASCADE")
     }
   }
 }

@@ -6,19 +6,19 @@ import TestSupport
 import Testing
 
 /// What PostgreSQL adds to the contract: origins of other clients, refusals, URLs.
-@Suite(.timeLimit(.minutes(1))) struct PostgresStoreTests {
+@Suite(.timeLimit(.minutes(10))) struct PostgresStoreTests {
   @Test func aPsqlUpdateIsExternalAndLibraryWritesNameTheirOrigin() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "front-desk"))
     #expect(store.appliedMigrations.map(\.name) == ["0001_session_and_feed", "0002_own_tables_only"])
     let changes = try store.changes(from: .now)
     try await store.logIn(as: "alice")
-    _ = try cluster.psql("UPDATE session SET username = 'bob'", schema: store.schema)
+    _ = try await cluster.psql("UPDATE session SET username = 'bob'", schema: store.schema)
     let entries = try await first(2, of: changes)
     #expect(entries.map(\.origin) == ["front-desk", "external"])
     #expect(entries.last?.events == [.usernameChanged(from: "alice", to: "bob")])
     #expect(try store.state.username == "bob")
-    let row = try cluster.psql("SELECT updated_by, head FROM session", schema: store.schema)
+    let row = try await cluster.psql("SELECT updated_by, head FROM session", schema: store.schema)
     #expect(row == "external|2\n")
     // Each schema is a store of its own.
     let other = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "x"))
@@ -26,7 +26,7 @@ import Testing
   }
 
   @Test func aSecondOpenOfASchemaAppliesNothingAndSharesTheFeed() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
     let first = try PostgresSessionStore(url: url, options: .init(origin: "one"))
     let second = try PostgresSessionStore(url: url, options: .init(origin: "two", readOnly: true))
@@ -40,7 +40,7 @@ import Testing
 
   /// Migrations run under an advisory lock: stores opening a new schema at once do not race.
   @Test func storesOpeningANewSchemaAtOnceMigrateItOnce() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
     let applied = try await withThrowingTaskGroup(of: Int.self) { group in
       for index in 0..<6 {
@@ -52,50 +52,51 @@ import Testing
     }
     #expect(applied.sorted() == [0, 0, 0, 0, 0, 2])
     let store = try PostgresSessionStore(url: url)
-    #expect(try cluster.psql("SELECT count(*) FROM schema_migrations", schema: store.schema) == "2\n")
+    #expect(try await cluster.psql("SELECT count(*) FROM schema_migrations", schema: store.schema) == "2\n")
   }
 
-  @Test func aReadOnlyStoreNeverCreatesASchema() throws {
-    let cluster = try PostgresCluster.shared()
+  @Test func aReadOnlyStoreNeverCreatesASchema() async throws {
+    let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
     let error = #expect(throws: SessionStorageError.self) {
       try PostgresSessionStore(url: url, options: .init(readOnly: true))
     }
     #expect(error?.code == .notFound)
     let schema = String(url.split(separator: "=").last ?? "")
-    #expect(try cluster.psql("SELECT count(*) FROM pg_namespace WHERE nspname = '\(schema)'") == "0\n")
+    #expect(try await cluster.psql("SELECT count(*) FROM pg_namespace WHERE nspname = '\(schema)'") == "0\n")
   }
 
-  @Test func aNewerSchemaIsRefused() throws {
-    let cluster = try PostgresCluster.shared()
+  @Test func aNewerSchemaIsRefused() async throws {
+    let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
     let store = try PostgresSessionStore(url: url)
-    _ = try cluster.psql(
+    _ = try await cluster.psql(
       "INSERT INTO schema_migrations VALUES (99, '0099_future', 'abc', now())", schema: store.schema)
     let error = #expect(throws: SessionStorageError.self) { try PostgresSessionStore(url: url) }
     #expect(error?.code == .newerSchema)
     #expect(error?.message.contains("0099_future") == true)
   }
 
-  @Test func aMismatchingChecksumIsRefused() throws {
-    let cluster = try PostgresCluster.shared()
+  @Test func aMismatchingChecksumIsRefused() async throws {
+    let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
     let store = try PostgresSessionStore(url: url)
-    _ = try cluster.psql("UPDATE schema_migrations SET checksum = 'edited'", schema: store.schema)
+    _ = try await cluster.psql("UPDATE schema_migrations SET checksum = 'edited'", schema: store.schema)
     #expect(code { try PostgresSessionStore(url: url) } == .checksumMismatch)
     #expect(code { try PostgresSessionStore(url: url, options: .init(readOnly: true)) } == .checksumMismatch)
   }
 
-  @Test func aSchemaWithSomeoneElsesTablesIsRefusedAndLeftAlone() throws {
-    let cluster = try PostgresCluster.shared()
+  @Test func aSchemaWithSomeoneElsesTablesIsRefusedAndLeftAlone() async throws {
+    let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
     let schema = String(url.split(separator: "=").last ?? "")
-    _ = try cluster.psql("CREATE SCHEMA \(schema); CREATE TABLE \(schema).invoices (id int)")
+    _ = try await cluster.psql("CREATE SCHEMA \(schema); CREATE TABLE \(schema).invoices (id int)")
     let error = #expect(throws: SessionStorageError.self) { try PostgresSessionStore(url: url) }
     #expect(error?.code == .foreignDatabase)
     #expect(error?.message.contains("invoices") == true)
     #expect(
-      try cluster.psql("SELECT table_name FROM information_schema.tables WHERE table_schema = '\(schema)'")
+      try await cluster.psql(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = '\(schema)'")
         == "invoices\n")
   }
 
@@ -138,8 +139,8 @@ import Testing
     #expect(PostgresSessionStore.redacted(url) == redacted)
   }
 
-  @Test func theStoreShowsItsURLRedacted() throws {
-    let cluster = try PostgresCluster.shared()
+  @Test func theStoreShowsItsURLRedacted() async throws {
+    let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
     let store = try PostgresSessionStore(url: url)
     #expect(store.url == PostgresSessionStore.redacted(url))
@@ -147,16 +148,16 @@ import Testing
   }
 
   @Test func checkFindsAStateChangedWithoutAFeedEntry() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let store = try PostgresSessionStore(url: cluster.freshStoreURL())
     try await store.logIn(as: "a")
     #expect(try store.check().allSatisfy { $0.verdict == .passed })
-    _ = try cluster.psql(
+    _ = try await cluster.psql(
       "ALTER TABLE session DISABLE TRIGGER session_feed; UPDATE session SET username = 'ghost'; "
         + "ALTER TABLE session ENABLE TRIGGER session_feed", schema: store.schema)
     let failed = try store.check().filter { $0.verdict == .failed }.map(\.check)
     #expect(failed == [.state])
-    _ = try cluster.psql("ALTER TABLE session DISABLE TRIGGER session_feed", schema: store.schema)
+    _ = try await cluster.psql("ALTER TABLE session DISABLE TRIGGER session_feed", schema: store.schema)
     #expect(try store.check().filter { $0.verdict == .failed }.map(\.check) == [.schema, .state])
   }
 
@@ -164,7 +165,7 @@ import Testing
   /// dropped there is none, and the write is rolled back instead of returning a change
   /// that is not in the feed.
   @Test func aWriteWithoutTheFeedTriggerIsRolledBack() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let store = try PostgresSessionStore(url: cluster.freshStoreURL())
     try await store.logIn(as: "alice")
     let refused = { (how: String) async throws in
@@ -176,14 +177,14 @@ import Testing
         #expect(error.message.contains("session_feed trigger"), "\(error)")
       }
       #expect(try store.state.username == "alice", "rolled back (\(how))")
-      #expect(try cluster.psql("SELECT username FROM session", schema: store.schema) == "alice\n")
+      #expect(try await cluster.psql("SELECT username FROM session", schema: store.schema) == "alice\n")
     }
-    _ = try cluster.psql("ALTER TABLE session DISABLE TRIGGER session_feed", schema: store.schema)
+    _ = try await cluster.psql("ALTER TABLE session DISABLE TRIGGER session_feed", schema: store.schema)
     try await refused("disabled")
-    _ = try cluster.psql("ALTER TABLE session ENABLE TRIGGER session_feed", schema: store.schema)
+    _ = try await cluster.psql("ALTER TABLE session ENABLE TRIGGER session_feed", schema: store.schema)
     #expect(try await store.rename(to: "carol")?.cursor == Cursor(2), "works again once enabled")
     try await store.rename(to: "alice")
-    _ = try cluster.psql("DROP TRIGGER session_feed ON session", schema: store.schema)
+    _ = try await cluster.psql("DROP TRIGGER session_feed ON session", schema: store.schema)
     try await refused("dropped")
     #expect(try store.bounds().head == Cursor(3))
   }
@@ -192,12 +193,12 @@ import Testing
   /// instead of being shown an empty schema (information_schema hides what a role may not
   /// use); nothing is created or written.
   @Test func aRoleThatMayNotUseTheSchemaIsToldSoAndChangesNothing() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
     let owner = try PostgresSessionStore(url: url)
     try await owner.logIn(as: "alice")
     let role = "clerk_\(UInt32.random(in: 0...UInt32.max))"
-    _ = try cluster.psql("CREATE ROLE \(role) LOGIN")
+    _ = try await cluster.psql("CREATE ROLE \(role) LOGIN")
     var components = try #require(URLComponents(string: url))
     components.user = role
     let clerkURL = try #require(components.string)
@@ -212,10 +213,11 @@ import Testing
       #expect(error.message.contains("role \(role) may not use schema \(owner.schema)"), "\(error)")
       #expect(error.message.contains("GRANT USAGE ON SCHEMA \"\(owner.schema)\" TO \(role)"), "\(error)")
     }
-    #expect(try cluster.psql("SELECT count(*) FROM pg_namespace WHERE nspname = '\(owner.schema)'") == "1\n")
+    #expect(
+      try await cluster.psql("SELECT count(*) FROM pg_namespace WHERE nspname = '\(owner.schema)'") == "1\n")
 
     // Let in to read: it reads; its writes are refused and change nothing.
-    _ = try cluster.psql(
+    _ = try await cluster.psql(
       "GRANT USAGE ON SCHEMA \(owner.schema) TO \(role); GRANT SELECT ON ALL TABLES IN SCHEMA \(owner.schema) TO \(role)"
     )
     #expect(try PostgresSessionStore(url: clerkURL, options: .init(readOnly: true)).state.username == "alice")
@@ -235,7 +237,7 @@ extension PostgresStoreTests {
   /// The refusal of a role that may not use the schema says what to GRANT, as SQL: run word
   /// for word, the read part lets the role read only, and all of it lets it write and compact.
   @Test func aRoleGrantedExactlyWhatTheHintSaysReadsOrWritesAndCompacts() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
     let owner = try PostgresSessionStore(url: url, options: .init(origin: "owner"))
     try await owner.logIn(as: "alice")
@@ -271,7 +273,7 @@ extension PostgresStoreTests {
   /// A schema dropped under a subscriber (before a `pg_restore`, say) ends the subscription
   /// as vanished history, not with a raw relation error.
   @Test func aSchemaDroppedUnderASubscriberEndsItAsVanishedHistory() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let store = try PostgresSessionStore(
       url: cluster.freshStoreURL(), options: .init(origin: "dropped", safetyPollInterval: .milliseconds(200)))
     let first = try #require(try await store.logIn(as: "alice"))
@@ -294,7 +296,7 @@ extension PostgresStoreTests {
   /// away for now (too many connections). The mode says what really happens, the safety poll
   /// at its own interval, and changes still arrive.
   @Test func aListenConnectionWithoutASlotSaysItPollsAtTheSafetyInterval() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
     let writer = try PostgresSessionStore(url: url, options: .init(origin: "slots-writer"))
     let role = "slotless_\(UInt32.random(in: 0...UInt32.max))"
@@ -302,21 +304,24 @@ extension PostgresStoreTests {
     try await cluster.query(
       "CREATE ROLE \(role) LOGIN CONNECTION LIMIT 1; GRANT USAGE ON SCHEMA \(writer.schema) TO \(role); "
         + "GRANT SELECT ON ALL TABLES IN SCHEMA \(writer.schema) TO \(role)")
-    defer { _ = try? cluster.psql("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)") }
-    let store = try PostgresSessionStore(
-      url: url + "&user=\(role)",
-      options: .init(origin: "slotless", readOnly: true, safetyPollInterval: .milliseconds(300)))
-    let changes = try store.changes(from: .now)
-    guard case .polling(let interval, let reason) = changes.wakeMode else {
-      Issue.record("\(changes.wakeMode)")
-      return
+    try await withCleanup {
+      let store = try PostgresSessionStore(
+        url: url + "&user=\(role)",
+        options: .init(origin: "slotless", readOnly: true, safetyPollInterval: .milliseconds(300)))
+      let changes = try store.changes(from: .now)
+      guard case .polling(let interval, let reason) = changes.wakeMode else {
+        Issue.record("\(changes.wakeMode)")
+        return
+      }
+      #expect(interval == .milliseconds(300), "subscribers are woken at the safety poll: \(reason)")
+      #expect(reason.contains("too many connections"), "\(reason)")
+      #expect(reason.contains("connecting again in"), "\(reason)")
+      let written = try #require(try await writer.logIn(as: "alice"))
+      var iterator = changes.makeAsyncIterator()
+      #expect(try await iterator.next() == written)
+    } cleanup: {
+      _ = try? await cluster.query("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)")
     }
-    #expect(interval == .milliseconds(300), "subscribers are woken at the safety poll: \(reason)")
-    #expect(reason.contains("too many connections"), "\(reason)")
-    #expect(reason.contains("connecting again in"), "\(reason)")
-    let written = try #require(try await writer.logIn(as: "alice"))
-    var iterator = changes.makeAsyncIterator()
-    #expect(try await iterator.next() == written)
   }
 }
 
@@ -325,7 +330,7 @@ extension PostgresStoreTests {
   /// run as given, the username is NFC, the feed records a change without events, and
   /// `check` passes.
   @Test func checkGivesTheRepairOfAUsernameStoredInNFD() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "desk"))
     try await store.logIn(as: "Jos\u{E9}")
     try await cluster.query("UPDATE session SET username = U&'Jos\\0065\\0301'", schema: store.schema)
@@ -381,8 +386,8 @@ extension PostgresStoreTests {
 
   /// The URL of a store (and its errors) never shows a password with a raw `?`, which libpq
   /// reads as part of the password.
-  @Test func aStoreWhosePasswordHoldsAQuestionMarkNeverShowsIt() throws {
-    let cluster = try PostgresCluster.shared()
+  @Test func aStoreWhosePasswordHoldsAQuestionMarkNeverShowsIt() async throws {
+    let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL().replacingOccurrences(of: "postgres@", with: "postgres:Tr0ub?dor@")
     let error = #expect(throws: SessionStorageError.self) {
       try PostgresSessionStore(url: url, options: .init(readOnly: true))

@@ -12,10 +12,9 @@ func backends(of name: String, on cluster: PostgresCluster) async throws -> [Str
 }
 
 extension PostgresCluster {
-  /// ``psql(_:schema:socket:)`` on a thread of its own, so that tests waiting for psql leave
-  /// the cooperative pool to the stores' subscribers and writers.
+  /// ``psql(_:schema:socket:)`` under a shorter name.
   @discardableResult
   func query(_ sql: String, schema: String? = nil) async throws -> String {
-    try await onThreadOfItsOwn { try self.psql(sql, schema: schema) }
+    try await psql(sql, schema: schema)
   }
 }

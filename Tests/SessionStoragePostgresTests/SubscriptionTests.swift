@@ -6,9 +6,9 @@ import TestSupport
 import Testing
 
 /// The `LISTEN` connection: it runs while anyone subscribes, over TCP or the Unix socket.
-@Suite(.timeLimit(.minutes(1))) struct SubscriptionTests {
+@Suite(.timeLimit(.minutes(10))) struct SubscriptionTests {
   @Test func storesOverTheSocketAndOverTCPShareOneFeed() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let socketURL = cluster.freshStoreURL(socket: true)
     let local = try PostgresSessionStore(url: socketURL, options: .init(origin: "local"))
     let schema = local.schema
@@ -29,22 +29,22 @@ import Testing
   }
 
   @Test func theListenConnectionRunsOnlyWhileSomeoneSubscribes() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let origin = "listen-" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
     let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: origin))
     let listening = {
-      try cluster.psql(
+      try await cluster.psql(
         "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(origin)/listener'")
     }
-    #expect(try listening() == "0\n")
+    #expect(try await listening() == "0\n")
     var subscriptions = [try store.changes(from: .now)]
-    #expect(try await eventually { try listening() == "1\n" }, "the first subscriber started it")
+    #expect(try await eventually { try await listening() == "1\n" }, "the first subscriber started it")
     subscriptions.append(try store.changes(from: .now))
-    #expect(try listening() == "1\n", "one connection per store, whatever the number of subscribers")
+    #expect(try await listening() == "1\n", "one connection per store, whatever the number of subscribers")
     subscriptions.removeFirst()
-    #expect(try listening() == "1\n", "the second subscriber still listens")
+    #expect(try await listening() == "1\n", "the second subscriber still listens")
     subscriptions.removeAll()
-    #expect(try await eventually { try listening() == "0\n" }, "the last subscriber stopped it")
+    #expect(try await eventually { try await listening() == "0\n" }, "the last subscriber stopped it")
     #expect(try store.state.username == nil)
   }
 }

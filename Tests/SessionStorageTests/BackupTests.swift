@@ -7,7 +7,7 @@ import Testing
 
 /// `SessionStore.backup(to:overwrite:)` and `restore(from:)` in one process: what they
 /// return, what they refuse, and what this process's subscribers see.
-@Suite(.timeLimit(.minutes(1))) struct BackupTests {
+@Suite(.timeLimit(.minutes(10))) struct BackupTests {
   let dir: TemporaryDirectory
   let path: String
   let store: SessionStore
@@ -74,5 +74,52 @@ import Testing
     let reader = try SessionStore(path: path, options: .init(origin: "test", readOnly: true))
     let refused = #expect(throws: SessionStorageError.self) { try reader.restore(from: backup.path) }
     #expect(refused?.code == .readOnly)
+  }
+
+  /// The store, each of its companion files, and each through a symbolic link to its
+  /// directory, as a backup target (with `overwrite`) and a restore source, while this
+  /// instance holds the store open and has written: refused with `storeFile`, and every
+  /// write is in the file for a fresh `sqlite3` once the instance is gone.
+  @Test func theStoresOwnFilesAreRefusedAndNoWriteIsLost() async throws {
+    let held = dir.file("held.db")
+    #expect(symlink(dir.path, dir.file("link")) == 0)
+    do {
+      let holder = try SessionStore(path: held, options: .init(origin: "test"))
+      for index in 0..<20 { try await holder.rename(to: "name-\(index)") }
+      for suffix in ["", "-wal", "-shm", "-journal"] {
+        for name in [held + suffix, dir.file("link/held.db" + suffix)] {
+          let backup = #expect(throws: SessionStorageError.self) {
+            try holder.backup(to: name, overwrite: true)
+          }
+          #expect(backup?.code == .storeFile, "\(name): \(String(describing: backup))")
+          #expect(backup?.path == name)
+          let restore = #expect(throws: SessionStorageError.self) { try holder.restore(from: name) }
+          #expect(restore?.code == .storeFile, "\(name): \(String(describing: restore))")
+        }
+      }
+      #expect(try await holder.rename(to: "after")?.cursor == Cursor(21))
+    }
+    var read: [String] = []
+    for sql in [
+      "PRAGMA integrity_check", "SELECT count(*), max(seq) FROM session_changes", "SELECT username FROM session",
+    ] {
+      read.append(try await ProcessRunner.sqlite3(held, sql))
+    }
+    #expect(read == ["ok\n", "21|21\n", "after\n"])
+  }
+
+  /// A target that is not a regular file (a FIFO) is refused with `notARegularFile`, also
+  /// with `overwrite`, and stays a FIFO.
+  @Test func aTargetThatIsNotARegularFileIsRefused() throws {
+    let fifo = dir.file("fifo")
+    #expect(mkfifo(fifo, 0o600) == 0)
+    for overwrite in [false, true] {
+      let refused = #expect(throws: SessionStorageError.self) {
+        try store.backup(to: fifo, overwrite: overwrite)
+      }
+      #expect(refused?.code == .notARegularFile)
+      var info = stat()
+      #expect(lstat(fifo, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO)
+    }
   }
 }

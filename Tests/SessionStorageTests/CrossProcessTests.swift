@@ -7,7 +7,7 @@ import Testing
 @testable import SessionStorage
 
 /// Other processes: they see our writes, we see theirs, and several write at once.
-@Suite(.timeLimit(.minutes(2))) struct CrossProcessTests {
+@Suite(.timeLimit(.minutes(10))) struct CrossProcessTests {
   static let torture = ProcessRunner.product("sessiontorture")
   let dir: TemporaryDirectory
   let path: String
@@ -17,47 +17,51 @@ import Testing
     path = dir.file("session.db")
   }
 
-  func spawn(_ arguments: [String]) throws -> ChildProcess {
-    try ChildProcess(
+  func spawn(_ arguments: [String]) async throws -> ChildProcess {
+    try await ChildProcess(
       Self.torture, arguments, environment: ["PATH": "/usr/bin:/bin"], stdout: .pipe,
       stderr: .file(dir.file("stderr-\(UUID().uuidString)")))
   }
 
-  @Test func aSubscriberInAChildProcessSeesOurWrites() throws {
+  @Test func aSubscriberInAChildProcessSeesOurWrites() async throws {
     let store = try SessionStore(path: path, options: .init(origin: "parent"))
-    let child = try spawn(["subscribe", "--db", path, "--count", "3"])
-    #expect(try child.readLine() == "ready")
-    let cursors = try [store.logIn(as: "alice"), store.rename(to: "bob"), store.logOut()].map {
+    let child = try await spawn(["subscribe", "--db", path, "--count", "3"])
+    #expect(try await child.readLine() == "ready")
+    let cursors = try await [store.logIn(as: "alice"), store.rename(to: "bob"), store.logOut()].map {
       try #require($0).cursor.description
     }
-    let lines = try (0..<3).map { _ in try child.readLine() }
+    var lines: [String?] = []
+    for _ in 0..<3 { lines.append(try await child.readLine()) }
     #expect(lines == cursors.map { "\($0) parent" })
-    #expect(try child.wait(timeout: .seconds(30)) == 0)
+    #expect(try await child.wait(timeout: .seconds(30)) == 0)
   }
 
   @Test func weSeeAChildProcessWrites() async throws {
     let store = try SessionStore(path: path)
     let changes = try store.changes(from: .now)
-    let child = try spawn(["write", "--db", path, "--count", "5", "--origin", "child"])
-    let acknowledged = try (0..<5).compactMap { _ in try child.readLine() }
-    #expect(try child.wait(timeout: .seconds(30)) == 0)
+    let child = try await spawn(["write", "--db", path, "--count", "5", "--origin", "child"])
+    var acknowledged: [String] = []
+    for _ in 0..<5 { if let line = try await child.readLine() { acknowledged.append(line) } }
+    #expect(try await child.wait(timeout: .seconds(30)) == 0)
     let received = try await first(5, of: changes)
     #expect(received.map(\.cursor.description) == acknowledged)
     #expect(Set(received.map(\.origin)) == ["child"])
   }
 
-  @Test func fourProcessesWritingAtOnceOnANewFileGiveConsecutiveCursors() throws {
+  @Test func fourProcessesWritingAtOnceOnANewFileGiveConsecutiveCursors() async throws {
     // No file yet: the four race to create it too.
-    let writers = try (0..<4).map {
-      try spawn(["write", "--db", path, "--count", "250", "--origin", "w\($0)"])
+    var writers: [ChildProcess] = []
+    for index in 0..<4 {
+      writers.append(try await spawn(["write", "--db", path, "--count", "250", "--origin", "w\(index)"]))
     }
     var acknowledged: [Int64] = []
     for writer in writers {
-      while let line = try writer.readLine(timeout: .seconds(60)) {
+      while let line = try await writer.readLine(timeout: .seconds(60)) {
         acknowledged += Int64(line).map { [$0] } ?? []
       }
       #expect(
-        try writer.wait(timeout: .seconds(60)) == 0, "a writer failed (SQLITE_BUSY would end it with 1)")
+        try await writer.wait(timeout: .seconds(60)) == 0, "a writer failed (SQLITE_BUSY would end it with 1)"
+      )
     }
     #expect(acknowledged.sorted() == Array(1...1000))
     let store = try SessionStore(path: path)

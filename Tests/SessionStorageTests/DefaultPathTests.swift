@@ -40,4 +40,51 @@ import Testing
       #expect(info.st_mode & 0o777 == 0o700, "\(directory)")
     }
   }
+
+  /// `requirePrivateDirectory(for:creatingMissing:)`: creates what is missing (0700) and
+  /// passes a chain of the user's own directories; refuses a directory others may write
+  /// (also one reached through a symbolic link, also the directory a link to the file leads
+  /// to) with `unsafeDirectory`, creating nothing; a loop of links is an error, not a hang.
+  @Test func privateDirectoriesPassAndOthersAreRefusedNamingTheDirectory() throws {
+    let dir = try TemporaryDirectory()
+    chmod(dir.path, 0o700)
+    let path = try SessionStore.defaultPath(environment: ["HOME": dir.path])
+    try SessionStore.requirePrivateDirectory(for: path)
+    #expect(!FileManager.default.fileExists(atPath: dir.file(".local")), "nothing is created unless asked")
+    try SessionStore.requirePrivateDirectory(for: path, creatingMissing: true)
+    var info = stat()
+    #expect(stat(dir.file(".local/share/sessionctl"), &info) == 0 && info.st_mode & 0o777 == 0o700)
+
+    let open = dir.file("open")
+    try FileManager.default.createDirectory(atPath: open, withIntermediateDirectories: false)
+    chmod(open, 0o777)
+    let cases = [
+      (open + "/sub/session.db", open, "its group and others"),  // the missing part is not made
+      (dir.file("link/session.db"), open, "its group and others"),
+      (dir.file("file-link"), open, "its group and others"),
+    ]
+    #expect(symlink(open, dir.file("link")) == 0)
+    #expect(symlink(open + "/session.db", dir.file("file-link")) == 0)
+    chmod(dir.file(".local/share/sessionctl"), 0o720)
+    let groupWritable = (
+      dir.file(".local/share/sessionctl/session.db"), dir.file(".local/share/sessionctl"), "its group"
+    )
+    for (file, directory, who) in cases + [groupWritable] {
+      let refused = #expect(throws: SessionStorageError.self) {
+        try SessionStore.requirePrivateDirectory(for: file, creatingMissing: true)
+      }
+      #expect(refused?.code == .unsafeDirectory)
+      #expect(refused?.path == file)
+      #expect(
+        refused?.message.contains("the directory \(directory) can be written by \(who) (mode 07") == true,
+        "\(String(describing: refused))")
+    }
+    #expect(!FileManager.default.fileExists(atPath: open + "/sub"))
+
+    #expect(symlink(dir.file("loop-b"), dir.file("loop-a")) == 0)
+    #expect(symlink(dir.file("loop-a"), dir.file("loop-b")) == 0)
+    #expect(throws: SessionStorageError.self) {
+      try SessionStore.requirePrivateDirectory(for: dir.file("loop-a/session.db"))
+    }
+  }
 }

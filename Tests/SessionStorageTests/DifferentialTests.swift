@@ -23,7 +23,7 @@ import Testing
 
   /// One seed at a time: each holds a SQLite file, its connections and a watcher thread, and
   /// the rest of the suite runs alongside.
-  @Test(.serialized, .timeLimit(.minutes(2)), arguments: ciSeeds)
+  @Test(.serialized, .timeLimit(.minutes(10)), arguments: ciSeeds)
   func bothStoresAgree(seed: UInt64) async throws {
     try await check(seed: seed)
   }

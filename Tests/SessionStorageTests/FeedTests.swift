@@ -7,9 +7,9 @@ import Testing
 
 /// The change-feed of a real store: order, exactly-once, resuming, snapshots, other
 /// writers, compaction and resources.
-// Two minutes: these tests run on the cooperative pool, which the suites around them (blocking
-// process waits, psql) can keep busy on a 2-core machine.
-@Suite(.timeLimit(.minutes(2))) struct FeedTests {
+// Ten minutes, a hang guard: on a loaded machine these tests share two cores and the
+// cooperative pool with every other suite's tests and child processes.
+@Suite(.timeLimit(.minutes(10))) struct FeedTests {
   let dir: TemporaryDirectory
   let path: String
   let store: SessionStore
@@ -77,7 +77,7 @@ import Testing
     try await Task.sleep(for: .milliseconds(50))  // the collector is now waiting on the signal
     // The shell commits and exits; the last commit of the burst is seen too, with no
     // further write to help.
-    try ProcessRunner.sqlite3(
+    try await ProcessRunner.sqlite3(
       store.path,
       "UPDATE session SET username = 'shell1'; UPDATE session SET is_logged_in = 1; "
         + "UPDATE session SET username = 'shell2', is_logged_in = 0;")
@@ -184,24 +184,24 @@ import Testing
   @Test(arguments: [
     "Robert'); DROP TABLE session;--", "مرحبا", "שלום", "🧑‍💻 dev", String(repeating: "z", count: 256),
   ])
-  func unusualButValidUsernamesAreStoredLiterally(_ name: String) throws {
-    try store.logIn(as: name)
+  func unusualButValidUsernamesAreStoredLiterally(_ name: String) async throws {
+    try await store.logIn(as: name)
     #expect(try store.state.username == name)
-    #expect(try ProcessRunner.sqlite3(path, "SELECT count(*) FROM session") == "1\n")
+    #expect(try await ProcessRunner.sqlite3(path, "SELECT count(*) FROM session") == "1\n")
   }
 
-  @Test func composedAndDecomposedSpellingsNameTheSameUser() throws {
+  @Test func composedAndDecomposedSpellingsNameTheSameUser() async throws {
     let composed = "Jos\u{E9}"
     let decomposed = "Jose\u{301}"
     #expect(composed.unicodeScalars.count != decomposed.unicodeScalars.count)
-    try store.logIn(as: decomposed)
+    try await store.logIn(as: decomposed)
     #expect(try store.state.username?.unicodeScalars.elementsEqual(composed.unicodeScalars) == true)
-    #expect(try store.logIn(as: composed) == nil, "same user: a no-op")
-    #expect(try ProcessRunner.sqlite3(path, "SELECT hex(username) FROM session") == "4A6F73C3A9\n")
+    #expect(try await store.logIn(as: composed) == nil, "same user: a no-op")
+    #expect(try await ProcessRunner.sqlite3(path, "SELECT hex(username) FROM session") == "4A6F73C3A9\n")
   }
 
-  @Test func invalidTextWrittenByTheShellIsReadWithoutACrashAndReported() throws {
-    try ProcessRunner.sqlite3(
+  @Test func invalidTextWrittenByTheShellIsReadWithoutACrashAndReported() async throws {
+    try await ProcessRunner.sqlite3(
       path, "UPDATE session SET username = CAST(X'61FF0A62' AS TEXT), is_logged_in = 1")
     #expect(try store.state.username == "a\u{FFFD}\nb")
     let username = try #require(try store.check().first { $0.check == .username })

@@ -6,7 +6,7 @@ import Testing
 @testable import SessionStorage
 
 /// Files that are damaged, misplaced or unwritable give a clear error and stay untouched.
-@Suite(.timeLimit(.minutes(1))) struct HostileFileTests {
+@Suite(.timeLimit(.minutes(10))) struct HostileFileTests {
   let dir: TemporaryDirectory
   let path: String
 
@@ -71,16 +71,16 @@ import Testing
   /// A crash leaves commits in the `-wal`; a refused open must not checkpoint them into the
   /// file (or delete the WAL) when its connection closes: both stay byte-identical.
   @Test(arguments: crashedRefusals)
-  func aRefusedFileAndTheWALACrashLeftStayByteIdentical(_ refusal: CrashedRefusal) throws {
+  func aRefusedFileAndTheWALACrashLeftStayByteIdentical(_ refusal: CrashedRefusal) async throws {
     let store = try SessionStore(path: path, options: .init(durability: .normal))
-    for step in 0..<50 { try store.rename(to: "user\(step)") }
+    for step in 0..<50 { try await store.rename(to: "user\(step)") }
     // A read-only open of a tampered schema succeeds (for check()) and is covered elsewhere.
     for readOnly in refusal.code == .tamperedSchema ? [false] : [false, true] {
       let crashed = dir.file("crashed-\(readOnly).db")
       try FileManager.default.copyItem(atPath: path, toPath: crashed)
       try FileManager.default.copyItem(atPath: path + "-wal", toPath: crashed + "-wal")
       // Spoil the copy through its WAL too: the shell must not checkpoint when it closes.
-      let spoiled = try ProcessRunner.run(
+      let spoiled = try await ProcessRunner.run(
         "/usr/bin/sqlite3", ["-cmd", ".dbconfig no_ckpt_on_close on", crashed, refusal.sql])
       #expect(spoiled.status == 0, "\(spoiled.stderr)")
       let database = try #require(fileBytes(crashed))
@@ -111,7 +111,7 @@ import Testing
     #expect(store.path == target)
     #expect(try store.state.username == "alice")
     let changes = try store.changes(from: .now)
-    try ProcessRunner.sqlite3(target, "UPDATE session SET username = 'bob'")
+    try await ProcessRunner.sqlite3(target, "UPDATE session SET username = 'bob'")
     #expect(try await first(1, of: changes).map(\.after.username) == ["bob"])
     #expect(!FileManager.default.fileExists(atPath: link + "-wal"))
   }
@@ -125,9 +125,9 @@ import Testing
     #expect(!FileManager.default.fileExists(atPath: dir.file("nowhere")))
   }
 
-  @Test func aReadOnlyLocationRefusesWritesButServesReads() throws {
+  @Test func aReadOnlyLocationRefusesWritesButServesReads() async throws {
     guard
-      let place = try ReadOnlyPlace(
+      let place = try await ReadOnlyPlace(
         in: dir.path, prepare: { try SessionStore(path: $0 + "/session.db").logIn(as: "alice") })
     else {
       Issue.record("could not make a read-only directory here")

@@ -8,7 +8,7 @@ import Testing
 /// `schema_migrations`, `PRAGMA user_version` and the tables present must tell one story.
 /// When a hand edit makes them disagree, the file is refused untouched with a message that
 /// names all three and the SQL that repairs it.
-@Suite(.timeLimit(.minutes(1))) struct MigrationLedgerTests {
+@Suite(.timeLimit(.minutes(10))) struct MigrationLedgerTests {
   let dir: TemporaryDirectory
   let path: String
 
@@ -56,9 +56,9 @@ import Testing
   ]
 
   @Test(arguments: edits)
-  func aLedgerEditIsRefusedUntouchedWithTheRepair(_ edit: Edit) throws {
-    try SessionStore(path: path).logIn(as: "alice")
-    try ProcessRunner.sqlite3(path, edit.sql)
+  func aLedgerEditIsRefusedUntouchedWithTheRepair(_ edit: Edit) async throws {
+    try await SessionStore(path: path).logIn(as: "alice")
+    try await ProcessRunner.sqlite3(path, edit.sql)
     let before = try #require(fileBytes(path))
     for readOnly in [false, true] {
       let error = try #require(throws: SessionStorageError.self) {
@@ -76,14 +76,14 @@ import Testing
     ("DROP TABLE schema_migrations", "CREATE TABLE schema_migrations"),
     ("PRAGMA user_version = -1", "PRAGMA user_version = 3"),
   ])
-  func theRepairInTheMessageMakesTheFileUsableAgain(_ edit: String, _ repairStart: String) throws {
-    try SessionStore(path: path).logIn(as: "alice")
-    try ProcessRunner.sqlite3(path, edit)
+  func theRepairInTheMessageMakesTheFileUsableAgain(_ edit: String, _ repairStart: String) async throws {
+    try await SessionStore(path: path).logIn(as: "alice")
+    try await ProcessRunner.sqlite3(path, edit)
     let error = try #require(throws: SessionStorageError.self) { try SessionStore(path: path) }
     let repair = try #require(error.message.range(of: repairStart))
-    try ProcessRunner.sqlite3(path, String(error.message[repair.lowerBound...]))
+    try await ProcessRunner.sqlite3(path, String(error.message[repair.lowerBound...]))
     let store = try SessionStore(path: path)
     #expect(try store.check().allSatisfy { $0.verdict == .passed })
-    #expect(try store.rename(to: "bob")?.cursor == Cursor(2))
+    #expect(try await store.rename(to: "bob")?.cursor == Cursor(2))
   }
 }

@@ -4,60 +4,66 @@ import Testing
 
 /// The PostgreSQL server the tests use (`TestSupport.PostgresCluster`, `scripts/postgres-cluster`).
 @Suite struct PostgresClusterTests {
-  @Test func sharedServerAnswersOverTCPAndTheSocket() throws {
-    let cluster = try PostgresCluster.shared()
-    #expect(try cluster.psql("SELECT 1") == "1\n")
-    #expect(try cluster.psql("SELECT 1", socket: true) == "1\n")
+  @Test func sharedServerAnswersOverTCPAndTheSocket() async throws {
+    let cluster = try await PostgresCluster.shared()
+    #expect(try await cluster.psql("SELECT 1") == "1\n")
+    #expect(try await cluster.psql("SELECT 1", socket: true) == "1\n")
     // Over TCP the server has an address; over a Unix socket it has none.
-    #expect(try cluster.psql("SELECT inet_server_addr() IS NOT NULL") == "t\n")
+    #expect(try await cluster.psql("SELECT inet_server_addr() IS NOT NULL") == "t\n")
     if cluster.socketURL != cluster.url {
-      #expect(try cluster.psql("SELECT inet_server_addr() IS NULL", socket: true) == "t\n")
+      #expect(try await cluster.psql("SELECT inet_server_addr() IS NULL", socket: true) == "t\n")
     }
     // Tests open many connections at once.
-    #expect(try Int(cluster.psql("SHOW max_connections").trimmingCharacters(in: .newlines)) ?? 0 >= 200)
+    #expect(try await Int(cluster.psql("SHOW max_connections").trimmingCharacters(in: .newlines)) ?? 0 >= 200)
   }
 
-  @Test func psqlRunsInTheGivenSchemaAndReportsErrors() throws {
-    let cluster = try PostgresCluster.shared()
+  @Test func psqlRunsInTheGivenSchemaAndReportsErrors() async throws {
+    let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
     let schema = String(try #require(url.split(separator: "schema=").last))
-    try cluster.psql("CREATE SCHEMA \(schema)")
-    defer { _ = try? cluster.psql("DROP SCHEMA \(schema) CASCADE") }
-    let output = try cluster.psql(
-      "CREATE TABLE t (x int); INSERT INTO t VALUES (1), (2); SELECT current_schema(), sum(x) FROM t;",
-      schema: schema)
-    #expect(output == "\(schema)|3\n")
-    #expect(try cluster.psql("SELECT count(*) FROM \(schema).t") == "2\n")
-    let error = #expect(throws: (any Error).self) { try cluster.psql("SELECT * FROM no_such_table") }
-    #expect(String(describing: error).contains("no_such_table"))
+    try await cluster.psql("CREATE SCHEMA \(schema)")
+    try await withCleanup {
+      let output = try await cluster.psql(
+        "CREATE TABLE t (x int); INSERT INTO t VALUES (1), (2); SELECT current_schema(), sum(x) FROM t;",
+        schema: schema)
+      #expect(output == "\(schema)|3\n")
+      #expect(try await cluster.psql("SELECT count(*) FROM \(schema).t") == "2\n")
+      let error = await #expect(throws: (any Error).self) {
+        try await cluster.psql("SELECT * FROM no_such_table")
+      }
+      #expect(String(describing: error).contains("no_such_table"))
+    } cleanup: {
+      _ = try? await cluster.psql("DROP SCHEMA \(schema) CASCADE")
+    }
   }
 
-  @Test func aPrivateClusterRestartsOnTheSamePort() throws {
-    let cluster = try PostgresCluster.start()
-    defer { cluster.stop() }
-    let shared = try PostgresCluster.shared()
-    #expect(cluster.url != shared.url)
-    let port = try cluster.psql("SELECT inet_server_port()")
-    let started = try cluster.psql("SELECT pg_postmaster_start_time()")
-    try cluster.restart()
-    #expect(try cluster.psql("SELECT inet_server_port()") == port)
-    #expect(try cluster.psql("SELECT pg_postmaster_start_time()") != started)
-    #expect(try cluster.psql("SELECT 1", socket: true) == "1\n")
+  @Test func aPrivateClusterRestartsOnTheSamePort() async throws {
+    try await PostgresCluster.withPrivateCluster { cluster in
+      let shared = try await PostgresCluster.shared()
+      #expect(cluster.url != shared.url)
+      let port = try await cluster.psql("SELECT inet_server_port()")
+      let started = try await cluster.psql("SELECT pg_postmaster_start_time()")
+      try await cluster.restart()
+      #expect(try await cluster.psql("SELECT inet_server_port()") == port)
+      #expect(try await cluster.psql("SELECT pg_postmaster_start_time()") != started)
+      #expect(try await cluster.psql("SELECT 1", socket: true) == "1\n")
+    }
   }
 
-  @Test func aStoppedClusterIsGone() throws {
-    let cluster = try PostgresCluster.start()
-    #expect(try cluster.psql("SELECT 1") == "1\n")
-    cluster.stop()
-    let error = #expect(throws: (any Error).self) { try cluster.psql("SELECT 1") }
-    #expect(String(describing: error).contains("connection"))
-    let directory = try #require(
-      cluster.socketURL.split(separator: "host=").last?.split(separator: "&").first)
-    #expect(!FileManager.default.fileExists(atPath: String(directory)))
+  @Test func aStoppedClusterIsGone() async throws {
+    try await PostgresCluster.withPrivateCluster { cluster in
+      #expect(try await cluster.psql("SELECT 1") == "1\n")
+      await cluster.stop()
+      let error = await #expect(throws: (any Error).self) { try await cluster.psql("SELECT 1") }
+      #expect(String(describing: error).contains("connection"))
+      let directory = try #require(
+        cluster.socketURL.split(separator: "host=").last?.split(separator: "&").first)
+      #expect(!FileManager.default.fileExists(atPath: String(directory)))
+    }
   }
 
-  @Test func freshStoreURLsNameDistinctSchemas() throws {
-    let cluster = try PostgresCluster.shared()
+  @Test func freshStoreURLsNameDistinctSchemas() async throws {
+    let cluster = try await PostgresCluster.shared()
     let urls = (0..<200).map { _ in cluster.freshStoreURL() }
     #expect(Set(urls).count == urls.count)
     for url in urls {

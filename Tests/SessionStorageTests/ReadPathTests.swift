@@ -7,7 +7,7 @@ import Testing
 
 /// The read path reuses what it decoded before (``EntryDecoder``) and the bounds it read
 /// before (``SessionLog/bounds()``): every value must still be the one the file holds now.
-@Suite(.timeLimit(.minutes(1))) struct ReadPathTests {
+@Suite(.timeLimit(.minutes(10))) struct ReadPathTests {
   let dir: TemporaryDirectory
   let path: String
   let store: SessionStore

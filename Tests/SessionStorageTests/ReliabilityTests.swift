@@ -6,7 +6,7 @@ import Testing
 @testable import SessionStorage
 
 /// Failures SQLite can report mid-write leave the state and the feed consistent.
-@Suite(.timeLimit(.minutes(2))) struct ReliabilityTests {
+@Suite(.timeLimit(.minutes(10))) struct ReliabilityTests {
   let dir: TemporaryDirectory
   let path: String
 

@@ -9,7 +9,7 @@ import Testing
 /// History that changes under a subscriber — a restore of an older backup, a sequence
 /// reset by hand, a file replaced — ends it with a typed error instead of skipping or
 /// repeating cursors; `values()` takes a new snapshot.
-@Suite(.timeLimit(.minutes(1))) struct RewrittenHistoryTests {
+@Suite(.timeLimit(.minutes(10))) struct RewrittenHistoryTests {
   let dir: TemporaryDirectory
   let path: String
   let store: SessionStore
@@ -40,12 +40,12 @@ import Testing
 
   @Test func aRestoreOfAnOlderBackupEndsASubscriberThatHadSeenMore() async throws {
     try rename(["a", "b", "c"])
-    try ProcessRunner.sqlite3(path, ".backup '\(dir.file("backup.db"))'")
+    try await ProcessRunner.sqlite3(path, ".backup '\(dir.file("backup.db"))'")
     try rename(["d", "e", "f", "g", "h"])
     let changes = try store.changes(from: .beginning)
     let ending = Task { await next(after: 8, of: changes) }
     try await Task.sleep(for: .milliseconds(200))
-    try ProcessRunner.sqlite3(path, ".restore '\(dir.file("backup.db"))'")
+    try await ProcessRunner.sqlite3(path, ".restore '\(dir.file("backup.db"))'")
     let error = try #require(await ending.value as? FeedError)
     guard case .historyRewritten(let cursor, let reason) = error else {
       Issue.record("\(error)")
@@ -60,12 +60,12 @@ import Testing
   /// the entry at its cursor is not the one it saw.
   @Test func cursorsHandedOutAgainAfterARestoreAreNotDelivered() async throws {
     try rename(["a", "b", "c"])
-    try ProcessRunner.sqlite3(path, ".backup '\(dir.file("backup.db"))'")
+    try await ProcessRunner.sqlite3(path, ".backup '\(dir.file("backup.db"))'")
     try rename(["d", "e"])
     let changes = try store.changes(from: .beginning)
     var iterator = changes.makeAsyncIterator()
     for _ in 0..<5 { _ = try await iterator.next() }
-    try ProcessRunner.sqlite3(path, ".restore '\(dir.file("backup.db"))'")
+    try await ProcessRunner.sqlite3(path, ".restore '\(dir.file("backup.db"))'")
     try rename(["x", "y", "z"])  // cursors 4, 5 and 6 again, other changes
     do {
       let entry = try await iterator.next()
@@ -87,7 +87,7 @@ import Testing
     let ending = Task { await next(after: 5, of: changes) }
     try await Task.sleep(for: .milliseconds(200))
     _ = try store.compact(keepingLast: 0)
-    try ProcessRunner.sqlite3(path, "UPDATE sqlite_sequence SET seq = 0 WHERE name = 'session_changes'")
+    try await ProcessRunner.sqlite3(path, "UPDATE sqlite_sequence SET seq = 0 WHERE name = 'session_changes'")
     try rename(["f"])
     let error = try #require(await ending.value as? FeedError)
     guard case .historyRewritten(_, let reason) = error else {
@@ -99,7 +99,7 @@ import Testing
 
   @Test func valuesTakeANewSnapshotAfterARestore() async throws {
     try await store.logIn(as: "old")
-    try ProcessRunner.sqlite3(path, ".backup '\(dir.file("backup.db"))'")
+    try await ProcessRunner.sqlite3(path, ".backup '\(dir.file("backup.db"))'")
     try rename(["new1", "new2"])
     let values = store.values()
     let seen = Mutex<[String?]>([])
@@ -110,7 +110,7 @@ import Testing
       }
     }
     #expect(await eventually { seen.withLock { $0 } == ["new2"] })  // the first snapshot
-    try ProcessRunner.sqlite3(path, ".restore '\(dir.file("backup.db"))'")
+    try await ProcessRunner.sqlite3(path, ".restore '\(dir.file("backup.db"))'")
     try await following.value
     #expect(seen.withLock { $0 } == ["new2", "old"])
   }
@@ -160,11 +160,11 @@ import Testing
   @Test func resumingAfterAnEntryThatARestoreReplacedFails() async throws {
     try rename(["a", "b", "c"])
     let kept = try #require(try store.history(from: .beginning, limit: 10).last)
-    try ProcessRunner.sqlite3(path, ".backup '\(dir.file("backup.db"))'")
+    try await ProcessRunner.sqlite3(path, ".backup '\(dir.file("backup.db"))'")
     try rename(["d", "e"])
     let saved = try #require(try store.history(from: .beginning, limit: 10).last)
     #expect(saved.cursor == Cursor(5))
-    try ProcessRunner.sqlite3(path, ".restore '\(dir.file("backup.db"))'")
+    try await ProcessRunner.sqlite3(path, ".restore '\(dir.file("backup.db"))'")
     try rename(["x", "y", "z"])
     for attempt in [
       { _ = try store.changes(from: .afterEntry(saved.cursor, time: saved.time)) },
@@ -193,11 +193,11 @@ import Testing
   }
 
   /// `check` says when the sequence was reset below the newest cursor ever written.
-  @Test func aSequenceResetIsReportedByCheck() throws {
+  @Test func aSequenceResetIsReportedByCheck() async throws {
     try rename(["a", "b"])
     _ = try store.compact(keepingLast: 0)
     #expect(try store.check().allSatisfy { $0.verdict == .passed })
-    try ProcessRunner.sqlite3(path, "UPDATE sqlite_sequence SET seq = 0 WHERE name = 'session_changes'")
+    try await ProcessRunner.sqlite3(path, "UPDATE sqlite_sequence SET seq = 0 WHERE name = 'session_changes'")
     let continuity = try #require(try store.check().first { $0.check == .continuity })
     #expect(continuity.verdict == .failed)
     #expect(continuity.detail.contains("the newest cursor written was 2 but the head is now 0"))

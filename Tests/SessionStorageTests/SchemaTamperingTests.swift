@@ -8,7 +8,7 @@ import Testing
 /// A schema changed by hand (a trigger dropped, added or altered, a table or index dropped,
 /// added or altered) is refused before a byte is written, with the object named and the
 /// repair; `check` reports it; a write never returns an entry it did not create.
-@Suite(.timeLimit(.minutes(1))) struct SchemaTamperingTests {
+@Suite(.timeLimit(.minutes(10))) struct SchemaTamperingTests {
   let dir: TemporaryDirectory
   let path: String
 
@@ -75,9 +75,9 @@ import Testing
   ]
 
   @Test(arguments: tamperings)
-  func aTamperedSchemaIsRefusedUntouchedAndNamed(_ tampering: Tampering) throws {
+  func aTamperedSchemaIsRefusedUntouchedAndNamed(_ tampering: Tampering) async throws {
     try makeClosedStore()
-    try ProcessRunner.sqlite3(path, tampering.sql)
+    try await ProcessRunner.sqlite3(path, tampering.sql)
     let before = try #require(fileBytes(path))
     let error = try #require(throws: SessionStorageError.self) { try SessionStore(path: path) }
     #expect(error.code == .tamperedSchema)
@@ -100,35 +100,35 @@ import Testing
     #expect(fileBytes(path) == before)
   }
 
-  @Test func theMigrationsTriggerRecreatedByHandIsAccepted() throws {
+  @Test func theMigrationsTriggerRecreatedByHandIsAccepted() async throws {
     try makeClosedStore()
     let sql = Self.feedTriggerSQL
     #expect(sql.hasSuffix("END;"))
     // Spacing and the case of keywords do not matter; the statement's meaning does.
     let respaced = sql.replacingOccurrences(of: "\n  ", with: "\n\t   ").replacingOccurrences(
       of: "CREATE TRIGGER", with: "create   trigger")
-    try ProcessRunner.sqlite3(path, "DROP TRIGGER session_feed; \(respaced)")
+    try await ProcessRunner.sqlite3(path, "DROP TRIGGER session_feed; \(respaced)")
     let store = try SessionStore(path: path)
     #expect(try store.check().allSatisfy { $0.verdict == .passed })
-    try ProcessRunner.sqlite3(path, "UPDATE session SET username = 'bob'")
+    try await ProcessRunner.sqlite3(path, "UPDATE session SET username = 'bob'")
     #expect(try store.history().map(\.after.username) == ["alice", "bob"])
   }
 
-  @Test func statisticsFromAnalyzeAreNotTampering() throws {
+  @Test func statisticsFromAnalyzeAreNotTampering() async throws {
     try makeClosedStore()
-    try ProcessRunner.sqlite3(path, "ANALYZE; PRAGMA optimize;")
-    #expect(try SessionStore(path: path).rename(to: "bob")?.cursor == Cursor(2))
+    try await ProcessRunner.sqlite3(path, "ANALYZE; PRAGMA optimize;")
+    #expect(try await SessionStore(path: path).rename(to: "bob")?.cursor == Cursor(2))
   }
 
-  @Test func aWriteOnlyReturnsTheEntryItCreated() throws {
+  @Test func aWriteOnlyReturnsTheEntryItCreated() async throws {
     let store = try SessionStore(path: path, options: .init(origin: "test"))
-    let first = try #require(try store.logIn(as: "alice"))
+    let first = try #require(try await store.logIn(as: "alice"))
     #expect(first.cursor == Cursor(1))
     // Changed while the store is open: the write must not report change 1 as its own.
-    try ProcessRunner.sqlite3(path, "DROP TRIGGER session_feed")
+    try await ProcessRunner.sqlite3(path, "DROP TRIGGER session_feed")
     let error = try #require(throws: SessionStorageError.self) { try store.rename(to: "bob") }
     #expect(error.code == .tamperedSchema)
     #expect(error.message.contains("session_feed"))
-    #expect(try ProcessRunner.sqlite3(path, "SELECT username FROM session") == "alice\n")
+    #expect(try await ProcessRunner.sqlite3(path, "SELECT username FROM session") == "alice\n")
   }
 }

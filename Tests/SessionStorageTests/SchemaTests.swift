@@ -22,32 +22,34 @@ import Testing
     try prepare(store)
   }
 
-  @Test func migrationsApplyOnceAndAReopenAppliesNothing() throws {
+  @Test func migrationsApplyOnceAndAReopenAppliesNothing() async throws {
     let first = try SessionStore(path: path)
     #expect(first.appliedMigrations == Migrator.known)
     #expect(Migrator.known.map(\.version) == Array(1...Migrator.known.count))
     let second = try SessionStore(path: path)
     #expect(second.appliedMigrations.isEmpty)
     #expect(
-      try ProcessRunner.sqlite3(path, "SELECT count(*) FROM schema_migrations") == "\(Migrator.known.count)\n"
+      try await ProcessRunner.sqlite3(path, "SELECT count(*) FROM schema_migrations")
+        == "\(Migrator.known.count)\n"
     )
-    #expect(try ProcessRunner.sqlite3(path, "PRAGMA user_version") == "\(Migrator.known.count)\n")
-    #expect(try ProcessRunner.sqlite3(path, "PRAGMA journal_mode") == "wal\n")
+    #expect(try await ProcessRunner.sqlite3(path, "PRAGMA user_version") == "\(Migrator.known.count)\n")
+    #expect(try await ProcessRunner.sqlite3(path, "PRAGMA journal_mode") == "wal\n")
   }
 
-  @Test func theRecordedChecksumIsTheSHA256OfTheMigrationFile() throws {
+  @Test func theRecordedChecksumIsTheSHA256OfTheMigrationFile() async throws {
     try makeClosedStore()
-    let recorded = try ProcessRunner.sqlite3(path, "SELECT checksum FROM schema_migrations WHERE version = 1")
+    let recorded = try await ProcessRunner.sqlite3(
+      path, "SELECT checksum FROM schema_migrations WHERE version = 1")
     let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
       .deletingLastPathComponent().appendingPathComponent("migrations/0001_session_and_feed.sql").path
-    let expected = try ProcessRunner.run("/usr/bin/sha256sum", [source]).stdout.prefix(64)
+    let expected = try await ProcessRunner.run("/usr/bin/sha256sum", [source]).stdout.prefix(64)
     #expect(recorded.trimmingCharacters(in: .whitespacesAndNewlines) == String(expected))
   }
 
   /// How a file is spoiled before a refused open, and the error it must give.
   struct Refusal: Sendable, CustomTestStringConvertible {
     let name: String
-    let spoil: @Sendable (String) throws -> Void
+    let spoil: @Sendable (String) async throws -> Void
     let code: SessionStorageError.Code
     let message: String
     var testDescription: String { name }
@@ -55,18 +57,18 @@ import Testing
 
   static let refusals: [Refusal] = [
     Refusal(
-      name: "newer schema", spoil: { try ProcessRunner.sqlite3($0, "PRAGMA user_version = 99") },
+      name: "newer schema", spoil: { try await ProcessRunner.sqlite3($0, "PRAGMA user_version = 99") },
       code: .newerSchema,
       message: "newer than this build knows"),
     Refusal(
       name: "newer migration record",
       spoil: {
-        try ProcessRunner.sqlite3(
+        try await ProcessRunner.sqlite3(
           $0, "INSERT INTO schema_migrations VALUES (4, '0004_future', 'abc', '2030-01-01T00:00:00.000Z')")
       }, code: .newerSchema, message: "0004_future"),
     Refusal(
       name: "checksum mismatch",
-      spoil: { try ProcessRunner.sqlite3($0, "UPDATE schema_migrations SET checksum = 'deadbeef'") },
+      spoil: { try await ProcessRunner.sqlite3($0, "UPDATE schema_migrations SET checksum = 'deadbeef'") },
       code: .checksumMismatch, message: "does not match"),
     Refusal(
       name: "not a database",
@@ -79,7 +81,7 @@ import Testing
       name: "someone else's database",
       spoil: {
         try FileManager.default.removeItem(atPath: $0)
-        try ProcessRunner.sqlite3($0, "CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+        try await ProcessRunner.sqlite3($0, "CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
       }, code: .foreignDatabase, message: "no schema_migrations table"),
     Refusal(
       name: "empty file", spoil: { try Data().write(to: URL(fileURLWithPath: $0)) }, code: .notADatabase,
@@ -87,9 +89,9 @@ import Testing
   ]
 
   @Test(arguments: refusals)
-  func refusedFilesStayByteIdentical(_ refusal: Refusal) throws {
+  func refusedFilesStayByteIdentical(_ refusal: Refusal) async throws {
     try makeClosedStore { try $0.logIn(as: "alice") }
-    try refusal.spoil(path)
+    try await refusal.spoil(path)
     let before = try #require(fileBytes(path))
     let error = try #require(throws: SessionStorageError.self) { try SessionStore(path: path) }
     #expect(error.code == refusal.code)
@@ -116,54 +118,57 @@ import Testing
     #expect(!FileManager.default.fileExists(atPath: path))
   }
 
-  @Test func readOnlyOpenRefusesAFileThatNeedsMigrating() throws {
-    try ProcessRunner.sqlite3(path, "PRAGMA user_version = 0")  // an empty database: no tables yet
+  @Test func readOnlyOpenRefusesAFileThatNeedsMigrating() async throws {
+    try await ProcessRunner.sqlite3(path, "PRAGMA user_version = 0")  // an empty database: no tables yet
     let error = try #require(throws: SessionStorageError.self) {
       try SessionStore(path: path, options: .init(readOnly: true))
     }
     #expect(error.code == .needsMigration)
-    #expect(try ProcessRunner.sqlite3(path, "SELECT count(*) FROM sqlite_master") == "0\n")
+    #expect(try await ProcessRunner.sqlite3(path, "SELECT count(*) FROM sqlite_master") == "0\n")
   }
 
-  @Test func aSqlite3ShellUpdateWritesExactlyOneExternalChange() throws {
+  @Test func aSqlite3ShellUpdateWritesExactlyOneExternalChange() async throws {
     try makeClosedStore()
-    try ProcessRunner.sqlite3(path, "UPDATE session SET username = 'mark', is_logged_in = 1")
-    let rows = try ProcessRunner.sqlite3(
+    try await ProcessRunner.sqlite3(path, "UPDATE session SET username = 'mark', is_logged_in = 1")
+    let rows = try await ProcessRunner.sqlite3(
       path,
       "SELECT seq, origin, old_username, new_username, old_is_logged_in, new_is_logged_in FROM session_changes"
     )
     #expect(rows == "1|external||mark|0|1\n")
-    #expect(try ProcessRunner.sqlite3(path, "SELECT updated_by FROM session") == "external\n")
+    #expect(try await ProcessRunner.sqlite3(path, "SELECT updated_by FROM session") == "external\n")
   }
 
-  @Test func aLibraryWriteNamesItsOrigin() throws {
+  @Test func aLibraryWriteNamesItsOrigin() async throws {
     try makeClosedStore { try $0.logIn(as: "alice") }
-    #expect(try ProcessRunner.sqlite3(path, "SELECT origin FROM session_changes") == "test\n")
+    #expect(try await ProcessRunner.sqlite3(path, "SELECT origin FROM session_changes") == "test\n")
   }
 
-  @Test func aNoOpUpdateAddsNoRow() throws {
+  @Test func aNoOpUpdateAddsNoRow() async throws {
     try makeClosedStore { try $0.logIn(as: "alice") }
-    try ProcessRunner.sqlite3(path, "UPDATE session SET username = username, is_logged_in = is_logged_in")
-    try ProcessRunner.sqlite3(path, "UPDATE session SET updated_by = 'someone'")
-    #expect(try ProcessRunner.sqlite3(path, "SELECT count(*) FROM session_changes") == "1\n")
+    try await ProcessRunner.sqlite3(
+      path, "UPDATE session SET username = username, is_logged_in = is_logged_in")
+    try await ProcessRunner.sqlite3(path, "UPDATE session SET updated_by = 'someone'")
+    #expect(try await ProcessRunner.sqlite3(path, "SELECT count(*) FROM session_changes") == "1\n")
   }
 
-  @Test func deletingTheRowOrAddingASecondIsRefused() throws {
+  @Test func deletingTheRowOrAddingASecondIsRefused() async throws {
     try makeClosedStore()
-    let delete = try ProcessRunner.run("/usr/bin/sqlite3", [path, "DELETE FROM session"])
+    let delete = try await ProcessRunner.run("/usr/bin/sqlite3", [path, "DELETE FROM session"])
     #expect(delete.status != 0)
     #expect(delete.stderr.contains("cannot be deleted"))
-    let insert = try ProcessRunner.run("/usr/bin/sqlite3", [path, "INSERT INTO session (id) VALUES (2)"])
+    let insert = try await ProcessRunner.run(
+      "/usr/bin/sqlite3", [path, "INSERT INTO session (id) VALUES (2)"])
     #expect(insert.status != 0)
-    #expect(try ProcessRunner.sqlite3(path, "SELECT count(*) FROM session") == "1\n")
-    let badState = try ProcessRunner.run("/usr/bin/sqlite3", [path, "UPDATE session SET is_logged_in = 2"])
+    #expect(try await ProcessRunner.sqlite3(path, "SELECT count(*) FROM session") == "1\n")
+    let badState = try await ProcessRunner.run(
+      "/usr/bin/sqlite3", [path, "UPDATE session SET is_logged_in = 2"])
     #expect(badState.status != 0)
   }
 
-  @Test func aRolledBackWriteLeavesNoRowAndNoGap() throws {
+  @Test func aRolledBackWriteLeavesNoRowAndNoGap() async throws {
     let store = try SessionStore(path: path)
-    let first = try #require(try store.logIn(as: "alice"))
-    try ProcessRunner.sqlite3(path, "BEGIN; UPDATE session SET username = 'ghost'; ROLLBACK;")
+    let first = try #require(try await store.logIn(as: "alice"))
+    try await ProcessRunner.sqlite3(path, "BEGIN; UPDATE session SET username = 'ghost'; ROLLBACK;")
     let connection = try Connection(path: path, mode: .readWrite)
     struct Abort: Error {}
     #expect(throws: Abort.self) {
@@ -172,7 +177,7 @@ import Testing
         throw Abort()
       }
     }
-    let second = try #require(try store.rename(to: "bob"))
+    let second = try #require(try await store.rename(to: "bob"))
     #expect(second.cursor == first.cursor.next)
     #expect(try store.history().map(\.after.username) == ["alice", "bob"])
   }
@@ -186,16 +191,16 @@ import Testing
     }
   }
 
-  @Test func cursorsNeverRepeatAfterEveryChangeRowIsDeleted() throws {
+  @Test func cursorsNeverRepeatAfterEveryChangeRowIsDeleted() async throws {
     let store = try SessionStore(path: path)
-    try store.logIn(as: "alice")
-    try store.logOut()
-    let last = try #require(try store.logIn(as: "bob"))
-    try ProcessRunner.sqlite3(path, "DELETE FROM session_changes")
-    let next = try #require(try store.logOut())
+    try await store.logIn(as: "alice")
+    try await store.logOut()
+    let last = try #require(try await store.logIn(as: "bob"))
+    try await ProcessRunner.sqlite3(path, "DELETE FROM session_changes")
+    let next = try #require(try await store.logOut())
     #expect(next.cursor == last.cursor.next)
     let compacted = try store.compact(keepingLast: 0)
     #expect(compacted.bounds.head == next.cursor)
-    #expect(try store.logIn(as: "carol")?.cursor == next.cursor.next)
+    #expect(try await store.logIn(as: "carol")?.cursor == next.cursor.next)
   }
 }

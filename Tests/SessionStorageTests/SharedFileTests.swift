@@ -7,7 +7,7 @@ import Testing
 
 /// One process opening one file several times: the instances share one set of
 /// connections, and nothing another process does can make an acknowledged write vanish.
-@Suite(.timeLimit(.minutes(2))) struct SharedFileTests {
+@Suite(.timeLimit(.minutes(10))) struct SharedFileTests {
   let dir: TemporaryDirectory
   let path: String
 
@@ -39,12 +39,12 @@ import Testing
     }
   }
 
-  func visit(_ visitor: Visitor, username: String) throws {
+  func visit(_ visitor: Visitor, username: String) async throws {
     switch visitor {
     case .sqlite3Shell:
-      try ProcessRunner.sqlite3(path, "UPDATE session SET username = '\(username)'")
+      try await ProcessRunner.sqlite3(path, "UPDATE session SET username = '\(username)'")
     case .sessionctl:
-      let result = try ProcessRunner.run(
+      let result = try await ProcessRunner.run(
         ProcessRunner.product("sessionctl"), ["--db", path, "rename", username])
       #expect(result.status == 0, "\(result.stderr)")
     }
@@ -55,25 +55,25 @@ import Testing
   /// process must see every one of them.
   @Test(arguments: Spelling.allCases, Visitor.allCases)
   func aSecondInstanceThenAnotherProcessLosesNoAcknowledgedWrite(spelling: Spelling, visitor: Visitor)
-    throws
+    async throws
   {
     for holdSecond in [false, true] {
       try? FileManager.default.removeItem(atPath: dir.file("link.db"))
       for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
       let first = try SessionStore(path: path)
-      try first.logIn(as: "one")
+      try await first.logIn(as: "one")
       var held: SessionStore?
       do {
         let second = try SessionStore(path: try spelled(spelling))
-        try second.rename(to: "two")
+        try await second.rename(to: "two")
         if holdSecond { held = second }
       }
-      try visit(visitor, username: "visitor")
+      try await visit(visitor, username: "visitor")
       var acknowledged: [Int64] = []
       for index in 0..<20 {
-        acknowledged.append(try #require(try first.rename(to: "n\(index)")).cursor.value)
+        await acknowledged.append(try #require(try first.rename(to: "n\(index)")).cursor.value)
       }
-      let seen = try ProcessRunner.sqlite3(
+      let seen = try await ProcessRunner.sqlite3(
         path,
         "SELECT username FROM session; SELECT group_concat(seq) FROM session_changes WHERE seq >= \(acknowledged[0])"
       )

@@ -5,7 +5,7 @@ import Testing
 /// The README's library and view-model snippets, verbatim, in a new package that depends on
 /// this one by path, as a newcomer would paste them: they compile, and they run to the end
 /// against a default location in a fresh home.
-@Suite(.timeLimit(.minutes(10))) struct SnippetTests {
+@Suite(.timeLimit(.minutes(30))) struct SnippetTests {
   static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     .deletingLastPathComponent().deletingLastPathComponent().path
 
@@ -57,14 +57,14 @@ import Testing
     try manifest.replacingOccurrences(of: "package: \"main\"", with: "package: \"\(Self.packageIdentity)\"")
       .write(toFile: package + "/Package.swift", atomically: true, encoding: .utf8)
     let build = try await ProcessRunner.runDetached(
-      "/usr/bin/env", ["swift", "build", "--package-path", package], timeout: .seconds(500))
+      "/usr/bin/env", ["swift", "build", "--package-path", package], timeout: .seconds(1500))
     #expect(build.status == 0, "\(build.stdout)\n\(build.stderr)")
     guard build.status == 0 else { return }
     let home = dir.file("home")
     try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
     let environment = ["HOME": home, "XDG_DATA_HOME": ""]
     let library = try await ProcessRunner.runDetached(
-      package + "/.build/debug/library", [], environment: environment, timeout: .seconds(60))
+      package + "/.build/debug/library", [], environment: environment, timeout: .seconds(300))
     #expect(library.status == 0, "\(library.stderr)")
     let lines = library.stdout.split(separator: "\n").map(String.init)
     #expect(lines.first?.hasPrefix("snapshot at 0: (none), logged out, updated ") == true, "\(lines)")
@@ -75,7 +75,7 @@ import Testing
     #expect(FileManager.default.fileExists(atPath: home + "/.local/share/sessionctl/session.db"))
 
     let models = try await ProcessRunner.runDetached(
-      package + "/.build/debug/viewmodels", [], environment: environment, timeout: .seconds(60))
+      package + "/.build/debug/viewmodels", [], environment: environment, timeout: .seconds(300))
     #expect(models.status == 0, "\(models.stderr)")
     #expect(models.stdout == "Hello, alice\nsigned out\nHello, mark\nSigned out\n")
   }

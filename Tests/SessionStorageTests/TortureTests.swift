@@ -5,7 +5,7 @@ import Testing
 /// The torture driver at CI size: crashes, concurrency with an outside client, and a
 /// batch of random argument vectors against sessionctl. Each scenario verifies the file
 /// through a fresh store; the test also reads it with the independent sqlite3 shell.
-@Suite(.timeLimit(.minutes(10))) struct TortureTests {
+@Suite(.timeLimit(.minutes(30))) struct TortureTests {
   static let torture = ProcessRunner.product("sessiontorture")
   let dir: TemporaryDirectory
   let path: String
@@ -18,20 +18,20 @@ import Testing
   /// Runs a scenario; returns its JSON summary.
   func scenario(_ arguments: [String]) async throws -> [String: Any] {
     let result = try await ProcessRunner.runDetached(
-      Self.torture, arguments + ["--db", path], timeout: .seconds(540))
+      Self.torture, arguments + ["--db", path], timeout: .seconds(1500))
     #expect(result.status == 0, "\(result.stderr)")
     let summary = try #require(result.stdout.split(separator: "\n").last)
     return try #require(try JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any])
   }
 
   /// What the sqlite3 shell says about the file: integrity, and cursors without holes.
-  func independentlyConsistent() throws {
-    #expect(try ProcessRunner.sqlite3(path, "PRAGMA integrity_check") == "ok\n")
+  func independentlyConsistent() async throws {
+    #expect(try await ProcessRunner.sqlite3(path, "PRAGMA integrity_check") == "ok\n")
     #expect(
-      try ProcessRunner.sqlite3(
+      try await ProcessRunner.sqlite3(
         path, "SELECT count(*) = coalesce(max(seq) - min(seq) + 1, 0) FROM session_changes") == "1\n")
     // The state equals the newest change's `after` (when compaction left one).
-    let newest = try ProcessRunner.sqlite3(
+    let newest = try await ProcessRunner.sqlite3(
       path,
       "SELECT coalesce((SELECT new_username IS username AND new_is_logged_in = is_logged_in "
         + "FROM session_changes ORDER BY seq DESC LIMIT 1), 1) FROM session")
@@ -43,7 +43,7 @@ import Testing
     #expect(summary["trials"] as? Int == 50)
     #expect(summary["problems"] as? Int == 0)
     #expect((summary["acknowledged"] as? Int ?? 0) > 0)
-    try independentlyConsistent()
+    try await independentlyConsistent()
   }
 
   @Test func writersReadersSubscribersAndAnOutsideClientAtOnce() async throws {
@@ -53,9 +53,9 @@ import Testing
     #expect(summary["changes"] as? Int == 1100)
     #expect(summary["problems"] as? Int == 0)
     #expect(
-      try ProcessRunner.sqlite3(path, "SELECT count(*) FROM session_changes WHERE origin = 'external'")
+      try await ProcessRunner.sqlite3(path, "SELECT count(*) FROM session_changes WHERE origin = 'external'")
         == "100\n")
-    try independentlyConsistent()
+    try await independentlyConsistent()
   }
 
   /// The chaos driver with fixed seeds: instances opened and released by path, link and
@@ -72,7 +72,7 @@ import Testing
     #expect(summary["problems"] as? Int == 0)
     #expect(summary["acknowledged"] as? Int ?? 0 > 50)
     #expect(summary["delivered"] as? Int ?? 0 > 50)
-    try independentlyConsistent()
+    try await independentlyConsistent()
   }
 
   /// The same driver as an unprivileged user (`nobody` when the suite runs as root), in a
@@ -86,7 +86,7 @@ import Testing
       [
         "chaos", "--seed", "20261201", "--steps", "300", "--db", place + "/session.db", "--sessionctl",
         try Unprivileged.product("sessionctl"),
-      ], home: place, timeout: .seconds(300))
+      ], home: place, timeout: .seconds(1500))
     #expect(result.status == 0, "\(result.stderr)")
     #expect(result.stdout.contains(#""steps":300"#))
     #expect(result.stdout.contains(#""problems":0"#))
@@ -99,6 +99,6 @@ import Testing
     ])
     #expect(summary["vectors"] as? Int ?? 0 >= 10_000)
     #expect(summary["problems"] as? Int == 0)
-    try independentlyConsistent()
+    try await independentlyConsistent()
   }
 }

@@ -8,7 +8,7 @@ import Testing
 /// `check` finds a session row that no change explains — a write that bypassed the feed
 /// trigger — also after compaction deleted every change, and times that are not the feed's
 /// ISO-8601 format.
-@Suite(.timeLimit(.minutes(1))) struct UnexplainedStateTests {
+@Suite(.timeLimit(.minutes(10))) struct UnexplainedStateTests {
   let dir: TemporaryDirectory
   let path: String
 
@@ -23,13 +23,13 @@ import Testing
   /// A way to change `username` without the session_feed trigger.
   struct Bypass: Sendable, CustomTestStringConvertible {
     let name: String
-    let run: @Sendable (String) throws -> Void
+    let run: @Sendable (String) async throws -> Void
     var testDescription: String { name }
   }
 
   static let bypasses: [Bypass] = [
     Bypass(name: "trigger dropped, update, trigger re-created") { path in
-      try ProcessRunner.sqlite3(
+      try await ProcessRunner.sqlite3(
         path, "DROP TRIGGER session_feed; UPDATE session SET username = 'mallo'; \(feedTriggerSQL)")
     },
     Bypass(name: "incremental blob I/O (Python)") { path in
@@ -41,7 +41,7 @@ import Testing
         con.commit()
         con.close()
         """
-      let result = try ProcessRunner.run("/usr/bin/python3", ["-c", script, path])
+      let result = try await ProcessRunner.run("/usr/bin/python3", ["-c", script, path])
       #expect(result.status == 0, "python: \(result.stderr)")
     },
   ]
@@ -51,13 +51,13 @@ import Testing
   }
 
   @Test(arguments: bypasses)
-  func aWriteThatBypassedTheTriggerIsFoundEvenAfterCompactingEverything(_ bypass: Bypass) throws {
+  func aWriteThatBypassedTheTriggerIsFoundEvenAfterCompactingEverything(_ bypass: Bypass) async throws {
     let store = try SessionStore(path: path, options: .init(origin: "test"))
-    try store.logIn(as: "alice")
-    try store.logOut()
+    try await store.logIn(as: "alice")
+    try await store.logOut()
     #expect(try store.compact(keepingLast: 0).bounds.oldest == nil)
     #expect(try state(store).verdict == .passed)
-    try bypass.run(path)
+    try await bypass.run(path)
     #expect(try store.state.username == "mallo")
     let afterCompaction = try state(store)
     #expect(afterCompaction.verdict == .failed, "\(afterCompaction.detail)")
@@ -67,38 +67,38 @@ import Testing
   }
 
   @Test(arguments: bypasses)
-  func aWriteThatBypassedTheTriggerIsFoundBeforeCompactingAndAfter(_ bypass: Bypass) throws {
+  func aWriteThatBypassedTheTriggerIsFoundBeforeCompactingAndAfter(_ bypass: Bypass) async throws {
     let store = try SessionStore(path: path, options: .init(origin: "test"))
-    try store.logIn(as: "alice")
-    try bypass.run(path)
+    try await store.logIn(as: "alice")
+    try await bypass.run(path)
     #expect(try state(store).verdict == .failed)
     _ = try store.compact(keepingLast: 0)
     #expect(try state(store).verdict == .failed)
   }
 
-  @Test func aHealthyStorePassesAfterCompactingEverything() throws {
+  @Test func aHealthyStorePassesAfterCompactingEverything() async throws {
     let store = try SessionStore(path: path, options: .init(origin: "test"))
     #expect(try store.check().allSatisfy { $0.verdict == .passed })
-    try store.logIn(as: "alice")
+    try await store.logIn(as: "alice")
     _ = try store.compact(keepingLast: 0)
     #expect(try store.check().allSatisfy { $0.verdict == .passed })
-    try ProcessRunner.sqlite3(path, "UPDATE session SET is_logged_in = 0")
-    try ProcessRunner.sqlite3(path, "DELETE FROM session_changes")
+    try await ProcessRunner.sqlite3(path, "UPDATE session SET is_logged_in = 0")
+    try await ProcessRunner.sqlite3(path, "DELETE FROM session_changes")
     #expect(try store.check().allSatisfy { $0.verdict == .passed })
-    #expect(try store.logOut() == nil)
-    #expect(try store.rename(to: "bob")?.cursor == Cursor(3))
+    #expect(try await store.logOut() == nil)
+    #expect(try await store.rename(to: "bob")?.cursor == Cursor(3))
     #expect(try store.check().allSatisfy { $0.verdict == .passed })
   }
 
   /// A file as the build before migration 0002 left it, with `sql` run by the shell.
-  func makeVersion1File(_ sql: String) throws {
+  func makeVersion1File(_ sql: String) async throws {
     let connection = try Connection(path: path, mode: .readWriteCreate)
     try connection.configure(.full)
     try connection.transaction(.immediate) {
       try Migrator.apply(Migrator.known[0], on: connection, now: Timestamp.now)
     }
     connection.close()
-    if !sql.isEmpty { try ProcessRunner.sqlite3(path, sql) }
+    if !sql.isEmpty { try await ProcessRunner.sqlite3(path, sql) }
   }
 
   @Test(arguments: [
@@ -110,10 +110,12 @@ import Testing
       false, "bypassed"
     ),
   ])
-  func upgradingAFileSeedsTheTipFromWhatTheFeedKnows(_ sql: String, _ passes: Bool, _ detail: String) throws {
-    try makeVersion1File(sql)
+  func upgradingAFileSeedsTheTipFromWhatTheFeedKnows(_ sql: String, _ passes: Bool, _ detail: String)
+    async throws
+  {
+    try await makeVersion1File(sql)
     if !passes {  // put the trigger back: only the state is unexplained, not the schema
-      try ProcessRunner.sqlite3(path, Self.feedTriggerSQL)
+      try await ProcessRunner.sqlite3(path, Self.feedTriggerSQL)
     }
     let store = try SessionStore(path: path)
     #expect(store.appliedMigrations.map(\.name) == ["0002_feed_tip", "0003_retention"])
@@ -122,26 +124,26 @@ import Testing
     #expect(state.detail.contains(detail), "\(state.detail)")
   }
 
-  @Test func timesThatAreNotTheFeedsFormatAreReported() throws {
+  @Test func timesThatAreNotTheFeedsFormatAreReported() async throws {
     let store = try SessionStore(path: path, options: .init(origin: "test"))
-    try store.logIn(as: "alice")
-    try store.logOut()
+    try await store.logIn(as: "alice")
+    try await store.logOut()
     let times = { try #require(try store.check().first { $0.check == .times }) }
     #expect(try times().verdict == .passed)
-    try ProcessRunner.sqlite3(path, "UPDATE session_changes SET at = 'yesterday' WHERE seq = 1")
-    try ProcessRunner.sqlite3(
+    try await ProcessRunner.sqlite3(path, "UPDATE session_changes SET at = 'yesterday' WHERE seq = 1")
+    try await ProcessRunner.sqlite3(
       path, "UPDATE session_changes SET old_updated_at = '2026-01-01 10:00:00' WHERE seq = 2")
     let found = try times()
     #expect(found.verdict == .failed)
     #expect(found.detail.contains("2 times"), "\(found.detail)")
     #expect(found.detail.contains("'yesterday'"), "\(found.detail)")
     #expect(found.detail.contains("'2026-01-01 10:00:00'"), "\(found.detail)")
-    try ProcessRunner.sqlite3(path, "UPDATE session SET updated_at = '2026-13-45T99:00:00.000Z'")
+    try await ProcessRunner.sqlite3(path, "UPDATE session SET updated_at = '2026-13-45T99:00:00.000Z'")
     let more = try times()
     #expect(more.detail.contains("3 times"), "\(more.detail)")
     #expect(more.detail.contains("session.updated_at '2026-13-45T99:00:00.000Z'"), "\(more.detail)")
     // A time without milliseconds, or not in UTC, is not the feed's format either.
-    try ProcessRunner.sqlite3(
+    try await ProcessRunner.sqlite3(
       path,
       "UPDATE session_changes SET at = '2026-01-01T10:00:00Z' WHERE seq = 2; "
         + "UPDATE session SET updated_at = '2026-01-01T10:00:00.000+01:00'")

@@ -8,7 +8,7 @@ import Testing
 /// reordering and blank characters, code points with no meaning yet, oversized characters)
 /// are refused before anything is written; names of every script, with accents and emoji,
 /// are stored as typed (in NFC).
-@Suite(.timeLimit(.minutes(1))) struct UsernameTests {
+@Suite(.timeLimit(.minutes(10))) struct UsernameTests {
   let dir: TemporaryDirectory
   let path: String
   let store: SessionStore
@@ -130,8 +130,8 @@ import Testing
   ]
 
   @Test(arguments: deceptive)
-  func deceptiveUsernamesAreRefusedAndChangeNothing(_ name: String, _ reason: String) throws {
-    try store.logIn(as: "alice")
+  func deceptiveUsernamesAreRefusedAndChangeNothing(_ name: String, _ reason: String) async throws {
+    try await store.logIn(as: "alice")
     let before = try store.state
     let head = try store.bounds().head
     for attempt in [{ try store.logIn(as: name) }, { try store.rename(to: name) }] {
@@ -141,7 +141,7 @@ import Testing
     }
     #expect(try store.state == before)
     #expect(try store.bounds().head == head)
-    #expect(try ProcessRunner.sqlite3(path, "SELECT count(*) FROM session_changes") == "1\n")
+    #expect(try await ProcessRunner.sqlite3(path, "SELECT count(*) FROM session_changes") == "1\n")
   }
 
   static let valid: [String] = [
@@ -172,9 +172,9 @@ import Testing
     #expect(try Username.validated(name).unicodeScalars.count == 32)
   }
 
-  @Test func aDeceptiveNameStoredByTheShellIsReportedByCheck() throws {
-    try store.logIn(as: "alice")
-    try ProcessRunner.sqlite3(path, "UPDATE session SET username = 'alice' || char(8203)")
+  @Test func aDeceptiveNameStoredByTheShellIsReportedByCheck() async throws {
+    try await store.logIn(as: "alice")
+    try await ProcessRunner.sqlite3(path, "UPDATE session SET username = 'alice' || char(8203)")
     #expect(try store.state.username == "alice\u{200B}")
     let username = try #require(try store.check().first { $0.check == .username })
     #expect(username.verdict == .failed)

@@ -8,7 +8,7 @@ import Testing
 /// The cross-process watch looks at the file's path only after it woke subscribers for a
 /// commit (off the delivery path), and still wakes them once more when that look finds the
 /// file replaced: a replacement that comes together with a commit is not left to the poll.
-@Suite(.timeLimit(.minutes(1))) struct WatchReplacementTests {
+@Suite(.timeLimit(.minutes(10))) struct WatchReplacementTests {
   /// What the watch did, in order.
   enum Step: Equatable { case signal, foundReplaced }
 

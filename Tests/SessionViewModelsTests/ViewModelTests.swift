@@ -8,8 +8,8 @@ import Testing
 
 /// View models receive their session through the initializer and follow the feed.
 @MainActor
-// Three minutes: these tests share the main actor, which a loaded machine runs slowly.
-@Suite(.timeLimit(.minutes(3))) struct ViewModelTests {
+// A hang guard: these tests share the main actor, which a loaded machine runs slowly.
+@Suite(.timeLimit(.minutes(10))) struct ViewModelTests {
   /// The two-line conformance the narrow protocol makes possible.
   struct FixedSession: SessionProviding {
     var username: String? = "mark"
@@ -33,21 +33,21 @@ import Testing
     case memory, sqlite, postgres
 
     /// A new, empty store of this kind (and what keeps its file alive).
-    func make() throws -> (any SessionRepository, TemporaryDirectory?) {
+    func make() async throws -> (any SessionRepository, TemporaryDirectory?) {
       switch self {
       case .memory: return (InMemorySessionStore(), nil)
       case .sqlite:
         let dir = try TemporaryDirectory()
         return (try SessionStore(path: dir.file("session.db")), dir)
       case .postgres:
-        return (try PostgresSessionStore(url: PostgresCluster.shared().freshStoreURL()), nil)
+        return (try await PostgresSessionStore(url: PostgresCluster.shared().freshStoreURL()), nil)
       }
     }
   }
 
   @Test(arguments: Store.allCases)
   func profileFollowsRenamesAndSignsOut(_ kind: Store) async throws {
-    let (store, dir) = try kind.make()
+    let (store, dir) = try await kind.make()
     defer { withExtendedLifetime(dir) {} }
     try await store.logIn(as: "alice")
     let model = ProfileViewModel(session: store)
@@ -76,7 +76,7 @@ import Testing
     try await other.rename(to: "carol")
     #expect(await eventually { model.greeting == "Hello, carol" }, "a write from another store on the file")
 
-    try ProcessRunner.sqlite3(path, "UPDATE session SET username = 'dave'")
+    try await ProcessRunner.sqlite3(path, "UPDATE session SET username = 'dave'")
     #expect(await eventually { model.greeting == "Hello, dave" }, "an UPDATE made with the sqlite3 shell")
 
     await model.logOut()
@@ -86,14 +86,14 @@ import Testing
 
   /// The same view models, handed a PostgreSQL store: they follow a change made in `psql`.
   @Test func profileAndGreetingFollowAPsqlUpdateOnPostgres() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "app"))
     try await store.logIn(as: "alice")
     let model = ProfileViewModel(session: store)
     #expect(model.greeting == "Hello, alice")
     #expect(GreetingViewModel(session: try store.state).greeting == "Hello, alice")
 
-    _ = try cluster.psql("UPDATE session SET username = 'dave'", schema: store.schema)
+    _ = try await cluster.psql("UPDATE session SET username = 'dave'", schema: store.schema)
     #expect(await eventually { model.greeting == "Hello, dave" }, "an UPDATE made with psql")
     #expect(GreetingViewModel(session: try store.state).greeting == "Hello, dave")
 
@@ -118,28 +118,29 @@ import Testing
   }
 
   @Test func releasingAProfileEndsItsListenConnectionOnPostgres() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     let origin = "release-\(UInt32.random(in: 0...UInt32.max))"
     let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: origin))
     try await store.logIn(as: "alice")
     let listening = {
-      try cluster.psql(
+      try await cluster.psql(
         "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(origin)/listener'")
         == "1\n"
     }
     var model: ProfileViewModel? = ProfileViewModel(session: store)
     weak let released = model
-    #expect(try await eventually { try listening() }, "the view model subscribed")
+    #expect(try await eventually { try await listening() }, "the view model subscribed")
     model = nil
     #expect(released == nil)
     #expect(
-      try await eventually { try !listening() }, "its subscription ended and closed the LISTEN connection")
+      try await eventually { try await !listening() },
+      "its subscription ended and closed the LISTEN connection")
   }
 
   /// A `psql` transaction holds the session row while the view model signs out on
   /// PostgreSQL: the main actor keeps running, and the sign-out completes after it.
   @Test func signingOutWhileAPsqlTransactionHoldsTheRowLeavesTheMainActorFree() async throws {
-    let cluster = try PostgresCluster.shared()
+    let cluster = try await PostgresCluster.shared()
     // No lock timeout: the sign-out waits for as long as psql holds the row, however long a
     // loaded machine takes to get to the cancel.
     let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(lockTimeout: .zero))
@@ -148,19 +149,18 @@ import Testing
     let schema = store.schema
     // psql holds the row until the test cancels its sleep (which rolls its transaction back).
     let holder = Task {
-      try? await onThreadOfItsOwn {
-        try cluster.psql(
-          "BEGIN; SELECT 1 FROM session FOR UPDATE; SELECT pg_sleep(600); COMMIT;", schema: schema)
-      }
+      try? await cluster.psql(
+        "BEGIN; SELECT 1 FROM session FOR UPDATE; SELECT pg_sleep(600); COMMIT;", schema: schema)
     }
     let sleeper = "FROM pg_stat_activity WHERE query LIKE '%pg_sleep(600)%' AND pid <> pg_backend_pid()"
     #expect(
-      try await eventually { try cluster.psql("SELECT count(*) \(sleeper)") == "1\n" }, "psql holds the row")
+      try await eventually { try await cluster.psql("SELECT count(*) \(sleeper)") == "1\n" },
+      "psql holds the row")
     let signingOut = Task { await model.logOut() }
     #expect(try await mainActorTurns() == 10)
     #expect(model.isSigningOut, "the sign-out waits for the row, off the main actor")
     #expect(model.isLoggedIn)
-    _ = try cluster.psql("SELECT pg_cancel_backend(pid) \(sleeper)")
+    _ = try await cluster.psql("SELECT pg_cancel_backend(pid) \(sleeper)")
     _ = await holder.value
     await signingOut.value
     #expect(!model.isSigningOut)
@@ -228,7 +228,7 @@ import Testing
     let store = try SessionStore(path: path, options: .init(busyTimeout: .seconds(50)))
     try await store.logIn(as: "alice")
     let model = ProfileViewModel(session: store)
-    let holder = try LockHolder(path, scratch: dir.file("holder.err"))
+    let holder = try await LockHolder(path, scratch: dir.file("holder.err"))
     let signingOut = Task { await model.logOut() }
     #expect(try await mainActorTurns() == 10)
     #expect(model.isSigningOut, "the sign-out still waits for the lock, off the main actor")
@@ -257,14 +257,14 @@ import Testing
           db.execute("UPDATE session SET username = 'bob', is_logged_in = 0")
           db.execute("UPDATE session SET username = 'alice', is_logged_in = 1")
       """
-    let alternator = try ChildProcess(
+    let alternator = try await ChildProcess(
       "/usr/bin/python3", ["-c", script, path], environment: [:], stdout: .pipe,
       stderr: .file(dir.file("python.err")))
     defer {
       alternator.kill(SIGKILL)
       alternator.wait()
     }
-    #expect(try alternator.readLine() == "alternating")
+    #expect(try await alternator.readLine() == "alternating")
     let headBefore = try store.snapshot().cursor
     var torn: [String] = []
     var created = 0

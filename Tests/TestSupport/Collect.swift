@@ -1,7 +1,7 @@
 /// The first `count` elements of `sequence`, or a `Timeout` error when they do not all
-/// arrive within `timeout`.
+/// arrive within `timeout` (a hang guard, ample for a loaded machine).
 public func first<S: AsyncSequence & Sendable>(
-  _ count: Int, of sequence: S, within timeout: Duration = .seconds(10)
+  _ count: Int, of sequence: S, within timeout: Duration = .seconds(60)
 ) async throws -> [S.Element] where S.Element: Sendable {
   try await withThrowingTaskGroup(of: [S.Element]?.self) { group in
     group.addTask {

@@ -1,10 +1,11 @@
 import Foundation
 
-/// Polls `condition` every few milliseconds until it holds or `timeout` passes; returns
-/// whether it held. For waiting on effects that arrive asynchronously (a view model's
-/// property, a child process's output), never for measuring speed.
+/// Polls `condition` every few milliseconds (sleeping with `Task.sleep`, so that the thread
+/// is free meanwhile) until it holds or `timeout` passes; returns whether it held. For
+/// waiting on effects that arrive asynchronously (a view model's property, a child
+/// process's output), never for measuring speed: `timeout` is a hang guard.
 public func eventually(
-  timeout: Duration = .seconds(30), isolation: isolated (any Actor)? = #isolation,
+  timeout: Duration = .seconds(60), isolation: isolated (any Actor)? = #isolation,
   _ condition: () async throws -> Bool
 ) async rethrows -> Bool {
   let deadline = ContinuousClock.now + timeout

@@ -2,6 +2,7 @@ import Foundation
 
 /// A directory that cannot be written, even by root: a small tmpfs remounted read-only
 /// (root), or a directory with mode 0555 (anyone else). Nil where neither can be made.
+/// It mounts with `mount(2)` itself, so that no child process is waited for.
 public final class ReadOnlyPlace: Sendable {
   /// The directory.
   public let path: String
@@ -9,20 +10,17 @@ public final class ReadOnlyPlace: Sendable {
 
   /// Makes the directory inside `parent`, lets `prepare` fill it while it is writable,
   /// then makes it read-only.
-  public init?(in parent: String, prepare: (String) throws -> Void) throws {
+  public init?(in parent: String, prepare: (String) async throws -> Void) async throws {
     path = parent + "/readonly"
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     if getuid() == 0 {
-      guard try ProcessRunner.run("/bin/mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", path]).status == 0
-      else {
-        return nil
-      }
+      guard mount("tmpfs", path, "tmpfs", 0, "size=4m") == 0 else { return nil }
       mounted = true
-      try prepare(path)
-      guard try ProcessRunner.run("/bin/mount", ["-o", "remount,ro", path]).status == 0 else { return nil }
+      try await prepare(path)
+      guard mount("tmpfs", path, "tmpfs", UInt(MS_REMOUNT | MS_RDONLY), nil) == 0 else { return nil }
     } else {
       mounted = false
-      try prepare(path)
+      try await prepare(path)
       chmod(path, 0o555)
     }
   }
@@ -32,7 +30,7 @@ public final class ReadOnlyPlace: Sendable {
 
   deinit {
     if mounted {
-      _ = try? ProcessRunner.run("/bin/umount", ["-l", path])
+      umount2(path, Int32(MNT_DETACH))
     } else {
       chmod(path, 0o755)
     }

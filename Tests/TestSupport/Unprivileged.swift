@@ -8,13 +8,36 @@ public enum Unprivileged {
   public static let (uid, gid): (uid_t, gid_t) = getuid() == 0 ? (65534, 65534) : (getuid(), getgid())
 
   /// A directory everyone can traverse, holding copies of our executables: the build
-  /// directory may sit under a home that `nobody` cannot enter.
+  /// directory may sit under a home that `nobody` cannot enter. One per test process,
+  /// removed when it exits; those of test processes that are gone (killed, crashed) are
+  /// removed when the next one makes its own.
   private static let binaries: String = {
-    let directory = NSTemporaryDirectory() + "sessionstorage-unprivileged-\(getpid())"
+    removeLeftovers()
+    let directory = binariesPrefix + String(getpid())
     try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     chmod(directory, 0o755)
+    atexit { try? FileManager.default.removeItem(atPath: Unprivileged.binariesPrefix + String(getpid())) }
     return directory
   }()
+
+  /// The binaries directory's path without the process id.
+  private static let binariesPrefix = NSTemporaryDirectory() + "sessionstorage-unprivileged-"
+
+  /// Removes the binaries directories of this user's test processes that no longer run.
+  private static func removeLeftovers() {
+    let parent = URL(fileURLWithPath: binariesPrefix).deletingLastPathComponent().path
+    let name = URL(fileURLWithPath: binariesPrefix).lastPathComponent
+    for entry in (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? []
+    where entry.hasPrefix(name) {
+      guard let pid = pid_t(entry.dropFirst(name.count)), pid != getpid() else { continue }
+      let path = parent + "/" + entry
+      var info = stat()
+      guard lstat(path, &info) == 0, info.st_uid == getuid(), kill(pid, 0) != 0, errno == ESRCH else {
+        continue
+      }
+      try? FileManager.default.removeItem(atPath: path)
+    }
+  }
 
   /// The path of our executable `name`, reachable by the unprivileged user: a hard link
   /// to the product (no descriptor written to it, so no `ETXTBSY` for a process another
@@ -39,14 +62,14 @@ public enum Unprivileged {
     )
   }
 
-  /// Runs `executable` as the unprivileged user with a plain environment (`PATH`, `HOME`).
+  /// Runs `executable` as the unprivileged user with ``ProcessRunner``'s environment,
+  /// `PATH=/usr/bin:/bin` and `HOME` = `home`.
   public static func run(
     _ executable: String, _ arguments: [String], home: String, timeout: Duration = .seconds(60)
   ) async throws -> ProcessResult {
     let (program, line) = command(executable, arguments)
-    return try await ProcessRunner.runDetached(
-      program, line, environment: ["PATH": "/usr/bin:/bin", "HOME": home, "LC_ALL": "C.UTF-8"],
-      timeout: timeout)
+    return try await ProcessRunner.run(
+      program, line, environment: ["PATH": "/usr/bin:/bin", "HOME": home], timeout: timeout)
   }
 
   /// Gives `path` and everything under it to the unprivileged user, and lets everyone

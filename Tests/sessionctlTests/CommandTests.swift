@@ -2,58 +2,60 @@ import Foundation
 import Testing
 
 /// Every command's output and exit status, run as a separate process.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct CommandTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct CommandTests {
   static let timestamp = #"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z"#
 
   func matches(_ text: String, _ pattern: String) -> Bool {
     text.range(of: "^" + pattern + "$", options: .regularExpression) != nil
   }
 
-  @Test func loginPrintsTheChange() throws {
+  @Test func loginPrintsTheChange() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    let outcome = try sandbox.run(db: db, ["login", "alice"])
+    let outcome = try await sandbox.run(db: db, ["login", "alice"])
     #expect(outcome.status == 0, "\(outcome)")
     #expect(outcome.stderr == "")
     #expect(outcome.lines.count == 1)
     #expect(
       matches(outcome.lines[0], "1  \(Self.timestamp)  sessionctl  rename \\(none\\) → alice, login alice"))
     #expect(
-      try sandbox.sqlite(db, "SELECT username, is_logged_in, updated_by FROM session") == "alice|1|sessionctl"
+      try await sandbox.sqlite(db, "SELECT username, is_logged_in, updated_by FROM session")
+        == "alice|1|sessionctl"
     )
     #expect(sandbox.mode(db) == 0o600)
   }
 
-  @Test func writesThatChangeNothingSaySo() throws {
+  @Test func writesThatChangeNothingSaySo() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    _ = try sandbox.run(db: db, ["login", "alice"])
-    let again = try sandbox.run(db: db, ["login", "alice"])
+    _ = try await sandbox.run(db: db, ["login", "alice"])
+    let again = try await sandbox.run(db: db, ["login", "alice"])
     #expect(again.status == 0)
     #expect(again.stdout == "no change: already logged in as alice\n")
     #expect(again.stderr == "")
-    let json = try sandbox.run(db: db, ["login", "alice", "--json"])
+    let json = try await sandbox.run(db: db, ["login", "alice", "--json"])
     #expect(json.status == 0)
     let line = try #require(json.jsonLines.first)
     #expect(line["type"] as? String == "noChange")
     #expect(line["cursor"] as? Int == 1)
     #expect((line["state"] as? [String: Any])?["username"] as? String == "alice")
 
-    _ = try sandbox.run(db: db, ["logout"])
-    #expect(try sandbox.run(db: db, ["logout"]).stdout == "no change: nobody is logged in\n")
+    _ = try await sandbox.run(db: db, ["logout"])
+    #expect(try await sandbox.run(db: db, ["logout"]).stdout == "no change: nobody is logged in\n")
     #expect(
-      try sandbox.run(db: db, ["rename", "alice"]).stdout == "no change: the username is already alice\n")
-    #expect(try sandbox.sqlite(db, "SELECT count(*) FROM session_changes") == "2")
+      try await sandbox.run(db: db, ["rename", "alice"]).stdout
+        == "no change: the username is already alice\n")
+    #expect(try await sandbox.sqlite(db, "SELECT count(*) FROM session_changes") == "2")
   }
 
-  @Test func logoutKeepsTheUsernameAndRenameKeepsTheLoginState() throws {
+  @Test func logoutKeepsTheUsernameAndRenameKeepsTheLoginState() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    _ = try sandbox.run(db: db, ["login", "alice"])
-    let logout = try sandbox.run(db: db, ["logout"])
+    _ = try await sandbox.run(db: db, ["login", "alice"])
+    let logout = try await sandbox.run(db: db, ["logout"])
     #expect(logout.status == 0)
     #expect(matches(logout.stdout, "2  \(Self.timestamp)  sessionctl  logout alice\n"))
-    let rename = try sandbox.run(db: db, ["rename", "bob", "--json"])
+    let rename = try await sandbox.run(db: db, ["rename", "bob", "--json"])
     #expect(rename.status == 0)
     let change = try #require(rename.jsonLines.first)
     #expect(change["cursor"] as? Int == 3)
@@ -63,31 +65,31 @@ import Testing
     #expect(events?.first?["from"] as? String == "alice")
     #expect(events?.first?["to"] as? String == "bob")
     #expect((change["after"] as? [String: Any])?["isLoggedIn"] as? Bool == false)
-    #expect(try sandbox.sqlite(db, "SELECT username, is_logged_in FROM session") == "bob|0")
+    #expect(try await sandbox.sqlite(db, "SELECT username, is_logged_in FROM session") == "bob|0")
   }
 
-  @Test func loginAcceptsADashedUsernameAfterDoubleDash() throws {
+  @Test func loginAcceptsADashedUsernameAfterDoubleDash() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    let outcome = try sandbox.run(db: db, ["login", "--", "-dash"])
+    let outcome = try await sandbox.run(db: db, ["login", "--", "-dash"])
     #expect(outcome.status == 0, "\(outcome)")
-    #expect(try sandbox.sqlite(db, "SELECT username FROM session") == "-dash")
+    #expect(try await sandbox.sqlite(db, "SELECT username FROM session") == "-dash")
   }
 
-  @Test func usernamesAreStoredInNFC() throws {
+  @Test func usernamesAreStoredInNFC() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    #expect(try sandbox.run(db: db, ["login", "e\u{301}mile"]).status == 0)
-    let status = try sandbox.run(db: db, ["status", "--json"])
+    #expect(try await sandbox.run(db: db, ["login", "e\u{301}mile"]).status == 0)
+    let status = try await sandbox.run(db: db, ["status", "--json"])
     #expect(status.jsonLines.first?["username"] as? String == "\u{E9}mile")
     #expect(status.stdout.contains("\u{E9}mile"))
   }
 
-  @Test func statusHuman() throws {
+  @Test func statusHuman() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    _ = try sandbox.run(db: db, ["login", "alice"])
-    let outcome = try sandbox.run(db: db, ["status"])
+    _ = try await sandbox.run(db: db, ["login", "alice"])
+    let outcome = try await sandbox.run(db: db, ["status"])
     #expect(outcome.status == 0)
     #expect(outcome.stderr == "")
     #expect(outcome.lines.count == 6)
@@ -97,37 +99,37 @@ import Testing
     #expect(matches(outcome.lines[3], "updated    \(Self.timestamp)"))
     #expect(outcome.lines[4] == "cursor     1")
     #expect(outcome.lines[5] == "database   \(db)")
-    _ = try sandbox.run(db: db, ["logout"])
-    #expect(try sandbox.run(db: db, ["status"]).lines.first == "greeting   Signed out")
+    _ = try await sandbox.run(db: db, ["logout"])
+    #expect(try await sandbox.run(db: db, ["status"]).lines.first == "greeting   Signed out")
   }
 
-  @Test func statusJSONHasExactlyTheDesignFields() throws {
+  @Test func statusJSONHasExactlyTheDesignFields() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    _ = try sandbox.run(db: db, ["migrate"])
-    let fresh = try sandbox.run(db: db, ["status", "--json"])
+    _ = try await sandbox.run(db: db, ["migrate"])
+    let fresh = try await sandbox.run(db: db, ["status", "--json"])
     #expect(fresh.status == 0)
     #expect(fresh.stdout.hasPrefix(#"{"username":null,"isLoggedIn":false,"updatedAt":""#))
     #expect(fresh.stdout.hasSuffix(#","cursor":0}"# + "\n"))
-    _ = try sandbox.run(db: db, ["login", "alice"])
-    let outcome = try sandbox.run(db: db, ["-j", "status"])
+    _ = try await sandbox.run(db: db, ["login", "alice"])
+    let outcome = try await sandbox.run(db: db, ["-j", "status"])
     let object = try #require(outcome.jsonLines.first)
     #expect(Set(object.keys) == ["username", "isLoggedIn", "updatedAt", "cursor"])
     #expect(object["username"] as? String == "alice")
     #expect(object["isLoggedIn"] as? Bool == true)
     #expect(object["cursor"] as? Int == 1)
-    let updatedAt = try sandbox.sqlite(db, "SELECT updated_at FROM session")
+    let updatedAt = try await sandbox.sqlite(db, "SELECT updated_at FROM session")
     #expect(object["updatedAt"] as? String == updatedAt)
   }
 
-  @Test func historyListsEveryChangeOldestFirst() throws {
+  @Test func historyListsEveryChangeOldestFirst() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
     for command in [["login", "alice"], ["rename", "bob"], ["logout"], ["login", "carol"]] {
-      _ = try sandbox.run(db: db, command)
+      _ = try await sandbox.run(db: db, command)
     }
-    try sandbox.sqlite(db, "UPDATE session SET username = 'dave'")
-    let outcome = try sandbox.run(db: db, ["history"])
+    try await sandbox.sqlite(db, "UPDATE session SET username = 'dave'")
+    let outcome = try await sandbox.run(db: db, ["history"])
     #expect(outcome.status == 0)
     #expect(outcome.stderr == "")
     #expect(outcome.lines.count == 5)
@@ -136,9 +138,10 @@ import Testing
     #expect(matches(outcome.lines[3], "4  \(Self.timestamp)  sessionctl  rename bob → carol, login carol"))
     #expect(matches(outcome.lines[4], "5  \(Self.timestamp)  external    rename carol → dave"))
 
-    let json = try sandbox.run(db: db, ["history", "--json"])
+    let json = try await sandbox.run(db: db, ["history", "--json"])
     #expect(json.jsonLines.count == 5)
-    let ats = try sandbox.sqlite(db, "SELECT at FROM session_changes ORDER BY seq").split(separator: "\n")
+    let ats = try await sandbox.sqlite(db, "SELECT at FROM session_changes ORDER BY seq").split(
+      separator: "\n")
     #expect(json.jsonLines.map { $0["at"] as? String } == ats.map { String($0) })
     #expect(
       json.jsonLines.map { $0["origin"] as? String } == [
@@ -149,38 +152,41 @@ import Testing
       #expect(Set((line["before"] as? [String: Any] ?? [:]).keys) == ["username", "isLoggedIn", "updatedAt"])
     }
 
-    #expect(try sandbox.run(db: db, ["history", "--since", "3"]).lines.count == 2)
-    #expect(try sandbox.run(db: db, ["history", "--since=3", "-n", "1"]).lines.map { $0.prefix(1) } == ["4"])
-    #expect(try sandbox.run(db: db, ["history", "-jn2"]).jsonLines.map { $0["cursor"] as? Int } == [1, 2])
-    #expect(try sandbox.run(db: db, ["history", "--limit", "0"]).stdout == "")
-    let atHead = try sandbox.run(db: db, ["history", "--since", "5"])
+    #expect(try await sandbox.run(db: db, ["history", "--since", "3"]).lines.count == 2)
+    #expect(
+      try await sandbox.run(db: db, ["history", "--since=3", "-n", "1"]).lines.map { $0.prefix(1) } == ["4"])
+    #expect(
+      try await sandbox.run(db: db, ["history", "-jn2"]).jsonLines.map { $0["cursor"] as? Int } == [1, 2])
+    #expect(try await sandbox.run(db: db, ["history", "--limit", "0"]).stdout == "")
+    let atHead = try await sandbox.run(db: db, ["history", "--since", "5"])
     #expect(atHead.status == 0)
     #expect(atHead.stdout == "")
   }
 
-  @Test func compactByCountAndByCursor() throws {
+  @Test func compactByCountAndByCursor() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
     for command in [["login", "a"], ["logout"], ["login", "b"], ["logout"], ["login", "c"]] {
-      _ = try sandbox.run(db: db, command)
+      _ = try await sandbox.run(db: db, command)
     }
-    let keep = try sandbox.run(db: db, ["compact", "--keep", "3"])
+    let keep = try await sandbox.run(db: db, ["compact", "--keep", "3"])
     #expect(keep.status == 0)
     #expect(keep.stdout == "removed 2 entries; kept 3…5\n")
     #expect(keep.stderr == "")
-    let before = try sandbox.run(db: db, ["compact", "--before", "5", "--json"])
+    let before = try await sandbox.run(db: db, ["compact", "--before", "5", "--json"])
     #expect(before.stdout == #"{"type":"compaction","removed":2,"oldest":5,"head":5}"# + "\n")
-    let all = try sandbox.run(db: db, ["compact", "--keep=0"])
+    let all = try await sandbox.run(db: db, ["compact", "--keep=0"])
     #expect(all.stdout == "removed 1 entry; none kept (head 5)\n")
-    #expect(try sandbox.run(db: db, ["status", "--json"]).jsonLines.first?["cursor"] as? Int == 5)
-    _ = try sandbox.run(db: db, ["logout"])
-    #expect(try sandbox.run(db: db, ["history", "--json"]).jsonLines.map { $0["cursor"] as? Int } == [6])
+    #expect(try await sandbox.run(db: db, ["status", "--json"]).jsonLines.first?["cursor"] as? Int == 5)
+    _ = try await sandbox.run(db: db, ["logout"])
+    #expect(
+      try await sandbox.run(db: db, ["history", "--json"]).jsonLines.map { $0["cursor"] as? Int } == [6])
   }
 
-  @Test func migrateCreatesAndThenIsUpToDate() throws {
+  @Test func migrateCreatesAndThenIsUpToDate() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    let first = try sandbox.run(db: db, ["migrate"])
+    let first = try await sandbox.run(db: db, ["migrate"])
     #expect(first.status == 0)
     #expect(first.stderr == "")
     #expect(first.lines.count == 4)
@@ -188,38 +194,38 @@ import Testing
     #expect(matches(first.lines[1], "applied 0001_session_and_feed \\(sha256 [0-9a-f]{12}\\)"))
     #expect(matches(first.lines[2], "applied 0002_feed_tip \\(sha256 [0-9a-f]{12}\\)"))
     #expect(matches(first.lines[3], "applied 0003_retention \\(sha256 [0-9a-f]{12}\\)"))
-    let second = try sandbox.run(db: db, ["migrate"])
+    let second = try await sandbox.run(db: db, ["migrate"])
     #expect(second.stdout == "\(db) is up to date\n")
-    let json = try sandbox.run(db: db, ["migrate", "--json"])
+    let json = try await sandbox.run(db: db, ["migrate", "--json"])
     #expect(json.stdout == #"{"type":"migrate","path":"\#(db)","created":false,"applied":[]}"# + "\n")
     #expect(
-      try sandbox.sqlite(db, "SELECT name FROM schema_migrations ORDER BY version")
+      try await sandbox.sqlite(db, "SELECT name FROM schema_migrations ORDER BY version")
         == "0001_session_and_feed\n0002_feed_tip\n0003_retention")
   }
 
-  @Test func migrateAppliesToAnEmptyDatabaseThatReadersRefuse() throws {
+  @Test func migrateAppliesToAnEmptyDatabaseThatReadersRefuse() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("empty.db")
-    try sandbox.sqlite(db, "CREATE TABLE t(x); DROP TABLE t;")
-    let status = try sandbox.run(db: db, ["status"])
+    try await sandbox.sqlite(db, "CREATE TABLE t(x); DROP TABLE t;")
+    let status = try await sandbox.run(db: db, ["status"])
     #expect(status.status == 1)
     #expect(
       status.stderr.hasPrefix("sessionctl: error: \(db): the file needs migration 0001_session_and_feed"))
     #expect(status.stderr.contains("run 'sessionctl migrate'"))
-    let migrate = try sandbox.run(db: db, ["migrate", "--json"])
+    let migrate = try await sandbox.run(db: db, ["migrate", "--json"])
     #expect(migrate.status == 0)
     let applied = migrate.jsonLines.first?["applied"] as? [[String: Any]]
     #expect(applied?.first?["version"] as? Int == 1)
     #expect(applied?.first?["name"] as? String == "0001_session_and_feed")
     #expect((applied?.first?["checksum"] as? String)?.count == 64)
-    #expect(try sandbox.run(db: db, ["status"]).status == 0)
+    #expect(try await sandbox.run(db: db, ["status"]).status == 0)
   }
 
-  @Test func checkPassesOnAHealthyFile() throws {
+  @Test func checkPassesOnAHealthyFile() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    _ = try sandbox.run(db: db, ["login", "alice"])
-    let outcome = try sandbox.run(db: db, ["check"])
+    _ = try await sandbox.run(db: db, ["login", "alice"])
+    let outcome = try await sandbox.run(db: db, ["check"])
     #expect(outcome.status == 0, "\(outcome)")
     #expect(outcome.stderr == "")
     #expect(
@@ -227,29 +233,29 @@ import Testing
         "ok    integrity ", "ok    migrations", "ok    schema    ", "ok    state     ", "ok    times     ",
         "ok    continuity", "ok    cursors   ", "ok    username  ",
       ])
-    let json = try sandbox.run(db: db, ["check", "--json"])
+    let json = try await sandbox.run(db: db, ["check", "--json"])
     #expect(json.jsonLines.count == 8)
     #expect(json.jsonLines.allSatisfy { $0["type"] as? String == "check" && $0["passed"] as? Bool == true })
   }
 
-  @Test func checkReportsAHoleInTheFeed() throws {
+  @Test func checkReportsAHoleInTheFeed() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    for command in [["login", "a"], ["logout"], ["login", "b"]] { _ = try sandbox.run(db: db, command) }
-    try sandbox.sqlite(db, "DELETE FROM session_changes WHERE seq = 2")
-    let outcome = try sandbox.run(db: db, ["check"])
+    for command in [["login", "a"], ["logout"], ["login", "b"]] { _ = try await sandbox.run(db: db, command) }
+    try await sandbox.sqlite(db, "DELETE FROM session_changes WHERE seq = 2")
+    let outcome = try await sandbox.run(db: db, ["check"])
     #expect(outcome.status == 1)
     #expect(outcome.lines.contains("FAIL  continuity  1 cursor(s) missing between 1 and 3"))
     #expect(outcome.lines.filter { $0.hasPrefix("ok") }.count == 7)
     #expect(outcome.stderr == "sessionctl: error: check found 1 problem in \(db)\n")
   }
 
-  @Test func checkReportsAStateThatDisagreesWithTheFeed() throws {
+  @Test func checkReportsAStateThatDisagreesWithTheFeed() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    _ = try sandbox.run(db: db, ["login", "alice"])
-    try sandbox.sqlite(db, "DROP TRIGGER session_feed; UPDATE session SET username = 'mallory';")
-    let outcome = try sandbox.run(db: db, ["check", "--json"])
+    _ = try await sandbox.run(db: db, ["login", "alice"])
+    try await sandbox.sqlite(db, "DROP TRIGGER session_feed; UPDATE session SET username = 'mallory';")
+    let outcome = try await sandbox.run(db: db, ["check", "--json"])
     #expect(outcome.status == 1)
     let failed = outcome.jsonLines.filter { $0["passed"] as? Bool == false }.compactMap {
       $0["name"] as? String
@@ -258,12 +264,12 @@ import Testing
     #expect(outcome.stderr == "sessionctl: error: check found 2 problems in \(db)\n")
   }
 
-  @Test func checkReportsAnInvisibleCharacterStoredByTheShell() throws {
+  @Test func checkReportsAnInvisibleCharacterStoredByTheShell() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    _ = try sandbox.run(db: db, ["login", "alice"])
-    try sandbox.sqlite(db, "UPDATE session SET username = 'alice' || char(8203)")
-    let outcome = try sandbox.run(db: db, ["check"])
+    _ = try await sandbox.run(db: db, ["login", "alice"])
+    try await sandbox.sqlite(db, "UPDATE session SET username = 'alice' || char(8203)")
+    let outcome = try await sandbox.run(db: db, ["check"])
     #expect(outcome.status == 1)
     #expect(
       outcome.lines.contains(
@@ -275,15 +281,16 @@ import Testing
 
   /// C1 controls and bidirectional controls only a shell edit can store: every output shows
   /// them escaped, so a terminal never receives them raw.
-  @Test func controlAndBidiCharactersStoredByTheShellArePrintedEscaped() throws {
+  @Test func controlAndBidiCharactersStoredByTheShellArePrintedEscaped() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    _ = try sandbox.run(db: db, ["login", "alice"])
+    _ = try await sandbox.run(db: db, ["login", "alice"])
     // U+0085 NEXT LINE and U+202E RIGHT-TO-LEFT OVERRIDE.
-    try sandbox.sqlite(db, "UPDATE session SET username = 'a' || char(133) || 'b' || char(8238) || 'c'")
+    try await sandbox.sqlite(db, "UPDATE session SET username = 'a' || char(133) || 'b' || char(8238) || 'c'")
     let raw: [Unicode.Scalar] = ["\u{85}", "\u{202E}"]
-    let outputs = try [["status", "--json"], ["history", "--json"], ["history"], ["status"]].map {
-      try sandbox.run(db: db, $0)
+    var outputs: [Outcome] = []
+    for arguments in [["status", "--json"], ["history", "--json"], ["history"], ["status"]] {
+      outputs.append(try await sandbox.run(db: db, arguments))
     }
     for outcome in outputs {
       #expect(outcome.status == 0, "\(outcome)")
@@ -301,13 +308,13 @@ import Testing
     #expect(outputs[3].lines.contains("username   a\\u{85}b\\u{202E}c"), "\(outputs[3])")
   }
 
-  @Test func version() throws {
+  @Test func version() async throws {
     let sandbox = try Sandbox()
-    let outcome = try sandbox.run(["--version"])
+    let outcome = try await sandbox.run(["--version"])
     #expect(outcome.status == 0)
     #expect(outcome.stdout == "sessionctl 1.0.0\n")
     #expect(outcome.stderr == "")
-    #expect(try sandbox.run(["--version", "--json"]).stdout == #"{"version":"1.0.0"}"# + "\n")
+    #expect(try await sandbox.run(["--version", "--json"]).stdout == #"{"version":"1.0.0"}"# + "\n")
     #expect(!sandbox.exists(sandbox.home + "/.local"))
   }
 }

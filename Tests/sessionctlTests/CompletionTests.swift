@@ -23,7 +23,7 @@ struct CompletionCase: Sendable, CustomTestStringConvertible {
 /// completion variables are set the way bash sets them for a line (with `--db=s.db` split
 /// into `--db`, `=`, `s.db`), and `COMPREPLY` is compared. The working directory holds the
 /// files `s.db`, `data.db` and `sub/x.db`.
-@Suite(.timeLimit(.minutes(2))) struct CompletionTests {
+@Suite(.timeLimit(.minutes(10))) struct CompletionTests {
   static let commands = HelpTests.commands
   static let files = ["data.db", "s.db", "sub"]
 
@@ -82,9 +82,9 @@ struct CompletionCase: Sendable, CustomTestStringConvertible {
     CompletionCase("sessionctl help -- wa", ["watch"]),
   ]
 
-  @Test(arguments: cases) func completes(_ completion: CompletionCase) throws {
+  @Test(arguments: cases) func completes(_ completion: CompletionCase) async throws {
     let sandbox = try Self.sandbox()
-    let script = try Self.script(in: sandbox)
+    let script = try await Self.script(in: sandbox)
     let breaks = Set(#""'@><=;|&(:"#).subtracting(completion.splitsAtEquals ? [] : ["=", ":"])
     let (words, typed) = Self.split(completion.line, breaks: breaks)
     let program = """
@@ -99,7 +99,7 @@ struct CompletionCase: Sendable, CustomTestStringConvertible {
         "--norc", "--noprofile", "-c", program, "bash", script, String(words.count - 1),
         String(completion.line.utf8.count), completion.line, typed, completion.splitsAtEquals ? "0" : "1",
       ] + words
-    let result = try sandbox.runProgram("/bin/bash", arguments, environment: sandbox.environment)
+    let result = try await sandbox.runProgram("/bin/bash", arguments, environment: sandbox.environment)
     #expect(result.status == 0, "\(result)")
     #expect(result.stderr == "", "\(result)")
     let offered = result.lines.filter { !$0.isEmpty }.sorted()
@@ -108,9 +108,9 @@ struct CompletionCase: Sendable, CustomTestStringConvertible {
 
   /// An interactive bash on a terminal: the line is typed, then Tab and Return, and
   /// `sessionctl` (a shell function here) prints the words it got.
-  @Test func interactiveBashCompletesTheLine() throws {
+  @Test func interactiveBashCompletesTheLine() async throws {
     let sandbox = try Self.sandbox()
-    let script = try Self.script(in: sandbox)
+    let script = try await Self.script(in: sandbox)
     let typed: [(String, [String])] = [
       ("sessionctl --db=s.", ["--db=s.db"]),
       ("sessionctl --db=s.db st", ["--db=s.db", "status"]),
@@ -144,7 +144,7 @@ struct CompletionCase: Sendable, CustomTestStringConvertible {
       os.write(fd, b'exit\\n')
       os.waitpid(pid, 0)
       """
-    let result = try sandbox.runProgram(
+    let result = try await sandbox.runProgram(
       "/usr/bin/python3", ["-c", driver, script] + typed.map(\.0), environment: sandbox.environment)
     #expect(result.status == 0, "\(result)")
     let expected = typed.map { $0.1.map { "<\($0)>" }.joined() }
@@ -153,32 +153,32 @@ struct CompletionCase: Sendable, CustomTestStringConvertible {
 
   /// Called by hand with COMP_WORDS and COMP_CWORD alone (no COMP_LINE, no arguments), the
   /// function still joins the words bash split at "=".
-  @Test func completesWithoutBashsArguments() throws {
+  @Test func completesWithoutBashsArguments() async throws {
     let sandbox = try Self.sandbox()
-    let script = try Self.script(in: sandbox)
-    func complete(_ words: [String]) throws -> [String] {
+    let script = try await Self.script(in: sandbox)
+    func complete(_ words: [String]) async throws -> [String] {
       let program = """
         source "$1" && cd "${1%/*}/work" || exit
         shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _sessionctl
         printf '%s\\n' "${COMPREPLY[@]}"
         """
-      let result = try sandbox.runProgram(
+      let result = try await sandbox.runProgram(
         "/bin/bash", ["--norc", "--noprofile", "-c", program, "bash", script] + words,
         environment: sandbox.environment)
       #expect(result.status == 0 && result.stderr == "", "\(result)")
       return result.lines.filter { !$0.isEmpty }.sorted()
     }
-    #expect(try complete(["sessionctl", "wa"]) == ["watch"])
-    #expect(try complete(["sessionctl", "--db", "=", "s"]) == ["s.db", "sub"])
-    #expect(try complete(["sessionctl", "--db", "="]) == Self.files)
-    #expect(try complete(["sessionctl", "--db", "=", "s.db", "st"]) == ["status"])
-    #expect(try complete(["sessionctl", "completion", "bash", ""]) == [])
-    #expect(try complete(["sessionctl", "history", "--since", ""]) == [])
+    #expect(try await complete(["sessionctl", "wa"]) == ["watch"])
+    #expect(try await complete(["sessionctl", "--db", "=", "s"]) == ["s.db", "sub"])
+    #expect(try await complete(["sessionctl", "--db", "="]) == Self.files)
+    #expect(try await complete(["sessionctl", "--db", "=", "s.db", "st"]) == ["status"])
+    #expect(try await complete(["sessionctl", "completion", "bash", ""]) == [])
+    #expect(try await complete(["sessionctl", "history", "--since", ""]) == [])
   }
 
-  @Test func scriptIsPrinted() throws {
+  @Test func scriptIsPrinted() async throws {
     let sandbox = try Sandbox()
-    let outcome = try sandbox.run(["completion", "bash"])
+    let outcome = try await sandbox.run(["completion", "bash"])
     #expect(outcome.status == 0)
     #expect(outcome.stderr == "")
     #expect(outcome.stdout.hasPrefix("# bash completion for sessionctl"))
@@ -220,8 +220,8 @@ struct CompletionCase: Sendable, CustomTestStringConvertible {
   }
 
   /// Writes `sessionctl completion bash` into the sandbox and returns its path.
-  static func script(in sandbox: Sandbox) throws -> String {
-    let outcome = try sandbox.run(["completion", "bash"])
+  static func script(in sandbox: Sandbox) async throws -> String {
+    let outcome = try await sandbox.run(["completion", "bash"])
     try #require(outcome.status == 0, "\(outcome)")
     let path = sandbox.path("completion.bash")
     try Data(outcome.stdout.utf8).write(to: URL(fileURLWithPath: path))

@@ -2,11 +2,12 @@ import Foundation
 import Testing
 
 /// `--db=PATH` / `--db PATH`, then `$SESSIONCTL_DB`, then `$XDG_DATA_HOME`, then `$HOME`.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct DatabasePathTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct DatabasePathTests {
   /// Runs `login` with the given setup and returns the file it wrote.
-  func writtenFile(_ sandbox: Sandbox, _ arguments: [String], environment: [String: String]) throws -> String?
+  func writtenFile(_ sandbox: Sandbox, _ arguments: [String], environment: [String: String]) async throws
+    -> String?
   {
-    let outcome = try sandbox.run(arguments + ["login", "alice"], environment: environment)
+    let outcome = try await sandbox.run(arguments + ["login", "alice"], environment: environment)
     #expect(outcome.status == 0, "\(outcome)")
     let candidates = [
       sandbox.path("option.db"), sandbox.path("equals.db"), sandbox.path("env.db"),
@@ -17,7 +18,7 @@ import Testing
     return written.first
   }
 
-  @Test func optionBeatsEnvironmentBeatsXDGBeatsHome() throws {
+  @Test func optionBeatsEnvironmentBeatsXDGBeatsHome() async throws {
     let everything = ["SESSIONCTL_DB": "ENV", "XDG_DATA_HOME": "XDG"]
     let cases: [([String], [String: String], String)] = [
       (["--db", "option.db"], everything, "option.db"),
@@ -38,45 +39,45 @@ import Testing
           ? $0.replacingOccurrences(of: "option.db", with: sandbox.path("option.db")).replacingOccurrences(
             of: "=equals.db", with: "=" + sandbox.path("equals.db")) : $0
       }
-      let written = try writtenFile(sandbox, absolute, environment: resolved)
+      let written = try await writtenFile(sandbox, absolute, environment: resolved)
       #expect(written == sandbox.path(expected), "\(arguments) \(environment)")
     }
   }
 
-  @Test func theOptionWorksAfterTheCommandToo() throws {
+  @Test func theOptionWorksAfterTheCommandToo() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("after.db")
-    #expect(try sandbox.run(["login", "alice", "--db", db]).status == 0)
-    #expect(try sandbox.run(["status", "--db=\(db)"]).lines.last == "database   \(db)")
+    #expect(try await sandbox.run(["login", "alice", "--db", db]).status == 0)
+    #expect(try await sandbox.run(["status", "--db=\(db)"]).lines.last == "database   \(db)")
   }
 
-  @Test func statusNamesTheFileItRead() throws {
+  @Test func statusNamesTheFileItRead() async throws {
     let sandbox = try Sandbox()
     sandbox.environment["SESSIONCTL_DB"] = sandbox.path("env.db")
-    _ = try sandbox.run(["login", "alice"])
-    #expect(try sandbox.run(["status"]).lines.last == "database   \(sandbox.path("env.db"))")
+    _ = try await sandbox.run(["login", "alice"])
+    #expect(try await sandbox.run(["status"]).lines.last == "database   \(sandbox.path("env.db"))")
   }
 
-  @Test func theDefaultDirectoryIsCreatedPrivatelyOnTheFirstWrite() throws {
+  @Test func theDefaultDirectoryIsCreatedPrivatelyOnTheFirstWrite() async throws {
     let sandbox = try Sandbox()
-    #expect(try sandbox.run(["status"]).status == 1)
+    #expect(try await sandbox.run(["status"]).status == 1)
     #expect(!sandbox.exists(sandbox.home + "/.local"))
-    #expect(try sandbox.run(["logout"]).status == 0)
+    #expect(try await sandbox.run(["logout"]).status == 0)
     #expect(sandbox.mode(sandbox.home + "/.local") == 0o700)
     #expect(sandbox.mode(sandbox.home + "/.local/share") == 0o700)
     #expect(sandbox.mode(sandbox.home + "/.local/share/sessionctl") == 0o700)
     #expect(sandbox.mode(sandbox.defaultDatabase) == 0o600)
 
     let xdg = sandbox.path("data")
-    #expect(try sandbox.run(["migrate"], environment: ["XDG_DATA_HOME": xdg]).status == 0)
+    #expect(try await sandbox.run(["migrate"], environment: ["XDG_DATA_HOME": xdg]).status == 0)
     #expect(sandbox.mode(xdg) == 0o700)
     #expect(sandbox.mode(xdg + "/sessionctl") == 0o700)
   }
 
-  @Test func anExplicitPathIsUsedAsGiven() throws {
+  @Test func anExplicitPathIsUsedAsGiven() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("no/such/dir/s.db")
-    let outcome = try sandbox.run(db: db, ["login", "alice"])
+    let outcome = try await sandbox.run(db: db, ["login", "alice"])
     #expect(outcome.status == 1)
     #expect(
       outcome.stderr.hasPrefix(
@@ -89,11 +90,11 @@ import Testing
   /// (`NSString.deletingLastPathComponent` traps on those: the fuzzer's `--db -` ended with
   /// SIGILL).
   @Test(arguments: ["a", "-", "s.db", "sub/s.db"])
-  func aRelativePathIsAFileInTheCurrentDirectory(_ name: String) throws {
+  func aRelativePathIsAFileInTheCurrentDirectory(_ name: String) async throws {
     let sandbox = try Sandbox()
     let directory = sandbox.path("cwd")
     try FileManager.default.createDirectory(atPath: directory + "/sub", withIntermediateDirectories: true)
-    let outcome = try sandbox.runProgram(
+    let outcome = try await sandbox.runProgram(
       "/bin/bash",
       ["-c", #"cd "$0" && exec "$1" --db "$2" login alice"#, directory, Sandbox.sessionctl, name],
       environment: sandbox.environment)
@@ -101,14 +102,142 @@ import Testing
     #expect(sandbox.exists(directory + "/" + name))
   }
 
-  @Test func withoutAnyRuleThereIsNoPath() throws {
+  @Test func withoutAnyRuleThereIsNoPath() async throws {
     let sandbox = try Sandbox()
     sandbox.environment = ["PATH": "/usr/bin:/bin"]
-    let outcome = try sandbox.run(["status"])
+    let outcome = try await sandbox.run(["status"])
     #expect(outcome.status == 1)
     #expect(
       outcome.stderr
         == "sessionctl: error: no database path: pass '--db PATH' or set SESSIONCTL_DB (no default location: HOME is not set, nor XDG_DATA_HOME)\n"
     )
+  }
+
+  /// How a default directory that is not the user's own came to be, and what the refusal
+  /// names: the directory actually used (links followed) and its owner or mode.
+  struct Planted: CustomTestStringConvertible, Sendable {
+    var name: String
+    /// Whether it needs another user (`chown nobody`: root only).
+    var needsRoot: Bool
+    /// Makes it in the sandbox; returns the environment to add and the directory the
+    /// refusal must name.
+    var plant: @Sendable (Sandbox) throws -> (environment: [String: String], directory: String)
+    /// What the refusal must say about that directory.
+    var reason: String
+    var testDescription: String { name }
+  }
+
+  /// Creates `path` (and its parents) with `mode`, owned by `uid`.
+  static func directory(_ path: String, mode: mode_t, owner uid: uid_t = getuid()) throws -> String {
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    chmod(path, mode)
+    if uid != getuid() { #expect(chown(path, uid, gid_t(uid)) == 0) }
+    return path
+  }
+
+  static let nobody: uid_t = 65534
+
+  static let planted: [Planted] = [
+    Planted(
+      name: "a symbolic link to a world-writable directory someone else owns", needsRoot: true,
+      plant: { sandbox in
+        let elsewhere = try directory(sandbox.path("planted"), mode: 0o777, owner: nobody)
+        try FileManager.default.createDirectory(
+          atPath: sandbox.home + "/.local/share", withIntermediateDirectories: true)
+        #expect(symlink(elsewhere, sandbox.home + "/.local/share/sessionctl") == 0)
+        return ([:], elsewhere)
+      }, reason: "belongs to uid 65534"),
+    Planted(
+      name: "a symbolic link to a private directory someone else owns", needsRoot: true,
+      plant: { sandbox in
+        let elsewhere = try directory(sandbox.path("planted"), mode: 0o755, owner: nobody)
+        try FileManager.default.createDirectory(
+          atPath: sandbox.home + "/.local/share", withIntermediateDirectories: true)
+        #expect(symlink(elsewhere, sandbox.home + "/.local/share/sessionctl") == 0)
+        return ([:], elsewhere)
+      }, reason: "belongs to uid 65534"),
+    Planted(
+      name: "a directory someone else owns", needsRoot: true,
+      plant: { sandbox in
+        ([:], try directory(sandbox.home + "/.local/share/sessionctl", mode: 0o700, owner: nobody))
+      }, reason: "belongs to uid 65534"),
+    Planted(
+      name: "a parent someone else owns, the directory not made yet", needsRoot: true,
+      plant: { sandbox in
+        ([:], try directory(sandbox.home + "/.local/share", mode: 0o755, owner: nobody))
+      }, reason: "belongs to uid 65534"),
+    Planted(
+      name: "XDG_DATA_HOME's directory a symbolic link to someone else's", needsRoot: true,
+      plant: { sandbox in
+        let elsewhere = try directory(sandbox.path("planted"), mode: 0o700, owner: nobody)
+        let data = try directory(sandbox.path("data"), mode: 0o700)
+        #expect(symlink(elsewhere, data + "/sessionctl") == 0)
+        return (["XDG_DATA_HOME": data], elsewhere)
+      }, reason: "belongs to uid 65534"),
+    Planted(
+      name: "a world-writable directory of the user's own", needsRoot: false,
+      plant: { sandbox in
+        ([:], try directory(sandbox.home + "/.local/share/sessionctl", mode: 0o777))
+      }, reason: "can be written by its group and others (mode 0777"),
+    Planted(
+      name: "a group-writable directory of the user's own", needsRoot: false,
+      plant: { sandbox in
+        ([:], try directory(sandbox.home + "/.local/share/sessionctl", mode: 0o770))
+      }, reason: "can be written by its group (mode 0770"),
+    Planted(
+      name: "a symbolic link to a world-writable sticky directory", needsRoot: false,
+      plant: { sandbox in
+        let elsewhere = try directory(sandbox.path("sticky"), mode: 0o1777)
+        try FileManager.default.createDirectory(
+          atPath: sandbox.home + "/.local/share", withIntermediateDirectories: true)
+        #expect(symlink(elsewhere, sandbox.home + "/.local/share/sessionctl") == 0)
+        return ([:], elsewhere)
+      }, reason: "can be written by its group and others (mode 1777"),
+    Planted(
+      name: "a world-writable parent, the directory not made yet", needsRoot: false,
+      plant: { sandbox in
+        ([:], try directory(sandbox.home + "/.local", mode: 0o777))
+      }, reason: "can be written by its group and others (mode 0777"),
+  ]
+
+  /// A default directory (or one of its parents) that another user owns or may write, as
+  /// someone could plant it in a root's `HOME`, is refused for writing and for reading:
+  /// exit 1, naming the directory actually used (links followed), its owner or mode and
+  /// what to do; nothing is created or written there, and a store planted there is not
+  /// opened. An explicit `--db` or `$SESSIONCTL_DB` there is used as given.
+  @Test(arguments: planted)
+  func aDefaultDirectoryThatIsNotTheUsersOwnIsRefused(_ planted: Planted) async throws {
+    guard !planted.needsRoot || getuid() == 0 else { return }
+    let sandbox = try Sandbox()
+    let (environment, made) = try planted.plant(sandbox)
+    let directory = URL(fileURLWithPath: made).resolvingSymlinksInPath().path
+    let write = try await sandbox.run(["login", "alice"], environment: environment)
+    #expect(write.status == 1, "\(write)")
+    #expect(write.stderr.contains("the directory \(directory) "), "\(write.stderr)")
+    #expect(write.stderr.contains(planted.reason), "\(write.stderr)")
+    #expect(write.stderr.contains("--db"), "\(write.stderr)")
+    let created = try FileManager.default.subpathsOfDirectory(atPath: directory).filter {
+      $0.hasPrefix("session") || $0.hasPrefix("sessionctl")
+    }
+    #expect(created.isEmpty, "\(created)")
+
+    // A store planted where the default location leads: an explicit path to it is used as
+    // given, the default location refuses to open it.
+    let file =
+      environment["XDG_DATA_HOME"].map { $0 + "/sessionctl/session.db" } ?? sandbox.defaultDatabase
+    try FileManager.default.createDirectory(
+      atPath: URL(fileURLWithPath: file).deletingLastPathComponent().path, withIntermediateDirectories: true)
+    let explicit = try await sandbox.run(db: file, ["login", "mallory"])
+    #expect(explicit.status == 0, "an explicit --db is used as given: \(explicit)")
+    let variable = try await sandbox.run(["status"], environment: ["SESSIONCTL_DB": file])
+    #expect(variable.status == 0, "$SESSIONCTL_DB is used as given: \(variable)")
+    let files = ["", "-wal", "-shm", "-journal"].map { file + $0 }
+    let before = files.map(sandbox.contents)
+    for read in [["status"], ["history"], ["check"]] {
+      let outcome = try await sandbox.run(read, environment: environment)
+      #expect(outcome.status == 1, "\(read): \(outcome)")
+      #expect(outcome.stderr.contains("the directory \(directory) "), "\(read): \(outcome.stderr)")
+    }
+    #expect(files.map(sandbox.contents) == before, "the planted store and its files are as they were")
   }
 }

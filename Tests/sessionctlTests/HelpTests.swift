@@ -2,16 +2,16 @@ import Foundation
 import Testing
 
 /// `help` and `-h`/`--help` at every level (the completion script: ``CompletionTests``).
-@Suite(.serialized, .timeLimit(.minutes(1))) struct HelpTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct HelpTests {
   static let commands = [
     "status", "login", "logout", "rename", "watch", "history", "compact", "retention", "migrate", "backup",
     "restore", "check", "help",
     "completion",
   ]
 
-  @Test func rootHelp() throws {
+  @Test func rootHelp() async throws {
     let sandbox = try Sandbox()
-    let outcome = try sandbox.run(["--help"])
+    let outcome = try await sandbox.run(["--help"])
     #expect(outcome.status == 0)
     #expect(outcome.stderr == "")
     let text = outcome.stdout
@@ -32,14 +32,14 @@ import Testing
     #expect(sections.allSatisfy { $0 != nil })
     #expect(sections.compactMap { $0 } == sections.compactMap { $0 }.sorted())
     #expect(text.split(separator: "\n").allSatisfy { $0.count <= 80 })
-    #expect(try sandbox.run(["-h"]).stdout == text)
-    #expect(try sandbox.run(["help"]).stdout == text)
+    #expect(try await sandbox.run(["-h"]).stdout == text)
+    #expect(try await sandbox.run(["help"]).stdout == text)
   }
 
   @Test(arguments: commands)
-  func everyCommandHasHelp(_ command: String) throws {
+  func everyCommandHasHelp(_ command: String) async throws {
     let sandbox = try Sandbox()
-    let viaHelp = try sandbox.run(["help", command])
+    let viaHelp = try await sandbox.run(["help", command])
     #expect(viaHelp.status == 0)
     #expect(viaHelp.stderr == "")
     #expect(viaHelp.stdout.hasPrefix("OVERVIEW: "))
@@ -48,19 +48,19 @@ import Testing
     #expect(!viaHelp.stdout.contains("SUBCOMMANDS:"))
     #expect(viaHelp.stdout.split(separator: "\n").allSatisfy { $0.count <= 80 })
     for flag in ["-h", "--help"] {
-      let viaFlag = try sandbox.run([command, flag])
+      let viaFlag = try await sandbox.run([command, flag])
       #expect(viaFlag.status == 0)
       #expect(viaFlag.stdout == viaHelp.stdout, "\(command) \(flag)")
     }
     // Help wins over anything else on the line, even mistakes.
-    #expect(try sandbox.run([command, "--bogus", "extra", "-h"]).stdout == viaHelp.stdout)
+    #expect(try await sandbox.run([command, "--bogus", "extra", "-h"]).stdout == viaHelp.stdout)
     #expect(!sandbox.exists(sandbox.home + "/.local"))
   }
 
-  @Test func commandHelpLayout() throws {
+  @Test func commandHelpLayout() async throws {
     let sandbox = try Sandbox()
     #expect(
-      try sandbox.run(["help", "login"]).stdout == """
+      try await sandbox.run(["help", "login"]).stdout == """
         OVERVIEW: Sign in as <username>.
 
         A username is 1 to 256 characters (at most 1024 bytes in UTF-8), with no control
@@ -82,7 +82,7 @@ import Testing
           -h, --help              Show help information.
 
         """)
-    let watch = try sandbox.run(["watch", "--help"]).stdout
+    let watch = try await sandbox.run(["watch", "--help"]).stdout
     #expect(
       watch.contains(
         "\nUSAGE: sessionctl watch [<command> ...] [--since <cursor>] [--limit <n>]\n"
@@ -90,7 +90,7 @@ import Testing
     #expect(watch.contains("\n  --since <cursor>        Start after this cursor"))
     #expect(watch.contains("\n  -n, --limit <n>         Stop after this many changes.\n"))
     #expect(watch.contains("\n  --keep-going            With --exec: when the command fails"))
-    let compact = try sandbox.run(["compact", "-h"]).stdout
+    let compact = try await sandbox.run(["compact", "-h"]).stdout
     #expect(
       compact.contains(
         "\nUSAGE: sessionctl compact (--keep <n> | --before <cursor> | --older-than <age>)\n       [--db <path>] [--json]\n"

@@ -3,7 +3,7 @@ import Testing
 
 /// sessionctl on a file whose migration records were edited by hand: every command refuses
 /// it (exit 1), names what disagrees, and leaves it untouched.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct MigrationLedgerCommandTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct MigrationLedgerCommandTests {
   @Test(arguments: [
     ("DELETE FROM schema_migrations", "schema_migrations records 0 migrations"),
     ("PRAGMA user_version = 0", "PRAGMA user_version is 0"),
@@ -14,14 +14,14 @@ import Testing
       "schema_migrations lists migration -9223372036854775808"
     ),
   ])
-  func aLedgerEditIsRefusedByEveryCommand(_ sql: String, _ reason: String) throws {
+  func aLedgerEditIsRefusedByEveryCommand(_ sql: String, _ reason: String) async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    _ = try sandbox.run(db: db, ["login", "alice"])
-    try sandbox.sqlite(db, sql)
+    _ = try await sandbox.run(db: db, ["login", "alice"])
+    try await sandbox.sqlite(db, sql)
     let before = try #require(sandbox.contents(db))
     for command in [["migrate"], ["login", "bob"], ["status"], ["check"], ["history"]] {
-      let outcome = try sandbox.run(db: db, command)
+      let outcome = try await sandbox.run(db: db, command)
       #expect(outcome.status == 1, "\(command): \(outcome)")
       #expect(outcome.stderr.hasPrefix("sessionctl: error: \(db): "), "\(command): \(outcome)")
       #expect(outcome.stderr.contains(reason), "\(command): \(outcome)")

@@ -3,17 +3,17 @@ import Testing
 
 /// sessionctl on a file whose schema was changed by hand: writes and reads refuse it (exit
 /// 1) without touching it, and `check` reports the `schema` item with the repair.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct SchemaTamperingCommandTests {
-  @Test func aDroppedFeedTriggerIsRefusedByEveryCommandAndReportedByCheck() throws {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct SchemaTamperingCommandTests {
+  @Test func aDroppedFeedTriggerIsRefusedByEveryCommandAndReportedByCheck() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    _ = try sandbox.run(db: db, ["login", "alice"])
-    try sandbox.sqlite(db, "DROP TRIGGER session_feed")
+    _ = try await sandbox.run(db: db, ["login", "alice"])
+    try await sandbox.sqlite(db, "DROP TRIGGER session_feed")
     let before = try #require(sandbox.contents(db))
     for command in [
       ["login", "bob"], ["logout"], ["migrate"], ["compact", "--keep", "0"], ["status"], ["history"],
     ] {
-      let outcome = try sandbox.run(db: db, command)
+      let outcome = try await sandbox.run(db: db, command)
       #expect(outcome.status == 1, "\(command): \(outcome)")
       #expect(outcome.stdout == "", "\(command)")
       #expect(
@@ -23,7 +23,7 @@ import Testing
       #expect(outcome.stderr.contains("migrations/0001_session_and_feed.sql"), "\(command): \(outcome)")
       #expect(sandbox.contents(db) == before, "\(command) changed the file")
     }
-    let check = try sandbox.run(db: db, ["check"])
+    let check = try await sandbox.run(db: db, ["check"])
     #expect(check.status == 1, "\(check)")
     #expect(
       check.lines.contains {

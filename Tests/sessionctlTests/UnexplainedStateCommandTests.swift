@@ -2,14 +2,14 @@ import Foundation
 import Testing
 
 /// `sessionctl check` finds a session row no change explains, after `compact --keep 0` too.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct UnexplainedStateCommandTests {
-  @Test func checkFindsABlobWriteAfterEveryChangeWasCompacted() throws {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct UnexplainedStateCommandTests {
+  @Test func checkFindsABlobWriteAfterEveryChangeWasCompacted() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    _ = try sandbox.run(db: db, ["login", "alice"])
-    let compact = try sandbox.run(db: db, ["compact", "--keep", "0"])
+    _ = try await sandbox.run(db: db, ["login", "alice"])
+    let compact = try await sandbox.run(db: db, ["compact", "--keep", "0"])
     #expect(compact.status == 0, "\(compact)")
-    #expect(try sandbox.run(db: db, ["check"]).status == 0)
+    #expect(try await sandbox.run(db: db, ["check"]).status == 0)
     let script = """
       import sqlite3, sys
       con = sqlite3.connect(sys.argv[1])
@@ -17,10 +17,10 @@ import Testing
           blob.write(b'mallo')
       con.commit()
       """
-    let python = try sandbox.runProgram(
+    let python = try await sandbox.runProgram(
       "/usr/bin/python3", ["-c", script, db], environment: sandbox.environment)
     #expect(python.status == 0, "\(python)")
-    let check = try sandbox.run(db: db, ["check"])
+    let check = try await sandbox.run(db: db, ["check"])
     #expect(check.status == 1, "\(check)")
     #expect(
       check.lines.contains {

@@ -4,7 +4,7 @@ import Testing
 
 /// `sessionctl` as a normal user (as `nobody` when the suite runs as root, since root
 /// ignores mode bits): read-only directories, read-only files, someone else's file.
-@Suite(.timeLimit(.minutes(2))) struct UnprivilegedTests {
+@Suite(.timeLimit(.minutes(10))) struct UnprivilegedTests {
   let dir: TemporaryDirectory
   /// The user's own directory, holding the store.
   let place: String
@@ -24,10 +24,11 @@ import Testing
   }
 
   /// A store with two changes, owned by the user.
-  func makeStore() throws {
+  func makeStore() async throws {
     for command in [["login", "alice"], ["logout"]] {
       #expect(
-        try ProcessRunner.run(ProcessRunner.product("sessionctl"), ["--db", path] + command).status == 0)
+        try await ProcessRunner.run(ProcessRunner.product("sessionctl"), ["--db", path] + command).status == 0
+      )
     }
     #expect(FileManager.default.fileExists(atPath: path))
     #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
@@ -54,7 +55,7 @@ import Testing
   /// The directory is the user's, but `chmod 555`: readers read, writers are told why,
   /// and nothing is written or created.
   @Test func aReadOnlyDirectoryServesReadersAndRefusesWritersClearly() async throws {
-    try makeStore()
+    try await makeStore()
     chmod(place, 0o555)
     defer { chmod(place, 0o755) }
     let before = try #require(FileManager.default.contents(atPath: path))
@@ -84,7 +85,7 @@ import Testing
   /// The file is `chmod 400` in a directory the user can write: readers read, writers are
   /// told the file cannot be written.
   @Test func aReadOnlyFileServesReadersAndRefusesWritersClearly() async throws {
-    try makeStore()
+    try await makeStore()
     chmod(path, 0o400)
     let before = try #require(FileManager.default.contents(atPath: path))
     let status = try await asUser(["--db", path, "status"])
@@ -99,7 +100,7 @@ import Testing
   /// Someone else's file (root's, or another user's, mode 0600): the error says whose
   /// and why, for readers and writers.
   @Test func someoneElsesFileIsRefusedWithTheReason() async throws {
-    try makeStore()
+    try await makeStore()
     chmod(path, 0o000)
     defer { chmod(path, 0o600) }
     for command in [["status"], ["login", "bob"]] {

@@ -3,7 +3,7 @@ import Testing
 
 /// `watch --exec`: a command per change, in order, one at a time, with the change in its
 /// environment and on its standard input, never in a shell string.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct WatchExecTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct WatchExecTests {
   /// A hook that appends what it received (its `SESSION_*` variables, its arguments and
   /// its standard input) as one JSON line to the file named by its first argument.
   static let recorder = """
@@ -33,42 +33,42 @@ import Testing
     return ["python3", script, sandbox.path("records"), "$(touch injected)", "`touch injected`"]
   }
 
-  @Test func everyChangeReachesTheCommandOnceInOrderAcrossARestart() throws {
+  @Test func everyChangeReachesTheCommandOnceInOrderAcrossARestart() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    _ = try sandbox.run(db: db, ["migrate"])
+    _ = try await sandbox.run(db: db, ["migrate"])
     let hook = try recorderCommand(sandbox)
-    let (watch, stderr) = try sandbox.start(["--db", db, "watch", "--json", "--exec", "--"] + hook)
-    #expect(try json(watch.readLine())["type"] as? String == "snapshot")
+    let (watch, stderr) = try await sandbox.start(["--db", db, "watch", "--json", "--exec", "--"] + hook)
+    #expect(try await json(watch.readLine())["type"] as? String == "snapshot")
 
     // Usernames only the sqlite3 shell can store: quotes, $(), backticks, a newline.
     let nasty = "a'b\"c $(touch injected) `touch injected` ${HOME}\nd; touch injected"
-    _ = try sandbox.run(db: db, ["login", "alice"])
-    try sandbox.sqlite(
+    _ = try await sandbox.run(db: db, ["login", "alice"])
+    try await sandbox.sqlite(
       db,
       "UPDATE session SET username = 'a''b\"c $(touch injected) `touch injected` ${HOME}' || char(10) || 'd; touch injected'"
     )
-    _ = try sandbox.run(db: db, ["logout"])
+    _ = try await sandbox.run(db: db, ["logout"])
     var printed: [[String: Any]] = []
-    for _ in 1...3 { printed.append(try json(watch.readLine())) }
+    for _ in 1...3 { printed.append(try await json(watch.readLine())) }
     #expect(printed.map { $0["cursor"] as? Int } == [1, 2, 3])
     watch.kill(SIGTERM)
-    #expect(try watch.wait(timeout: .seconds(20)) == 143)
+    #expect(try await watch.wait(timeout: .seconds(20)) == 143)
     let hookOutput = String(decoding: sandbox.contents(stderr) ?? Data(), as: UTF8.self)
     #expect(hookOutput == "recorded 1\nrecorded 2\nrecorded 3\n", "its output goes to stderr")
 
     // While nobody watches: two more changes; the restart resumes after the last line printed.
-    _ = try sandbox.run(db: db, ["rename", "bob"])
-    _ = try sandbox.run(db: db, ["login", "carol"])
+    _ = try await sandbox.run(db: db, ["rename", "bob"])
+    _ = try await sandbox.run(db: db, ["login", "carol"])
     let last = try #require(printed.last)
     let token = "\(last["cursor"] as? Int ?? -1)@\(last["at"] as? String ?? "")"
-    let (again, _) = try sandbox.start(
+    let (again, _) = try await sandbox.start(
       ["--db", db, "watch", "--json", "--since", token, "--limit", "3", "--exec", "--"] + hook)
-    #expect(try json(again.readLine())["cursor"] as? Int == 4)
-    #expect(try json(again.readLine())["cursor"] as? Int == 5)
-    _ = try sandbox.run(db: db, ["logout"])
-    #expect(try json(again.readLine())["cursor"] as? Int == 6)
-    #expect(try again.wait(timeout: .seconds(20)) == 0)
+    #expect(try await json(again.readLine())["cursor"] as? Int == 4)
+    #expect(try await json(again.readLine())["cursor"] as? Int == 5)
+    _ = try await sandbox.run(db: db, ["logout"])
+    #expect(try await json(again.readLine())["cursor"] as? Int == 6)
+    #expect(try await again.wait(timeout: .seconds(20)) == 0)
 
     let seen = try records(sandbox, sandbox.path("records"))
     #expect(
@@ -92,15 +92,15 @@ import Testing
     #expect(!sandbox.exists(sandbox.path("injected")) && !sandbox.exists(sandbox.home + "/injected"))
   }
 
-  @Test func noUsernameLeavesTheVariableUnset() throws {
+  @Test func noUsernameLeavesTheVariableUnset() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    _ = try sandbox.run(db: db, ["login", "alice"])
-    try sandbox.sqlite(db, "UPDATE session SET username = NULL")
+    _ = try await sandbox.run(db: db, ["login", "alice"])
+    try await sandbox.sqlite(db, "UPDATE session SET username = NULL")
     // An inherited SESSION_USERNAME is not passed on; other variables are.
     sandbox.environment["SESSION_USERNAME"] = "inherited"
     sandbox.environment["SESSION_MANAGER"] = "kept"
-    let outcome = try sandbox.run(
+    let outcome = try await sandbox.run(
       db: db, ["watch", "--since", "1", "--limit", "1", "--exec", "--"] + (try recorderCommand(sandbox)))
     #expect(outcome.status == 0, "\(outcome)")
     let seen = try records(sandbox, sandbox.path("records"))
@@ -115,11 +115,11 @@ import Testing
     "/bin/sh", "-c", #"echo "ran $SESSION_CURSOR" >&2; test "$SESSION_USERNAME" != bad"#,
   ]
 
-  @Test func aFailingCommandStopsWatchNamingTheCursor() throws {
+  @Test func aFailingCommandStopsWatchNamingTheCursor() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    for name in ["alice", "bad", "carol"] { _ = try sandbox.run(db: db, ["rename", name]) }
-    let outcome = try sandbox.run(db: db, ["watch", "--since", "0", "--exec", "--"] + Self.failsForBad)
+    for name in ["alice", "bad", "carol"] { _ = try await sandbox.run(db: db, ["rename", name]) }
+    let outcome = try await sandbox.run(db: db, ["watch", "--since", "0", "--exec", "--"] + Self.failsForBad)
     #expect(outcome.status == 1, "\(outcome)")
     #expect(outcome.lines.count == 1)
     #expect(outcome.lines.first?.hasPrefix("1  ") == true, "only the change it succeeded on")
@@ -127,11 +127,11 @@ import Testing
     #expect(!outcome.stderr.contains("ran 3"), "nothing after the failure")
   }
 
-  @Test func keepGoingReportsAndContinues() throws {
+  @Test func keepGoingReportsAndContinues() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    for name in ["alice", "bad", "carol"] { _ = try sandbox.run(db: db, ["rename", name]) }
-    let outcome = try sandbox.run(
+    for name in ["alice", "bad", "carol"] { _ = try await sandbox.run(db: db, ["rename", name]) }
+    let outcome = try await sandbox.run(
       db: db, ["watch", "--since", "0", "--limit", "3", "--keep-going", "--exec", "--"] + Self.failsForBad)
     #expect(outcome.status == 0, "\(outcome)")
     #expect(outcome.lines.map { $0.prefix(3) } == ["1  ", "3  "])
@@ -141,10 +141,10 @@ import Testing
 
   /// A command that hangs is its own business, but a signal to `watch` reaches it too.
   @Test(arguments: [(SIGTERM, Int32(143), "15"), (SIGINT, Int32(130), "2")])
-  func signalsArePassedOnToARunningCommand(_ signal: Int32, _ status: Int32, _ number: String) throws {
+  func signalsArePassedOnToARunningCommand(_ signal: Int32, _ status: Int32, _ number: String) async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    _ = try sandbox.run(db: db, ["login", "alice"])
+    _ = try await sandbox.run(db: db, ["login", "alice"])
     let received = sandbox.path("received")
     let script = """
       import signal, sys, time
@@ -156,18 +156,18 @@ import Testing
       print("waiting", flush=True)
       time.sleep(30)
       """
-    let (watch, stderr) = try sandbox.start(
+    let (watch, stderr) = try await sandbox.start(
       ["--db", db, "watch", "--since", "0", "--exec", "--", "python3", "-c", script, received])
     let started = ContinuousClock.now
     while String(decoding: sandbox.contents(stderr) ?? Data(), as: UTF8.self) != "waiting\n" {
       #expect(ContinuousClock.now - started < .seconds(20))
-      Thread.sleep(forTimeInterval: 0.05)
+      try await Task.sleep(for: .milliseconds(50))
     }
     watch.kill(signal)
-    #expect(try watch.wait(timeout: .seconds(20)) == status)
-    #expect(try watch.readLine() == nil, "the change it was acting on is not printed")
+    #expect(try await watch.wait(timeout: .seconds(20)) == status)
+    #expect(try await watch.readLine() == nil, "the change it was acting on is not printed")
     while sandbox.contents(received) == nil, ContinuousClock.now - started < .seconds(20) {
-      Thread.sleep(forTimeInterval: 0.05)
+      try await Task.sleep(for: .milliseconds(50))
     }
     #expect(sandbox.contents(received).map { String(decoding: $0, as: UTF8.self) } == number)
     #expect(String(decoding: sandbox.contents(stderr) ?? Data(), as: UTF8.self) == "waiting\n")
@@ -178,18 +178,18 @@ import Testing
     (["watch", "--exec"], "'--exec' needs a command: watch --exec -- <command> [<argument> ...]"),
     (["watch", "--keep-going"], "'--keep-going' goes with '--exec'"),
   ])
-  func usageMistakes(_ arguments: [String], _ message: String) throws {
+  func usageMistakes(_ arguments: [String], _ message: String) async throws {
     let sandbox = try Sandbox()
-    let outcome = try sandbox.run(db: sandbox.path("s.db"), arguments)
+    let outcome = try await sandbox.run(db: sandbox.path("s.db"), arguments)
     #expect(outcome.status == 64)
     #expect(outcome.stderr.hasPrefix("sessionctl: error: \(message)\n"), "\(outcome)")
   }
 
-  @Test func aCommandThatCannotBeFoundIsRefusedBeforeAnythingIsPrinted() throws {
+  @Test func aCommandThatCannotBeFoundIsRefusedBeforeAnythingIsPrinted() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    _ = try sandbox.run(db: db, ["login", "alice"])
-    let outcome = try sandbox.run(db: db, ["watch", "--exec", "--", "no-such-hook"])
+    _ = try await sandbox.run(db: db, ["login", "alice"])
+    let outcome = try await sandbox.run(db: db, ["watch", "--exec", "--", "no-such-hook"])
     #expect(outcome.status == 1)
     #expect(outcome.stdout.isEmpty)
     #expect(outcome.stderr == "sessionctl: error: cannot run 'no-such-hook': not found in PATH\n")

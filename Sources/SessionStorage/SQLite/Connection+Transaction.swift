@@ -1,3 +1,5 @@
+import CSQLite
+
 extension Connection {
   /// How a transaction begins.
   enum TransactionKind {
@@ -22,6 +24,8 @@ extension Connection {
   private static let rollback = SQL("ROLLBACK")
 
   /// Runs `body` in a transaction that commits when it returns and rolls back when it throws.
+  /// A write transaction whose COMMIT fails throws an error that says what became of it
+  /// (``commitFailed(_:)``): never a result for a change that did not commit.
   func transaction<Result>(_ kind: TransactionKind, _ body: () throws -> Result) throws -> Result {
     try run(kind.begin)
     let result: Result
@@ -38,8 +42,29 @@ extension Connection {
       try run(Self.commit)
     } catch {
       if isInTransaction { try? run(Self.rollback) }  // harmless, as above
-      throw error
+      throw kind == .immediate ? Self.commitFailed(error) : error
     }
     return result
+  }
+
+  /// The error of a write transaction's COMMIT that failed, saying what became of it.
+  ///
+  /// SQLite rolls the transaction back, and no other connection sees it. After an I/O
+  /// error (a failed `fsync`, a failed write), though, its pages may be whole in the `-wal`
+  /// file past the last commit SQLite knows of: the next write here overwrites them, and a
+  /// close that checkpoints drops them, but a crash of a process that has the file open
+  /// makes the next opener recover the WAL from the file, and the change comes back.
+  /// Nobody can promise it is gone, so the message does not.
+  static func commitFailed(_ error: any Error) -> any Error {
+    guard var failure = error as? SessionStorageError, failure.code == .sqlite else { return error }
+    let ioError = failure.resultCode.map { $0 & 0xff == SQLITE_IOERR } ?? false
+    failure.message =
+      ioError
+      ? "the change could not be committed: the disk reported an error while SQLite wrote it "
+        + "(\(failure.message)). No other process sees it now, but it may still be in the -wal file, "
+        + "and if a process that has the store open crashes before the next write, SQLite's recovery "
+        + "can bring it back: check the disk, then read the state again before you rely on either outcome"
+      : "the change could not be committed (\(failure.message)); SQLite rolled it back"
+    return failure
   }
 }

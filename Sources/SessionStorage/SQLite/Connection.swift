@@ -45,6 +45,7 @@ final class Connection {
   /// file can be inspected before anything is written to it.
   init(path: String, mode: Mode, busyTimeout: Duration = .seconds(5)) throws {
     self.path = path
+    if mode != .memory { try FileCheck.requireOpenablePath(path) }
     if mode == .readWriteCreate { try Self.createPrivately(path) }
     var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
     var name = path
@@ -264,44 +265,31 @@ final class Connection {
     SQLiteFailure.error(rc, db: handle, path: path, sql: sql)
   }
 
-  /// Creates a missing file with mode 0600 before SQLite opens it; SQLite gives its
-  /// -wal and -shm files the same mode.
+  /// Creates a missing file with mode 0600 before SQLite opens it, whatever the umask (under
+  /// `umask 0277` `open` alone gives 0400, and the first write would fail); SQLite gives its
+  /// -wal and -shm files the same mode, also past the umask.
   private static func createPrivately(_ path: String) throws {
     let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
     if fd >= 0 {
-      Foundation.close(fd)
+      defer { Foundation.close(fd) }
+      guard fchmod(fd, 0o600) == 0 else {
+        let err = errno
+        unlink(path)
+        throw SessionStorageError(
+          .sqlite, "cannot give the new database file mode 0600: \(Errno(rawValue: err))", path: path)
+      }
       return
     }
     let err = errno
     guard err != EEXIST else { return }
+    if err == ENOENT {
+      throw SessionStorageError(
+        .notFound,
+        "cannot create the database file: its directory does not exist (any more) (\(Errno(rawValue: err))); "
+          + "create it, or choose another path", path: path)
+    }
     let code: SessionStorageError.Code = (err == EACCES || err == EROFS || err == EPERM) ? .readOnly : .sqlite
     throw SessionStorageError(
       code, "cannot create the database file: \(Errno(rawValue: err))", path: path)
-  }
-}
-
-/// Maps SQLite result codes to ``SessionStorageError``.
-enum SQLiteFailure {
-  static func error(_ rc: Int32, db: OpaquePointer?, path: String?, sql: String?) -> SessionStorageError {
-    var message =
-      db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(rc))
-    // "unable to open database file" hides a descriptor limit: name it, and how to raise it.
-    let systemError = db.map { sqlite3_system_errno($0) } ?? 0
-    if rc & 0xff == SQLITE_CANTOPEN || rc & 0xff == SQLITE_IOERR,
-      systemError == EMFILE || systemError == ENFILE
-    {
-      message = SystemLimits.explain(systemError, call: "open") + " (SQLite: \(message))"
-    }
-    let code: SessionStorageError.Code
-    switch rc & 0xff {
-    case SQLITE_NOTADB: code = .notADatabase
-    case SQLITE_CORRUPT: code = .corrupt
-    case SQLITE_FULL: code = .full
-    case SQLITE_READONLY, SQLITE_PERM: code = .readOnly
-    case SQLITE_CANTOPEN: code = .notFound
-    case SQLITE_BUSY: code = .busy
-    default: code = .sqlite
-    }
-    return SessionStorageError(code, message, path: path, resultCode: rc, sql: sql)
   }
 }

@@ -9,6 +9,8 @@ extension Migrator {
   /// when another process won.
   static func create(_ path: String, _ durability: SessionStore.Durability) throws -> [Migration] {
     let temporary = path + ".creating-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    // The store is built under the longer name: it must fit too (the message names `path`).
+    try FileCheck.requireOpenablePath(path, reserving: temporary.utf8.count - path.utf8.count, shown: path)
     defer { for suffix in ["", "-wal", "-shm", "-journal"] { unlink(temporary + suffix) } }
     let applied: [Migration]
     do {

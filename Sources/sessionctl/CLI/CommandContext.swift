@@ -12,6 +12,9 @@ struct CommandContext: Sendable {
   var output = LineWriter.standardOutput
   /// Where errors go.
   var errors = LineWriter.standardError
+  /// What the command made permanent before printing its result (for the message when
+  /// the result cannot be written); one per run.
+  var commitment = Commitment()
 
   /// Text or JSON Lines, as `--json` asks.
   var presenter: Presenter { Presenter(json: options.json) }
@@ -41,14 +44,18 @@ struct CommandContext: Sendable {
     return try openFileForWriting(location)
   }
 
-  /// Opens the SQLite file without writing, for the commands that work on a file.
+  /// Opens the SQLite file without writing, for the commands that work on a file. The
+  /// default location is refused when others may change its directories.
   func openFileForReading(_ location: DatabaseLocation) throws -> SessionStore {
-    try SessionStore(path: location.path, options: .init(origin: SessionCtl.origin, readOnly: true))
+    try location.requirePrivateDirectory(creating: false)
+    return try SessionStore(path: location.path, options: .init(origin: SessionCtl.origin, readOnly: true))
   }
 
-  /// Opens the SQLite file for writing, for the commands that work on a file.
+  /// Opens the SQLite file for writing, for the commands that work on a file. The default
+  /// location's directories are created (mode 0700), and refused when others may change them.
   func openFileForWriting(_ location: DatabaseLocation) throws -> SessionStore {
-    try SessionStore(
+    try location.requirePrivateDirectory(creating: true)
+    return try SessionStore(
       path: location.path,
       options: .init(origin: SessionCtl.origin, createsMissingDirectories: location.source == .dataHome))
   }
@@ -58,6 +65,7 @@ struct CommandContext: Sendable {
     -> ExitCode
   {
     if let entry {
+      commitment.record("the change is committed all the same, at cursor \(entry.cursor)")
       try output.write(try presenter.change(entry))
     } else {
       try output.write(try presenter.noChange(reason(), store.snapshot()))

@@ -57,6 +57,23 @@ struct DatabaseLocation: Sendable, Equatable {
     }
   }
 
+  /// For the default location, which nobody named on purpose: throws unless only this
+  /// user (and root) can change the directories that lead to it
+  /// (``SessionStore/requirePrivateDirectory(for:creatingMissing:)``), creating the missing
+  /// ones first when `creating`. A path given with `--db` or `$SESSIONCTL_DB` is used as
+  /// given: naming it is the decision to trust it.
+  /// - Throws: ``SessionStorageError`` (`unsafeDirectory` says to pass `--db` instead).
+  func requirePrivateDirectory(creating: Bool) throws {
+    guard source == .dataHome, !isPostgres else { return }
+    do {
+      try SessionStore.requirePrivateDirectory(for: path, creatingMissing: creating)
+    } catch {
+      guard error.code == .unsafeDirectory else { throw error }
+      throw SessionStorageError(
+        error.code, error.message + " (or name the file with --db PATH)", path: error.path)
+    }
+  }
+
   /// Whether the file exists (as anything: SessionStore refuses what is not a database).
   /// A PostgreSQL database counts as existing: opening it read-only says when its schema
   /// is missing.

@@ -16,6 +16,10 @@ enum ExitCode: Int32, Sendable {
   /// The PostgreSQL server cannot be reached, or the connection was lost (sysexits
   /// `EX_UNAVAILABLE`): worth retrying later, unlike a refusal.
   case unavailable = 69
+  /// The result could not be written: standard output is on a full disk, closed, or (for
+  /// every command but `watch`) a pipe whose reader went away (sysexits `EX_IOERR`). A
+  /// change the command committed stays committed; the message says so.
+  case outputFailed = 74
   /// The PostgreSQL server refused the connection for a reason that waiting does not cure
   /// (sysexits `EX_NOPERM`): a missing database or role, a role that may not log in, a
   /// missing or wrong password, SSL required but not offered.

@@ -5,6 +5,6 @@ import CommandLineKit
 /// completion and usage errors are generated from that list.
 protocol SessionCommand: ParsableCommand {
   /// Runs the command: results go to the context's output, its exit status is returned.
-  /// - Throws: anything ``SessionCtl/report(_:)`` turns into a message and an exit status.
+  /// - Throws: anything ``SessionCtl/report(_:in:)`` turns into a message and an exit status.
   func run(_ context: CommandContext) async throws -> ExitCode
 }

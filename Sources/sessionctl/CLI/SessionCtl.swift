@@ -12,9 +12,13 @@ struct SessionCtl: Sendable {
 
   /// What commands run with; its options are filled in from each command line.
   var context: CommandContext
+  /// Whether a run ends by closing standard output and checking that close (the process's
+  /// own run, in `main`): some file systems report a failed write only there.
+  let closesOutput: Bool
 
-  init(environment: [String: String]) {
+  init(environment: [String: String], closesOutput: Bool = false) {
     context = CommandContext(environment: environment)
+    self.closesOutput = closesOutput
   }
 
   /// Runs a command line given as argv's bytes (without the program name): an argument
@@ -24,7 +28,7 @@ struct SessionCtl: Sendable {
       return await run(try Self.decode(rawArguments))
     } catch {
       signal(SIGPIPE, SIG_IGN)
-      return report(error).rawValue
+      return Self.report(error, in: context).rawValue
     }
   }
 
@@ -42,13 +46,16 @@ struct SessionCtl: Sendable {
   func run(_ arguments: [String]) async -> Int32 {
     // A closed pipe must surface as EPIPE on write, not kill the process.
     signal(SIGPIPE, SIG_IGN)
+    var context = self.context
+    context.commitment = Commitment()
     do {
       let parsed = try ArgumentParser(root: Self.root).parse(arguments)
-      var context = self.context
       context.options = try GlobalOptions(parsed)
-      return try await Self.execute(parsed, in: context).rawValue
+      let status = try await Self.execute(parsed, in: context)
+      if closesOutput { try context.output.close() }
+      return status.rawValue
     } catch {
-      return report(error).rawValue
+      return Self.report(error, in: context).rawValue
     }
   }
 
@@ -79,14 +86,16 @@ struct SessionCtl: Sendable {
   }
 
   /// Prints `error` on stderr the way its kind asks, and returns its exit status.
-  func report(_ error: any Error) -> ExitCode {
+  static func report(_ error: any Error, in context: CommandContext) -> ExitCode {
     switch error {
-    case is LineWriter.Closed:
-      return .success
+    case let failure as LineWriter.Failure:
+      // Whatever the command committed stays committed: say so, or it may be done twice.
+      context.fail(failure.sentence + (context.commitment.recorded.map { "; " + $0 } ?? ""))
+      return .outputFailed
     case let usage as UsageError:
       context.fail(usage.message)
       // Harmless to swallow, as in `fail`: with stderr gone there is nobody to tell.
-      try? context.errors.write(HelpFormatter(root: Self.root).lines(after: usage))
+      try? context.errors.write(HelpFormatter(root: root).lines(after: usage))
       return .usage
     case let error as InvalidValue:
       context.fail(error.message)
@@ -98,7 +107,8 @@ struct SessionCtl: Sendable {
       context.fail(error.description + (error.code == .needsMigration ? " (run 'sessionctl migrate')" : ""))
       if error.code == .unavailable { return .unavailable }
       if error.code == .refused { return .refused }
-      return [.invalidUsername, .invalidArgument].contains(error.code) ? .invalidInput : .failure
+      return [.invalidUsername, .invalidArgument, .storeFile, .notARegularFile].contains(error.code)
+        ? .invalidInput : .failure
     case let error as FeedError:
       context.fail(error.description + Self.hint(for: error))
       switch error {

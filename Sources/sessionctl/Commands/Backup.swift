@@ -16,6 +16,11 @@ extension SessionCtl {
         (mode 0600) beside <file>, opened as a store of its own and checked like 'check'
         does, and only then put in place: on any failure nothing is left at <file>. An
         existing <file> is kept unless --force is given. Reads the store without writing.
+
+        Refused with exit 65, also with --force: a <file> that is the store itself or its
+        -wal, -shm or -journal file, by any name (a symbolic link to them or to their
+        directory, a hard link), and a <file> that exists and is not a regular file (a
+        device, a FIFO, a directory).
         """,
       arguments: [file], options: [force])
 
@@ -37,6 +42,8 @@ extension SessionCtl {
       }
       let store = try context.openFileForReading(location)
       let result = try store.backup(to: file, overwrite: force)
+      context.commitment.record(
+        "the backup is written all the same (\(Presenter.display(result.path)), head \(result.head))")
       try context.output.write(context.presenter.backup(result))
       return .success
     }

@@ -69,6 +69,9 @@ extension SessionCtl {
         case .before(let cursor): try store.compact(before: cursor)
         case .olderThan(let age): try store.compact(olderThan: age.duration)
         }
+      context.commitment.record(
+        "the compaction is committed all the same (\(compaction.removed) removed, head \(compaction.bounds.head))"
+      )
       try context.output.write(context.presenter.compaction(compaction))
       return .success
     }

@@ -14,6 +14,10 @@ extension SessionCtl {
       let store = try context.openForWriting(location)
       // A PostgreSQL schema counts as created when its first migration was applied now.
       let created = location.isPostgres ? store.appliedMigrations.contains { $0.version == 1 } : !existed
+      if created || !store.appliedMigrations.isEmpty {
+        context.commitment.record(
+          "the migrations are committed all the same (\(store.appliedMigrations.count) applied)")
+      }
       try context.output.write(
         context.presenter.migration(
           path: location.display, created: created, applied: store.appliedMigrations))

@@ -15,7 +15,8 @@ extension SessionCtl {
         SQLite's backup API in one transaction: processes that have the store open go on,
         and see the backup's content from that commit on. A running 'watch' whose last
         change the restore removed or replaced exits 67 (take a new snapshot). Creates
-        the store when it is missing.
+        the store when it is missing. A <file> that is the store itself or its -wal, -shm
+        or -journal file, by any name, is refused with exit 65.
         """,
       arguments: [file])
 
@@ -32,6 +33,8 @@ extension SessionCtl {
         for: "restore", instead: "restore a pg_dump of its schema with pg_restore or psql")
       let store = try context.openFileForWriting(location)
       let result = try store.restore(from: file)
+      context.commitment.record(
+        "the restore is committed all the same (head \(result.head), was \(result.previousHead))")
       try context.output.write(context.presenter.restore(result))
       return .success
     }

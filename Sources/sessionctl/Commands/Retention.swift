@@ -53,6 +53,9 @@ extension SessionCtl {
       if let keep = change.keep { policy.keepLast = keep }
       if let maxAge = change.maxAge { policy.maxAge = maxAge.duration }
       let compaction = try store.setRetention(policy)
+      context.commitment.record(
+        "the retention policy is committed all the same (\(compaction.removed) removed, head \(compaction.bounds.head))"
+      )
       try context.output.write(
         context.presenter.retention(policy) + [context.presenter.compaction(compaction)])
       return .success

@@ -24,7 +24,8 @@ extension SessionCtl {
         included). With --since, the changes after that cursor come first and there is no
         snapshot line. Stops after --limit changes (exit 0), on SIGINT (exit 130), on
         SIGTERM (exit 143), always after a whole line, and quietly when the reader of its
-        output goes away (exit 0).
+        output goes away (exit 0). A line that cannot be written otherwise (a full disk, a
+        closed stdout) stops it with exit 74.
 
         With --exec -- <command> [<argument> ...], the command runs once per change, in
         order, one at a time, started without a shell. Its environment has SESSION_CURSOR,
@@ -34,7 +35,8 @@ extension SessionCtl {
         its password (a hook that connects finds it in ~/.pgpass or PGPASSFILE). Its standard
         input is the change's JSON line; what it prints goes to stderr. A change's line is
         printed only once its command exited with 0, so '--since CURSOR@TIME' of the last
-        line printed resumes with the first change not acted on. When the command fails,
+        line printed resumes with the first change not acted on. When that line cannot be
+        written, watch stops (exit 74) before the next command, naming the change. When the command fails,
         watch stops with exit 1 and names the cursor, unless --keep-going. SIGINT and
         SIGTERM are passed on to a running command.
         """,
@@ -68,6 +70,22 @@ extension SessionCtl {
     }
 
     func run(_ context: CommandContext) async throws -> ExitCode {
+      do {
+        return try await follow(context)
+      } catch let failure as LineWriter.Failure where failure.readerWentAway {
+        // Nobody reads any more: that ends watch's job. Every other failed write is an error.
+        return .success
+      }
+    }
+
+    /// Prints the snapshot and the changes, running the command first for each.
+    ///
+    /// A change's line is written after its command succeeded, never before: the lines
+    /// printed are the changes acted on, so a failed command is never taken for done. The
+    /// first line that cannot be written stops watch before another command runs; its
+    /// change is the only one whose command ran without its line being printed, and the
+    /// error names it.
+    private func follow(_ context: CommandContext) async throws -> ExitCode {
       let location = try context.location()
       // A command that cannot run is refused before anything is printed.
       let command = try commandWords.map { try ChangeCommand($0, environment: context.environment) }
@@ -99,7 +117,7 @@ extension SessionCtl {
       // Never silently blind: when file notifications cannot be set up, say once that
       // changes arrive by polling, and why.
       if case .polling(let interval, let reason) = changes.wakeMode {
-        try context.errors.write(
+        try? context.errors.write(
           "sessionctl: warning: cannot watch \(location.isPostgres ? "the database" : "the file") for changes "
             + "(\(reason)); polling every \(interval)")
       }
@@ -112,10 +130,18 @@ extension SessionCtl {
         for try await entry in changes {
           switch try command?.run(for: entry, errors: errors) ?? .succeeded {
           case .succeeded:
-            try output.write(try presenter.change(entry, cursorWidth: cursorWidth, originWidth: 10))
+            let line = try presenter.change(entry, cursorWidth: cursorWidth, originWidth: 10)
+            if command != nil {
+              context.commitment.record(
+                "the command succeeded for cursor \(entry.cursor), whose line is not printed: resuming from the "
+                  + "last line printed runs it again for cursor \(entry.cursor); "
+                  + "--since \(entry.cursor)@\(Timestamp.format(entry.time)) goes on after it")
+            }
+            try output.write(line)
+            context.commitment.clear()
           case .stopped: return nil
           case .failed(let how) where keepsGoing:
-            try errors.write("sessionctl: warning: the command \(how) for cursor \(entry.cursor); going on")
+            try? errors.write("sessionctl: warning: the command \(how) for cursor \(entry.cursor); going on")
           case .failed(let how):
             context.fail(
               "the command \(how) for cursor \(entry.cursor); its line was not printed: "

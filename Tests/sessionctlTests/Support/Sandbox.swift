@@ -24,13 +24,16 @@ struct Outcome: CustomStringConvertible {
 }
 
 /// A temporary directory per test, with a home of its own, that runs the built
-/// `sessionctl` (and `sqlite3`) with an explicit environment: nothing touches the real home.
+/// `sessionctl` (and `sqlite3`) with an explicit environment: nothing touches the real home,
+/// and nothing of the caller's environment (`XDG_DATA_HOME`, `SESSIONCTL_DB`, `PG*`) reaches
+/// a command unless a test puts it into ``environment``. Commands are awaited as
+/// `ProcessRunner` awaits them, never blocking a thread of the cooperative pool.
 final class Sandbox {
   /// The directory, removed when the sandbox is dropped.
   let root: String
   /// `$HOME` of the commands run here (`<root>/home`, created).
   let home: String
-  /// The environment every command gets (add to it per test).
+  /// The whole environment every command gets (add to it per test).
   var environment: [String: String]
   private var counter = 0
 
@@ -46,6 +49,7 @@ final class Sandbox {
     root = String(cString: created)
     home = root + "/home"
     try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: false)
+    chmod(home, 0o755)  // whatever the umask: a home others may write is refused as a default location
     try FileManager.default.createDirectory(atPath: root + "/io", withIntermediateDirectories: false)
     environment = ["HOME": home, "PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"]
   }
@@ -59,32 +63,33 @@ final class Sandbox {
   var defaultDatabase: String { home + "/.local/share/sessionctl/session.db" }
 
   /// Runs `sessionctl` with `arguments` and waits for it.
-  func run(_ arguments: [String], environment extra: [String: String] = [:]) throws -> Outcome {
-    try runProgram(Self.sessionctl, arguments, environment: environment.merging(extra) { $1 })
+  func run(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> Outcome {
+    try await runProgram(Self.sessionctl, arguments, environment: environment.merging(extra) { $1 })
   }
 
   /// Runs `sessionctl --db <database> …`.
-  func run(db database: String, _ arguments: [String]) throws -> Outcome {
-    try run(["--db", database] + arguments)
+  func run(db database: String, _ arguments: [String]) async throws -> Outcome {
+    try await run(["--db", database] + arguments)
   }
 
   /// Runs the sqlite3 shell on `database` with `sql`; fails the test if it fails.
   @discardableResult
-  func sqlite(_ database: String, _ sql: String, sourceLocation: SourceLocation = #_sourceLocation) throws
-    -> String
+  func sqlite(_ database: String, _ sql: String, sourceLocation: SourceLocation = #_sourceLocation)
+    async throws -> String
   {
-    let outcome = try runProgram(Self.sqlite3, ["-batch", database, sql], environment: environment)
+    let outcome = try await runProgram(
+      Self.sqlite3, ["-batch", "-init", "/dev/null", database, sql], environment: environment)
     #expect(outcome.status == 0, "sqlite3 failed: \(outcome.stderr)", sourceLocation: sourceLocation)
     return outcome.stdout.trimmingCharacters(in: .newlines)
   }
 
   /// Starts `sessionctl` (or `executable`) with its stdout on a pipe, for reading line by line.
-  func start(_ arguments: [String], executable: String = Sandbox.sessionctl) throws -> (
+  func start(_ arguments: [String], executable: String = Sandbox.sessionctl) async throws -> (
     ChildProcess, stderr: String
   ) {
     counter += 1
     let stderr = path("io/stderr-\(counter)")
-    let child = try ChildProcess(
+    let child = try await ChildProcess(
       executable, arguments, environment: environment, stdout: .pipe, stderr: .file(stderr))
     return (child, stderr)
   }
@@ -101,15 +106,16 @@ final class Sandbox {
       ?? -1
   }
 
-  func runProgram(_ executable: String, _ arguments: [String], environment: [String: String]) throws
+  /// Runs `executable` with exactly `environment` and waits for it (at most 60 s).
+  func runProgram(_ executable: String, _ arguments: [String], environment: [String: String]) async throws
     -> Outcome
   {
     counter += 1
     let out = path("io/stdout-\(counter)")
     let err = path("io/stderr-\(counter)")
-    let child = try ChildProcess(
+    let child = try await ChildProcess(
       executable, arguments, environment: environment, stdout: .file(out), stderr: .file(err))
-    let status = try child.wait(timeout: .seconds(30))
+    let status = try await child.wait(timeout: .seconds(60))
     return Outcome(
       status: status, stdout: String(decoding: contents(out) ?? Data(), as: UTF8.self),
       stderr: String(decoding: contents(err) ?? Data(), as: UTF8.self))
