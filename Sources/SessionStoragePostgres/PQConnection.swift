@@ -31,8 +31,9 @@ final class PQConnection {
   private var prepared: [String: String] = [:]
 
   /// Connects and selects the store's schema; a `readOnly` connection cannot write.
-  /// - Throws: `unavailable` when the server cannot be reached, `permissionDenied` when it
-  ///   refuses the credentials, `invalidArgument` for a URL libpq cannot read.
+  /// - Throws: `unavailable` when the server cannot be reached (or is starting, shutting
+  ///   down, out of connection slots), `refused` when it turns the login away,
+  ///   `invalidArgument` for a URL libpq cannot read.
   init(_ place: PostgresPlace, role: Role, readOnly: Bool = false) throws {
     self.place = place
     self.role = role
@@ -58,13 +59,31 @@ final class PQConnection {
     let handle = withCStrings(keywords) { keywords in
       withCStrings(values) { values in PQconnectdbParams(keywords, values, 1) }
     }
-    guard let handle else {
+    guard var handle else {
       throw SessionStorageError(.unavailable, "cannot connect: libpq is out of memory", path: place.described)
     }
-    guard PQstatus(handle) == CONNECTION_OK else {
+    if PQstatus(handle) != CONNECTION_OK {
       let reason = Self.message(handle)
       PQfinish(handle)
-      throw place.connectionError(reason)
+      // A refusal the server sent ("FATAL:  …") has a SQLSTATE, which libpq shows only in its
+      // verbose mode: ask once more in that mode to learn whether waiting can cure it (and
+      // keep that connection if the server takes it now).
+      guard reason.contains(":  "),
+        let again = withCStrings(
+          keywords,
+          { keywords in
+            withCStrings(values) { values in PQconnectStartParams(keywords, values, 1) }
+          })
+      else { throw place.connectionError(reason) }
+      PQsetErrorVerbosity(again, PQERRORS_VERBOSE)
+      PQreset(again)
+      guard PQstatus(again) == CONNECTION_OK else {
+        let verbose = Self.message(again)
+        PQfinish(again)
+        throw place.connectionError(reason, state: Self.sqlState(in: verbose))
+      }
+      PQsetErrorVerbosity(again, PQERRORS_DEFAULT)
+      handle = again
     }
     // Notices (such as "relation already exists, skipping") are not errors: libpq would
     // print them on the process's stderr.
@@ -72,12 +91,57 @@ final class PQConnection {
     return handle
   }
 
-  /// Selects the store's schema (quoted), keeps times in UTC and bounds lock waits.
+  /// The SQLSTATE in a message libpq wrote in verbose mode (`SEVERITY:  STATE: message`).
+  private static func sqlState(in message: String) -> String? {
+    var rest = message[...]
+    while let separator = rest.range(of: ":  ") {
+      let after = rest[separator.upperBound...]
+      let code = after.prefix(5)
+      if code.count == 5, code.allSatisfy({ $0.isASCII && ($0.isNumber || $0.isUppercase) }),
+        after.dropFirst(5).hasPrefix(": ")
+      {
+        return String(code)
+      }
+      rest = after
+    }
+    return nil
+  }
+
+  /// Selects the store's schema (quoted) with `pg_temp` last, so that no temporary table
+  /// of this session stands in for the store's (the migrations' functions keep this path),
+  /// keeps times in UTC and bounds lock waits, and pins what the store's promises rest on,
+  /// whatever the server, database or role set as defaults:
+  /// - `synchronous_commit` is at least `on` locally: a default of `off` would acknowledge
+  ///   commits that an immediate shutdown or a crash then loses (a stronger default such as
+  ///   `remote_apply`, or `local`, is kept);
+  /// - `default_transaction_isolation` is `read committed`, under which a writer waiting for
+  ///   the session row goes on with the newest head instead of failing to serialize;
+  /// - `statement_timeout` is 0: a timeout would cancel a COMMIT's wait for a synchronous
+  ///   standby, and PostgreSQL then reports the commit done without the standby;
+  /// - `client_encoding` is UTF-8, what the store reads and binds;
+  /// - `session_replication_role` is `origin`, so that the feed's triggers fire (only a
+  ///   superuser may change it; a role whose default is another is refused here).
   private func selectSchema() throws {
     try execute(
-      "SET search_path TO \(place.quotedSchema); SET TIME ZONE 'UTC'; SET lock_timeout = \(place.lockTimeoutMilliseconds)"
-        + (readOnly ? "; SET default_transaction_read_only = on" : ""))
+      "SET search_path TO \(place.quotedSchema), pg_temp; SET TIME ZONE 'UTC'; "
+        + "SET lock_timeout = \(place.lockTimeoutMilliseconds); SET statement_timeout = 0; "
+        + "SET default_transaction_isolation = 'read committed'; SET client_encoding = 'UTF8'; "
+        + (readOnly ? "SET default_transaction_read_only = on; " : "")
+        + "SELECT set_config('synchronous_commit', 'on', false) "
+        + "WHERE current_setting('synchronous_commit') = 'off'; "
+        + "SELECT set_config('session_replication_role', 'origin', false) "
+        + "WHERE current_setting('session_replication_role') <> 'origin'")
   }
+
+  /// The process id of the connection's server process (0 when not connected).
+  var backendPID: Int32 { PQbackendPID(handle) }
+
+  /// The SQLSTATE of the last statement that failed, nil when the last one succeeded.
+  private(set) var lastErrorState: String?
+
+  /// Whether the last statement failed with a serialization failure or a deadlock: its
+  /// transaction was rolled back, and running it again may succeed.
+  var lastFailureIsRetryable: Bool { lastErrorState == "40001" || lastErrorState == "40P01" }
 
   /// Whether the connection is lost (the server closed it, or the network failed).
   var isBroken: Bool { handle == nil || PQstatus(handle) != CONNECTION_OK }
@@ -120,6 +184,51 @@ final class PQConnection {
       PQexecPrepared(handle, name, Int32(values.count), pointers, nil, nil, 0)
     }
     defer { PQclear(result) }
+    return try rows(of: result, sql)
+  }
+
+  /// Runs prepared statements one after the other in one round trip (libpq's pipeline
+  /// mode), each seeing what the ones before it did, and returns their rows. A statement
+  /// that fails throws its error; the ones after it are not run.
+  func pipelined(_ statements: [(sql: String, values: [String?])]) throws -> [PQRows] {
+    let names = try statements.map { try preparedName($0.sql, parameters: $0.values.count) }
+    guard PQenterPipelineMode(handle) == 1 else {
+      throw place.connectionError(Self.message(handle), lost: isBroken)
+    }
+    defer { _ = PQexitPipelineMode(handle) }
+    for (name, statement) in zip(names, statements) {
+      let sent = withOptionalCStrings(statement.values) { pointers in
+        PQsendQueryPrepared(handle, name, Int32(statement.values.count), pointers, nil, nil, 0)
+      }
+      guard sent == 1 else { throw place.connectionError(Self.message(handle), lost: true) }
+    }
+    guard PQpipelineSync(handle) == 1 else { throw place.connectionError(Self.message(handle), lost: true) }
+    var results: [PQRows] = []
+    var failure: (any Error)?
+    for statement in statements {
+      // Each statement's result is followed by a null one.
+      let result = PQgetResult(handle)
+      while let extra = result.flatMap({ _ in PQgetResult(handle) }) { PQclear(extra) }
+      defer { PQclear(result) }
+      guard failure == nil else { continue }
+      do {
+        results.append(try rows(of: result, statement.sql))
+      } catch {
+        failure = error
+      }
+    }
+    // Then the pipeline's end (unless the connection was lost).
+    while let result = PQgetResult(handle) {
+      let status = PQresultStatus(result)
+      PQclear(result)
+      if status == PGRES_PIPELINE_SYNC { break }
+    }
+    if let failure { throw failure }
+    return results
+  }
+
+  /// The rows of `result` (of `sql`) as text, or the error it reports.
+  private func rows(of result: OpaquePointer?, _ sql: String) throws -> PQRows {
     try check(result, sql)
     var rows: [[String?]] = []
     let count = PQntuples(result)
@@ -159,10 +268,14 @@ final class PQConnection {
   /// Throws the error `result` reports, if any.
   private func check(_ result: OpaquePointer?, _ sql: String) throws {
     let status = result.map(PQresultStatus) ?? PGRES_FATAL_ERROR
-    guard status != PGRES_COMMAND_OK, status != PGRES_TUPLES_OK else { return }
+    guard status != PGRES_COMMAND_OK, status != PGRES_TUPLES_OK else {
+      lastErrorState = nil
+      return
+    }
     let state = result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "C"))) }.map {
       String(cString: $0)
     }
+    lastErrorState = state
     let text =
       result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "M"))) }.map { String(cString: $0) }
       ?? Self.message(handle)

@@ -18,10 +18,18 @@ internal import SystemKit
 ///
 /// A notification's payload is only a hint: subscribers re-read the log from their cursor.
 /// So the thread signals on each notification, on every safety-poll timeout, and after
-/// every reconnect (a notification may have been lost with the connection). A lost
-/// connection is connected again at once, then with back-off (50 ms doubling to 2 s); from
-/// the loss until it is listening again the mode is `.polling` and subscribers are woken at
-/// each attempt.
+/// every reconnect (a notification may have been lost with the connection).
+///
+/// While it does not listen, the mode is `.polling(interval:reason:)` with the safety poll's
+/// interval, which is how often subscribers are then woken, and a reason that says why and
+/// when it tries again:
+/// - a lost connection, or a server that cannot be reached, is connected again at once, then
+///   with back-off (50 ms doubling to 2 s);
+/// - a server that refuses the login (`refused`: the role lost `LOGIN`, say) is asked again
+///   every 10 s only;
+/// - a hot standby (in recovery, where `LISTEN` is not available) keeps its connection, and
+///   the thread looks every poll whether the server was promoted, then listens: it does not
+///   reconnect, so the server logs no error for it.
 final class PostgresListener: Sendable {
   private let place: PostgresPlace
   private let pollInterval: Duration
@@ -48,9 +56,11 @@ final class PostgresListener: Sendable {
     let loop = ListenLoop(
       place: place, pollMilliseconds: Int32(clamping: pollInterval.milliseconds), stopFD: ends?.read ?? -1,
       stop: stop, beacon: WeakBeacon(beacon), pollInterval: pollInterval)
-    let first = Handoff(connection: loop.connect(backoff: ListenLoop.firstBackoff))
+    let (connected, refused) = loop.connect(retryingIn: ListenLoop.firstBackoff)
+    let first = Handoff(connection: connected)
+    let delay = refused ? ListenLoop.refusedBackoff : ListenLoop.firstBackoff
     let thread = Thread {
-      loop.run(first.connection)
+      loop.run(first.connection, firstAttemptIn: delay)
       stop.closePipe()
     }
     thread.name = "PostgresListener"
@@ -68,7 +78,7 @@ final class PostgresListener: Sendable {
 /// The first connection, made on the subscribing thread and handed to the listener's
 /// thread, which alone uses it from then on.
 private struct Handoff: @unchecked Sendable {
-  let connection: PQConnection?
+  let connection: ListenLoop.Connected?
 }
 
 /// The beacon, held weakly: a listener winding down must not keep the store alive.
@@ -92,59 +102,119 @@ private struct ListenLoop: Sendable {
 
   static let firstBackoff: Int32 = 50
   static let longestBackoff: Int32 = 2_000
+  /// How often a server that refused the login is asked again.
+  static let refusedBackoff: Int32 = 10_000
 
-  /// Listens on `connection` (nil: connects first) until asked to stop, reconnecting with
-  /// back-off whenever the connection is lost.
-  func run(_ connection: PQConnection?) {
+  /// A connection of the listener.
+  enum Connected {
+    /// Listening on the store's channel.
+    case listening(PQConnection)
+    /// Connected to a hot standby, where `LISTEN` waits for a promotion.
+    case standby(PQConnection)
+  }
+
+  /// Listens on `connection` (nil: connects in `delay` milliseconds) until asked to stop,
+  /// reconnecting with back-off whenever the connection is lost, and waking subscribers
+  /// every poll meanwhile.
+  func run(_ connection: Connected?, firstAttemptIn delay: Int32) {
+    let clock = ContinuousClock()
     var backoff = Self.firstBackoff
     var connection = connection
+    var nextAttempt = clock.now + .milliseconds(delay)
     while !stop.isRequested {
-      guard let listening = connection else {
-        connection = connect(backoff: backoff)
-        if connection == nil {
-          if wait(for: -1, milliseconds: backoff) == .stop { return }
-          backoff = min(backoff * 2, Self.longestBackoff)
+      switch connection {
+      case nil:
+        let now = clock.now
+        guard now >= nextAttempt else {
+          let left = Int32(clamping: (nextAttempt - now).milliseconds)
+          switch wait(for: -1, milliseconds: min(pollMilliseconds, max(1, left))) {
+          case .stop: return
+          case .timeout, .readable: if left >= pollMilliseconds { beacon.value?.signal() }
+          }
+          continue
+        }
+        let (opened, refused) = connect(retryingIn: backoff)
+        connection = opened
+        if opened == nil {
+          let delay = refused ? Self.refusedBackoff : backoff
+          nextAttempt = clock.now + .milliseconds(delay)
+          backoff = refused ? Self.firstBackoff : min(backoff * 2, Self.longestBackoff)
         } else {
           backoff = Self.firstBackoff
         }
-        continue
-      }
-      switch wait(for: listening.socket, milliseconds: pollMilliseconds) {
-      case .stop: return
-      case .timeout: beacon.value?.signal()  // the safety poll: a notification may be lost
-      case .readable:
+      case .listening(let listening):
+        switch wait(for: listening.socket, milliseconds: pollMilliseconds) {
+        case .stop: return
+        case .timeout: beacon.value?.signal()  // the safety poll: a notification may be lost
+        case .readable:
+          do {
+            if try listening.takeNotifications() > 0 { beacon.value?.signal() }
+          } catch {
+            connection = nil  // lost: reconnect at once, then back off
+            nextAttempt = clock.now
+            report("the LISTEN connection was lost (\(Self.reason(error))); connecting again at once")
+            beacon.value?.signal()
+          }
+        }
+      case .standby(let standby):
+        switch wait(for: -1, milliseconds: pollMilliseconds) {
+        case .stop: return
+        case .timeout, .readable: beacon.value?.signal()
+        }
         do {
-          if try listening.takeNotifications() > 0 { beacon.value?.signal() }
-        } catch {
-          connection = nil  // lost: reconnect at once, then back off
-          let reason = (error as? SessionStorageError)?.message ?? "\(error)"
-          beacon.value?.report(
-            .polling(
-              interval: .milliseconds(Self.firstBackoff),
-              reason: "the LISTEN connection was lost (\(reason)); reconnecting"))
+          guard try standby.scalar("SELECT pg_is_in_recovery()") == "f" else { continue }
+          try standby.listen()
+          connection = .listening(standby)
+          beacon.value?.report(.notifications(pollInterval: pollInterval))
           beacon.value?.signal()
+        } catch {
+          connection = nil
+          nextAttempt = clock.now
+          report("the connection to the standby was lost (\(Self.reason(error))); connecting again at once")
         }
       }
     }
   }
 
   /// Opens a connection and listens on it, reporting the mode either way and waking the
-  /// subscribers (a change may have committed while nobody listened); nil when it failed.
-  func connect(backoff: Int32) -> PQConnection? {
+  /// subscribers (a change may have committed while nobody listened). Returns nil when it
+  /// failed, and whether the server refused the login (it is asked again only slowly).
+  func connect(retryingIn backoff: Int32) -> (Connected?, refused: Bool) {
+    defer { beacon.value?.signal() }
+    let opened: PQConnection
     do {
-      let opened = try PQConnection(place, role: .listener)
-      try opened.listen()
-      beacon.value?.report(.notifications(pollInterval: pollInterval))
-      beacon.value?.signal()
-      return opened
+      opened = try PQConnection(place, role: .listener)
     } catch {
-      let reason = (error as? SessionStorageError)?.message ?? "\(error)"
-      beacon.value?.report(
-        .polling(
-          interval: .milliseconds(backoff), reason: "the LISTEN connection failed (\(reason)); reconnecting"))
-      beacon.value?.signal()
-      return nil
+      let refused = (error as? SessionStorageError)?.code == .refused
+      let delay = refused ? Self.refusedBackoff : backoff
+      report(
+        "the LISTEN connection failed (\(Self.reason(error))); connecting again in \(Duration.milliseconds(delay))"
+      )
+      return (nil, refused)
     }
+    do {
+      try opened.listen()
+    } catch {
+      if (try? opened.scalar("SELECT pg_is_in_recovery()")) == "t" {
+        report(
+          "the server is a hot standby, in recovery, where LISTEN is not available; listening once it is promoted"
+        )
+        return (.standby(opened), false)
+      }
+      report("LISTEN failed (\(Self.reason(error))); connecting again in \(Duration.milliseconds(backoff))")
+      return (nil, false)
+    }
+    beacon.value?.report(.notifications(pollInterval: pollInterval))
+    return (.listening(opened), false)
+  }
+
+  /// Reports that subscribers are woken by the safety poll, and why.
+  private func report(_ reason: String) {
+    beacon.value?.report(.polling(interval: pollInterval, reason: reason))
+  }
+
+  private static func reason(_ error: any Error) -> String {
+    (error as? SessionStorageError)?.message ?? "\(error)"
   }
 
   private enum Wake { case stop, timeout, readable }

@@ -17,6 +17,9 @@ enum PostgresTables {
     + time("old_updated_at")
   static let pageSQL = "SELECT \(changeColumns) FROM session_changes WHERE seq > $1 ORDER BY seq LIMIT $2"
   static let entrySQL = "SELECT \(changeColumns) FROM session_changes WHERE seq = $1"
+  /// The entry at the head, as a write reads back its own in its transaction.
+  static let headEntrySQL =
+    "SELECT \(changeColumns) FROM session_changes WHERE seq = (SELECT head FROM session WHERE id = 1)"
   /// The state and the head, in one row: a snapshot is one statement.
   static let snapshotSQL =
     "SELECT username, is_logged_in, \(time("updated_at")), head FROM session WHERE id = 1"
@@ -49,13 +52,22 @@ enum PostgresTables {
 /// once.
 final class PostgresLog: FeedSource {
   private let reader: Mutex<PQConnection>
+  /// Why the schema is refused (it was changed by hand), for a read-only store: every read
+  /// but `check` throws it.
+  private let refusal: SessionStorageError?
 
-  init(reader: sending PQConnection) { self.reader = Mutex(reader) }
+  init(reader: sending PQConnection, refusal: SessionStorageError?) {
+    self.reader = Mutex(reader)
+    self.refusal = refusal
+  }
 
   /// Runs `body` on the reader; when it fails because the connection was lost, connects
-  /// again and runs it once more.
-  func read<Result: Sendable>(_ body: (PQConnection) throws -> Result) throws -> Result {
-    try reader.withLock { connection in
+  /// again and runs it once more. Throws the schema's refusal first unless `refusing` is
+  /// false (for `check`).
+  func read<Result: Sendable>(refusing: Bool = true, _ body: (PQConnection) throws -> Result) throws -> Result
+  {
+    if refusing, let refusal { throw refusal }
+    return try reader.withLock { connection in
       if connection.isBroken { try connection.reconnect() }
       do {
         return try body(connection)
@@ -66,9 +78,15 @@ final class PostgresLog: FeedSource {
     }
   }
 
+  /// A schema dropped (or renamed) under a subscriber is history that vanished: the
+  /// subscription ends with `historyRewritten`, as after a restore.
   func entries(after cursor: Cursor, limit: Int) throws -> [SessionEntry] {
-    try read { try $0.query(PostgresTables.pageSQL, [String(cursor.value), String(limit)]).rows }
-      .map(PostgresTables.entry)
+    do {
+      return try read { try $0.query(PostgresTables.pageSQL, [String(cursor.value), String(limit)]).rows }
+        .map(PostgresTables.entry)
+    } catch let error as SessionStorageError where error.code == .notFound {
+      throw FeedError.historyRewritten(cursor: cursor, reason: error.message)
+    }
   }
 
   func bounds() throws -> FeedBounds {
@@ -76,8 +94,9 @@ final class PostgresLog: FeedSource {
   }
 
   /// A server that cannot be reached (`unavailable`) passes: subscribers wait for it, woken
-  /// by the `LISTEN` thread at each of its reconnection attempts, and resume from their
-  /// cursor once it answers again.
+  /// by the `LISTEN` thread at each of its reconnection attempts and every safety poll, and
+  /// resume from their cursor once it answers again. A login the server refuses (`refused`)
+  /// does not pass: it ends the subscriptions.
   func isTransient(_ error: any Error) -> Bool { (error as? SessionStorageError)?.code == .unavailable }
 
   func snapshot() throws -> (state: SessionState, cursor: Cursor) {

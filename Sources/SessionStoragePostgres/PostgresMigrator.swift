@@ -78,10 +78,7 @@ enum PostgresMigrator {
     ).rows.first, usage[0] == "f" {
       let role = usage[1] ?? "this role"
       throw SessionStorageError(
-        .permissionDenied,
-        "role \(role) may not use schema \(place.schema): its owner can allow it with GRANT USAGE ON SCHEMA "
-          + "\(place.quotedSchema) TO \(role), and SELECT (to read) or SELECT, UPDATE, DELETE (to write) ON ALL "
-          + "TABLES IN SCHEMA \(place.quotedSchema)",
+        .permissionDenied, "role \(role) may not use schema \(place.schema). " + grants(to: role, in: place),
         path: place.described)
     }
     let tables = try connection.query(
@@ -117,6 +114,21 @@ enum PostgresMigrator {
       }
     }
     return Array(known.dropFirst(applied.count))
+  }
+
+  /// What the schema's owner runs to let `role` in, as SQL: exactly the privileges a store
+  /// uses. A reader selects; a writer also updates the session row (`session_feed` runs as
+  /// the owner and writes the feed itself) and deletes feed rows to compact.
+  static func grants(to role: String, in place: PostgresPlace) -> String {
+    let lower = role.unicodeScalars.allSatisfy {
+      ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_"
+    }
+    let grantee = lower && !role.isEmpty ? role : PostgresPlace.quoted(role)
+    let schema = place.quotedSchema
+    return
+      "Its owner can let it read with GRANT USAGE ON SCHEMA \(schema) TO \(grantee); GRANT SELECT ON ALL "
+      + "TABLES IN SCHEMA \(schema) TO \(grantee); and also write and compact with GRANT UPDATE ON TABLE "
+      + "\(schema).session TO \(grantee); GRANT DELETE ON TABLE \(schema).session_changes TO \(grantee);"
   }
 
   /// The migrations recorded in the schema, oldest first.

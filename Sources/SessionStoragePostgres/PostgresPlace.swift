@@ -27,7 +27,7 @@ struct PostgresPlace: Sendable {
   /// Parses `url`: `postgresql://` or `postgres://`, with an optional `schema` parameter.
   /// - Throws: `invalidArgument` naming the (redacted) URL and what is wrong.
   init(url: String, connectTimeout: Duration, lockTimeout: Duration, origin: String) throws {
-    described = Self.redacted(url)
+    described = PostgresPasswords.redacted(url)
     guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") else {
       throw SessionStorageError(
         .invalidArgument,
@@ -36,7 +36,9 @@ struct PostgresPlace: Sendable {
     }
     var base = url
     var parameters: [Substring] = []
-    if let question = url.firstIndex(of: "?") {
+    // The query begins at the first '?' after the user part, as libpq reads it: a raw '?'
+    // in the password is the password's.
+    if let question = PostgresPasswords.queryStart(in: url) {
       base = String(url[..<question])
       parameters = url[url.index(after: question)...].split(separator: "&", omittingEmptySubsequences: true)
     }
@@ -106,48 +108,56 @@ struct PostgresPlace: Sendable {
     "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
   }
 
-  /// `url` with its password (in the user part, or a `password` parameter) replaced by `***`.
-  static func redacted(_ url: String) -> String {
-    var text = url
-    if let scheme = text.range(of: "://") {
-      let rest = text[scheme.upperBound...]
-      let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
-      let authority = rest[..<authorityEnd]
-      if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
-        text.replaceSubrange(text.index(after: colon)..<at, with: "***")
-      }
-    }
-    guard let question = text.firstIndex(of: "?") else { return text }
-    let parameters = text[text.index(after: question)...].split(
-      separator: "&", omittingEmptySubsequences: false
-    )
-    .map { parameter -> String in
-      parameter.lowercased().hasPrefix("password=") ? "password=***" : String(parameter)
-    }
-    return text[...question] + parameters.joined(separator: "&")
-  }
-
   // MARK: Errors
 
-  /// The error for a connection that could not be made, or was lost.
-  func connectionError(_ reason: String, lost: Bool = false) -> SessionStorageError {
+  /// The error for a connection that could not be made (with the server's SQLSTATE when it
+  /// sent one), or was lost (`lost`).
+  ///
+  /// Only what passes is `unavailable`: a server that cannot be reached, is starting up or
+  /// shutting down, or has no connection slot left. A login the server turns away (no such
+  /// database or role, `NOLOGIN`, a password refused, no `pg_hba.conf` entry) and SSL that
+  /// cannot be set up are `refused`; a URL libpq cannot read is `invalidArgument`.
+  func connectionError(_ reason: String, state: String? = nil, lost: Bool = false) -> SessionStorageError {
     let lower = reason.lowercased()
-    if lower.contains("authentication failed") || lower.contains("no password supplied")
-      || lower.contains("permission denied")
-    {
+    if lost {
       return SessionStorageError(
-        .permissionDenied, "the server refused the connection: \(reason)", path: described)
+        .unavailable, "the connection to the server was lost: " + reason, path: described)
     }
-    if lower.contains("invalid uri") || lower.contains("invalid connection option")
-      || lower.contains("missing \"=\"") || lower.contains("invalid integer value")
+    let unreachable = SessionStorageError(
+      .unavailable, "cannot connect to the server: " + reason, path: described)
+    let refused = SessionStorageError(
+      .refused, "the server refused the connection: " + reason, path: described)
+    if let state {
+      // 08 connection exceptions, 53 insufficient resources (too many connections),
+      // 57 operator intervention (starting up, shutting down), 58 system errors.
+      return ["08", "53", "57", "58"].contains(String(state.prefix(2))) ? unreachable : refused
+    }
+    if Self.unreadableURL.contains(where: lower.contains)
+      || (lower.contains("invalid ") && lower.contains(" value"))
     {
       return SessionStorageError(.invalidArgument, "libpq cannot read the URL: \(reason)", path: described)
     }
-    return SessionStorageError(
-      .unavailable,
-      (lost ? "the connection to the server was lost: " : "cannot connect to the server: ") + reason,
-      path: described)
+    return Self.unreachableServer.contains(where: lower.contains) ? unreachable : refused
   }
+
+  /// What libpq says (in English, our processes' locale) about a URL it cannot read.
+  private static let unreadableURL = [
+    "invalid uri", "invalid connection option", "missing \"=\"", "invalid percent-encoded",
+    "unterminated quoted",
+  ]
+
+  /// What libpq and the server say about a server that cannot be reached for now.
+  private static let unreachableServer = [
+    "could not connect", "connection refused", "timeout expired", "timed out",
+    "could not translate host name",
+    "temporary failure in name resolution", "no such file or directory", "is the server running",
+    "server closed the connection", "closed unexpectedly", "could not receive data", "could not send",
+    "network is unreachable", "no route to host", "host is down", "connection reset", "ssl syscall error",
+    "eof detected", "no connection to the server", "is starting up", "is shutting down", "in recovery mode",
+    "not yet accepting connections", "too many clients", "too many connections",
+    "connection slots are reserved",
+    "out of memory",
+  ]
 
   /// The error for a statement the server refused (SQLSTATE `state`), or whose connection
   /// was lost (`lost`).
@@ -163,8 +173,19 @@ struct PostgresPlace: Sendable {
       case "25006": .readOnly
       case "40001", "40P01", "55P03", "57014": .busy
       case "22003": .cursorsExhausted
+      // session_feed fired for a table that is not its schema's session (a renamed schema).
+      case "SS001": .tamperedSchema
+      // The store's tables or schema are gone (dropped, or renamed) under an open store.
+      case "42P01", "3F000": .notFound
       default: .postgres
       }
+    if code == .notFound {
+      return SessionStorageError(
+        code,
+        "schema \(schema) holds no session store any more (\(text)): it was dropped or renamed while the store "
+          + "was open",
+        path: described, sql: sql)
+    }
     return SessionStorageError(
       code, "\(text) (SQLSTATE \(state ?? "unknown"), schema \(schema))", path: described, sql: sql)
   }

@@ -2,14 +2,9 @@ import FeedKit
 import SessionStorage
 
 extension PostgresSessionStore {
-  /// The triggers the migrations create, by table.
-  static let triggers = [
-    "session": ["session_feed", "session_refuse", "session_refuse_truncate"],
-    "session_changes": ["session_changes_guard"],
-  ]
-
   /// Verifies the store without writing, in one read-only transaction: the migration
-  /// records and their checksums, that the triggers are in place and enabled, that the
+  /// records and their checksums, that the functions and triggers are the migrations' own
+  /// (their bodies, settings and firing modes, not only their names), that the
   /// session row is the state the newest change left, that cursors have no hole between
   /// the oldest kept and the head, that every cursor lies between 1 and the largest
   /// integer, and that the stored username meets the rules. (SQLite's integrity check and
@@ -19,7 +14,7 @@ extension PostgresSessionStore {
   /// Each verification runs on its own: one that cannot run fails with the server's
   /// reason, and the others still run.
   public func check() throws -> [SessionStore.CheckResult] {
-    try log.read { connection in
+    try log.read(refusing: false) { connection in
       try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
       defer { try? connection.execute("ROLLBACK") }
       func item(_ check: SessionStore.Check, _ body: () throws -> (passed: Bool, detail: String))
@@ -45,7 +40,7 @@ extension PostgresSessionStore {
             "\(applied) applied, checksums match" + (pending.isEmpty ? "" : ", \(pending.count) pending")
           )
         },
-        item(.schema) { try Self.checkTriggers(on: connection) },
+        item(.schema) { try Self.checkSchema(on: connection) },
         item(.state) { try Self.checkState(on: connection) },
         item(.continuity) { try Self.checkContinuity(on: connection) },
         item(.cursors) {
@@ -64,7 +59,13 @@ extension PostgresSessionStore {
           }
           do {
             guard try Username.validated(name).utf8.elementsEqual(name.utf8) else {
-              return (false, "username is not in Unicode NFC")
+              // A library rename to the NFC form changes only bytes, which every store
+              // treats as no change: the repair is psql's, recorded as a change without events.
+              return (
+                false,
+                "username is not in Unicode NFC; repair it in psql with UPDATE "
+                  + "\(connection.place.quotedSchema).session SET username = normalize(username, NFC) WHERE id = 1"
+              )
             }
           } catch let error as SessionStorageError where error.code == .invalidUsername {
             return (false, "stored " + error.message)
@@ -82,34 +83,16 @@ extension PostgresSessionStore {
     return PostgresTables.bounds(row)
   }
 
-  private static func checkTriggers(on connection: PQConnection) throws -> (passed: Bool, detail: String) {
-    var problems: [String] = []
-    for (table, names) in triggers.sorted(by: { $0.key < $1.key }) {
-      let found = try connection.query(
-        """
-        SELECT t.tgname, t.tgenabled FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-        JOIN pg_namespace n ON n.oid = c.relnamespace
-        WHERE n.nspname = $1 AND c.relname = $2 AND NOT t.tgisinternal
-        """, [connection.place.schema, table]
-      ).rows
-      let enabled = Dictionary(
-        found.map { ($0[0] ?? "", $0[1] ?? "") }, uniquingKeysWith: { first, _ in first })
-      for name in names {
-        switch enabled[name] {
-        case nil: problems.append("trigger \(name) on \(table) is missing")
-        case "D": problems.append("trigger \(name) on \(table) is disabled")
-        default: break
-        }
-      }
-    }
+  /// The schema's functions, triggers and tables against the migrations' (``PostgresSchema``).
+  private static func checkSchema(on connection: PQConnection) throws -> (passed: Bool, detail: String) {
+    let problems = try PostgresSchema.problems(on: connection)
     guard problems.isEmpty else {
-      return (
-        false,
-        problems.joined(separator: "; ")
-          + ": re-create it with its SQL in migrations/postgres/0001_session_and_feed.sql"
-      )
+      return (false, problems.joined(separator: "; ") + ". " + PostgresSchema.repair(connection.place))
     }
-    return (true, "the triggers of the applied migrations are in place and enabled")
+    return (
+      true,
+      "the functions, triggers and tables are the ones of the applied migrations (bodies, settings, firing modes)"
+    )
   }
 
   /// The session row must be the state the newest change left, when that change is kept.

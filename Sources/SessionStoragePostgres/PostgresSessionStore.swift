@@ -74,9 +74,12 @@ public final class PostgresSessionStore: SessionRepository, Sendable {
   ///
   /// - Throws: `SessionStorageError`: `invalidOrigin` (before connecting),
   ///   `invalidArgument` for a URL that is not `postgresql://…` or a bad schema name,
-  ///   `unavailable` when the server cannot be reached, `permissionDenied` when it refuses
-  ///   the credentials, `foreignDatabase` for a schema with someone else's tables,
-  ///   `newerSchema`, `checksumMismatch`; for a read-only store, `notFound` (no store in the
+  ///   `unavailable` when the server cannot be reached, `refused` when it turns the login
+  ///   away (no such database or role, `NOLOGIN`, a wrong password), `permissionDenied` when
+  ///   the role may not use the schema, `foreignDatabase` for a schema with someone else's tables,
+  ///   `newerSchema`, `checksumMismatch`, `tamperedSchema` for a schema whose functions were
+  ///   changed by hand or that was renamed (a read-only store opens, and every read but
+  ///   ``check()`` throws it); for a read-only store, `notFound` (no store in the
   ///   schema) or `needsMigration`. Nothing is changed when it throws.
   public init(url: String, options: Options = Options()) throws {
     try Origin.validate(options.origin)
@@ -88,21 +91,33 @@ public final class PostgresSessionStore: SessionRepository, Sendable {
     let first = try PQConnection(
       place, role: options.readOnly ? .reader : .writer, readOnly: options.readOnly)
     appliedMigrations = try PostgresMigrator.open(first, readOnly: options.readOnly)
+    // A schema changed by hand is refused for writing; a read-only store keeps the refusal
+    // so that `check()` can report it, and every other read throws it (as on SQLite).
+    let refusal = try PostgresSchema.refusal(on: first)
     if options.readOnly {
       writer = Mutex(nil)
-      log = PostgresLog(reader: first)
+      log = PostgresLog(reader: first, refusal: refusal)
     } else {
+      if let refusal { throw refusal }
       writer = Mutex(first)
-      log = PostgresLog(reader: try PQConnection(place, role: .reader, readOnly: true))
+      log = PostgresLog(reader: try PQConnection(place, role: .reader, readOnly: true), refusal: nil)
     }
     let listener = PostgresListener(place: place, pollInterval: options.safetyPollInterval)
     beacon = Beacon(activate: { listener.start($0) }, deactivate: { listener.stop() })
     feed = Feed(source: log, signal: beacon)
   }
 
-  /// `url` with its password (in the user part, or a `password` parameter) replaced by
-  /// `***`: what a store prints of its URL.
-  public static func redacted(_ url: String) -> String { PostgresPlace.redacted(url) }
+  /// `url` with every password libpq would read from it (in the user part, raw or
+  /// percent-encoded, or a `password` parameter; or the `password` of a key/value string)
+  /// replaced by `***`: what a store prints of its URL.
+  public static func redacted(_ url: String) -> String { PostgresPasswords.redacted(url) }
+
+  /// `url` without its passwords, for a child process (libpq then reads `~/.pgpass` or
+  /// `PGPASSFILE`).
+  package static func withoutPasswords(_ url: String) -> String { PostgresPasswords.withoutPasswords(url) }
+
+  /// Whether `url` holds a password.
+  package static func containsPassword(_ url: String) -> Bool { PostgresPasswords.containsPassword(url) }
 
   /// The current state.
   public var state: SessionState {

@@ -7,15 +7,18 @@ import SessionStorage
 ///
 /// The UPDATE returns its own entry: the row it locked before (`old`, read `FOR UPDATE`, so
 /// under the same lock the trigger's `OLD` is) and the row the trigger made (`NEW.head`,
-/// `updated_at` and `updated_by` are the feed row's `seq`, `at` and `origin`). A head that did
-/// not move by one means the trigger that numbers entries is missing or disabled: the
-/// write is rolled back.
+/// `updated_at` and `updated_by` are the feed row's `seq`, `at` and `origin`); in the same
+/// round trip the feed's entry at the new head is read back. A head that did not move by
+/// one, or a feed without that very entry, means the trigger that numbers entries (or the
+/// feed's guard) is missing or was changed: the write is rolled back.
 ///
 /// A write is never reported as done unless it committed: when the connection is lost
 /// before COMMIT was sent, nothing was written; when it is lost while committing, the
-/// store connects again and looks: its token still in the row, or its entry at its cursor,
-/// means it committed; a head below its cursor means it did not; otherwise the outcome is
-/// unknown and the error says so.
+/// store connects again, waits until the old transaction has let go of the session row
+/// (it may still be committing on the server), and looks: its token still in the row, or
+/// its entry at its cursor, means it committed; a head below its cursor means it did not;
+/// otherwise, or when the row is held past the lock timeout, the outcome is unknown and the
+/// error says so.
 package struct PostgresWrite {
   let write: SessionWrite
   let origin: String
@@ -67,25 +70,50 @@ package struct PostgresWrite {
   }
 
   /// Runs the write in a transaction and returns its committed entry, or nil when it
-  /// changed nothing.
+  /// changed nothing. A transaction rolled back by a serialization failure or a deadlock
+  /// runs again, for as long as the lock timeout allows (for ever without one).
   func commit(on connection: PQConnection) throws -> SessionEntry? {
+    let clock = ContinuousClock()
+    let start = clock.now
+    let limit = Duration.milliseconds(connection.place.lockTimeoutMilliseconds)
+    while true {
+      do {
+        return try attempt(on: connection)
+      } catch let rolledBack as RolledBack {
+        guard limit == .zero || clock.now - start < limit else { throw rolledBack.error }
+      }
+    }
+  }
+
+  /// A transaction the server rolled back for a serialization failure or a deadlock;
+  /// nothing was written, and running it again may succeed.
+  private struct RolledBack: Error {
+    let error: SessionStorageError
+  }
+
+  /// One run of the write's transaction.
+  private func attempt(on connection: PQConnection) throws -> SessionEntry? {
     let place = connection.place
     let (sql, values) = statement
     let entry: SessionEntry
     do {
       try connection.begin()
-      guard let row = try connection.query(sql, values).rows.first else {
+      // The UPDATE, then the feed's entry at the new head, in one round trip.
+      let results = try connection.pipelined([(sql, values), (PostgresTables.headEntrySQL, [])])
+      guard let row = results[0].rows.first else {
         try connection.execute("ROLLBACK")
         return nil
       }
       let found = PostgresTables.entry(row)
-      guard PostgresTables.integer(row[8]) + 1 == found.cursor.value, isMine(found) else {
+      guard PostgresTables.integer(row[8]) + 1 == found.cursor.value, isMine(found),
+        results[1].rows.first.map(PostgresTables.entry) == found
+      else {
         try connection.execute("ROLLBACK")
         throw SessionStorageError(
-          .postgres,
+          .tamperedSchema,
           "the write changed the session but the feed recorded no entry for it: the session_feed trigger of "
-            + "schema \(place.schema) is missing or was changed. Nothing was written; re-create it with its SQL "
-            + "in migrations/postgres/0001_session_and_feed.sql",
+            + "schema \(place.schema) (or the feed's guard) is missing or was changed. Nothing was written; "
+            + "'sessionctl check' names what differs",
           path: place.described)
       }
       guard !found.events.isEmpty else {
@@ -96,31 +124,42 @@ package struct PostgresWrite {
       }
       entry = found
     } catch var error as SessionStorageError {
+      let retryable = connection.lastFailureIsRetryable
       if connection.isBroken {
         error.message += "; nothing was written (the transaction did not reach its commit)"
       } else {
         try? connection.execute("ROLLBACK")
+        if retryable { throw RolledBack(error: error) }
       }
       throw error
     }
+    let backend = connection.backendPID
     do {
       try connection.execute("COMMIT")
     } catch let error as SessionStorageError where connection.isBroken {
-      return try outcome(of: entry, on: connection, lost: error)
+      return try outcome(of: entry, on: connection, lost: error, backend: backend)
     }
     return entry
   }
 
-  /// Whether `entry` committed, found on a new connection after the old one was lost while
-  /// committing: returns it when it did, throws `unavailable` saying what is known when
-  /// it did not or cannot be told.
-  private func outcome(of entry: SessionEntry, on connection: PQConnection, lost: SessionStorageError) throws
-    -> SessionEntry
-  {
+  /// Whether `entry` committed, found on a new connection after the old one (whose server
+  /// process was `backend`) was lost while committing: returns it when it did, throws
+  /// `unavailable` saying what is known when it did not or cannot be told.
+  ///
+  /// The old transaction may still be running on the server (its COMMIT waiting for a
+  /// synchronous standby, or not yet read): it holds the session row until it ends. So the
+  /// row is read `FOR UPDATE`, which waits for that end (at most the lock timeout), and only
+  /// then is the outcome decided; a wait that times out leaves it unknown.
+  private func outcome(
+    of entry: SessionEntry, on connection: PQConnection, lost: SessionStorageError, backend: Int32
+  ) throws -> SessionEntry {
     var failure = lost
     do {
       try connection.reconnect()
-      let row = try connection.query("SELECT write_token, head FROM session WHERE id = 1").rows.first
+      try connection.execute("BEGIN")
+      defer { try? connection.execute("ROLLBACK") }
+      let row = try connection.query("SELECT write_token, head FROM session WHERE id = 1 FOR UPDATE").rows
+        .first
       if row?[0] == token { return entry }
       let head = PostgresTables.integer(row?[1] ?? nil)
       if head < entry.cursor.value {
@@ -132,6 +171,10 @@ package struct PostgresWrite {
         failure.message += "; the change was not committed (cursor \(entry.cursor) holds another change)"
         throw failure
       }
+    } catch let error as SessionStorageError where error.code == .busy {
+      failure.message +=
+        "; its transaction still holds the session row on the server (process \(backend)) after the lock "
+        + "timeout: its COMMIT may be waiting for a synchronous standby"
     } catch let error as SessionStorageError where error.code == .unavailable && error != failure {
       failure.message += " (and connecting again failed: \(error.message))"
     }

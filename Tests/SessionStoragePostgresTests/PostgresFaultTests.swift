@@ -242,6 +242,60 @@ import Testing
     }
   }
 
+  /// A subscriber on a hot standby, where LISTEN is not available: its mode says it polls,
+  /// at the safety poll's interval and why; it keeps one connection instead of reconnecting
+  /// every 2 s; changes replicated from the primary reach it; and once the standby is
+  /// promoted it listens.
+  @Test func onAHotStandbyTheListenerKeepsOneConnectionPollsAndListensOncePromoted() async throws {
+    try await PostgresCluster.withPrivateCluster { primary in
+      let url = primary.freshStoreURL()
+      let writer = try PostgresSessionStore(url: url, options: .init(origin: "primary"))
+      try await writer.logIn(as: "alice")
+      let standby = try await primary.startStandby()
+      try await withCleanup {
+        let schema = writer.schema
+        #expect(
+          await eventually {
+            (try? await standby.query("SELECT username FROM session", schema: schema)) == "alice\n"
+          },
+          "the standby has the store")
+        let follower = uniqueName("follower")
+        let store = try PostgresSessionStore(
+          url: standby.url + "?schema=" + schema,
+          options: .init(origin: follower, readOnly: true, safetyPollInterval: .milliseconds(200)))
+        let subscription = try store.changes(from: .now)
+        guard case .polling(let interval, let reason) = subscription.wakeMode else {
+          Issue.record("\(subscription.wakeMode)")
+          return
+        }
+        #expect(interval == .milliseconds(200), "\(reason)")
+        #expect(reason.contains("hot standby"), "\(reason)")
+        let listener = try await backends(of: "\(follower)/listener", on: standby)
+        #expect(listener.count == 1)
+
+        let follow = Follower(subscription)
+        let renamed = try #require(try await writer.rename(to: "bob"))
+        #expect(await eventually { follow.entries.last == renamed }, "a replicated change arrives")
+        try await Task.sleep(for: .seconds(3))
+        #expect(
+          try await backends(of: "\(follower)/listener", on: standby) == listener, "the same connection")
+
+        try await standby.query("SELECT pg_promote()")
+        #expect(
+          await eventually { subscription.wakeMode == .notifications(pollInterval: .milliseconds(200)) })
+        #expect(
+          try await backends(of: "\(follower)/listener", on: standby) == listener, "the same connection")
+        let promoted = try PostgresSessionStore(
+          url: standby.url + "?schema=" + schema, options: .init(origin: "promoted"))
+        try await promoted.rename(to: "done")
+        let received = try await follow.finish()
+        #expect(received.map(\.after.username) == ["bob", "done"])
+      } cleanup: {
+        await standby.stop()
+      }
+    }
+  }
+
   @Test func aSubscriberInAnotherProcessOverTCPReceivesEveryWriteOnceInOrder() async throws {
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()  // over TCP: postgresql://postgres@127.0.0.1:PORT/…
@@ -382,17 +436,6 @@ private final class Writer: Sendable {
   }
 }
 
-/// `prefix_` and random lowercase letters: an origin that is also a role name.
-private func uniqueName(_ prefix: String) -> String {
-  prefix + "_" + String((0..<10).map { _ in "abcdefghijklmnopqrstuvwxyz".randomElement() ?? "a" })
-}
-
-/// The process ids of the backends whose `application_name` is `name`.
-private func backends(of name: String, on cluster: PostgresCluster) async throws -> [String] {
-  try await cluster.query("SELECT pid FROM pg_stat_activity WHERE application_name = '\(name)' ORDER BY pid")
-    .split(separator: "\n").map(String.init)
-}
-
 /// Terminates the backends whose `application_name` is `name`; how many there were.
 private func terminate(_ name: String, on cluster: PostgresCluster) async throws -> Int {
   try await cluster.query(
@@ -455,14 +498,6 @@ private func processState(_ pid: pid_t) throws -> String {
   // "pid (comm) S …": the state follows the last ')'.
   guard let close = stat.lastIndex(of: ")") else { return "?" }
   return String(stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).prefix(1))
-}
-
-extension PostgresCluster {
-  /// ``psql(_:schema:socket:)`` under a shorter name.
-  @discardableResult
-  fileprivate func query(_ sql: String, schema: String? = nil) async throws -> String {
-    try await psql(sql, schema: schema)
-  }
 }
 
 extension WakeMode {

@@ -10,7 +10,7 @@ import Testing
   @Test func aPsqlUpdateIsExternalAndLibraryWritesNameTheirOrigin() async throws {
     let cluster = try await PostgresCluster.shared()
     let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "front-desk"))
-    #expect(store.appliedMigrations.map(\.name) == ["0001_session_and_feed"])
+    #expect(store.appliedMigrations.map(\.name) == ["0001_session_and_feed", "0002_own_tables_only"])
     let changes = try store.changes(from: .now)
     try await store.logIn(as: "alice")
     _ = try await cluster.psql("UPDATE session SET username = 'bob'", schema: store.schema)
@@ -50,9 +50,9 @@ import Testing
       }
       return try await group.reduce(into: []) { $0.append($1) }
     }
-    #expect(applied.sorted() == [0, 0, 0, 0, 0, 1])
+    #expect(applied.sorted() == [0, 0, 0, 0, 0, 2])
     let store = try PostgresSessionStore(url: url)
-    #expect(try await cluster.psql("SELECT count(*) FROM schema_migrations", schema: store.schema) == "1\n")
+    #expect(try await cluster.psql("SELECT count(*) FROM schema_migrations", schema: store.schema) == "2\n")
   }
 
   @Test func aReadOnlyStoreNeverCreatesASchema() async throws {
@@ -71,10 +71,10 @@ import Testing
     let url = cluster.freshStoreURL()
     let store = try PostgresSessionStore(url: url)
     _ = try await cluster.psql(
-      "INSERT INTO schema_migrations VALUES (2, '0002_future', 'abc', now())", schema: store.schema)
+      "INSERT INTO schema_migrations VALUES (99, '0099_future', 'abc', now())", schema: store.schema)
     let error = #expect(throws: SessionStorageError.self) { try PostgresSessionStore(url: url) }
     #expect(error?.code == .newerSchema)
-    #expect(error?.message.contains("0002_future") == true)
+    #expect(error?.message.contains("0099_future") == true)
   }
 
   @Test func aMismatchingChecksumIsRefused() async throws {
@@ -173,7 +173,7 @@ import Testing
         try await store.rename(to: "bob")
         Issue.record("a write without the trigger returned a change (\(how))")
       } catch let error as SessionStorageError {
-        #expect(error.code == .postgres)
+        #expect(error.code == .tamperedSchema)
         #expect(error.message.contains("session_feed trigger"), "\(error)")
       }
       #expect(try store.state.username == "alice", "rolled back (\(how))")
@@ -230,6 +230,173 @@ import Testing
     }
     #expect(try owner.state.username == "alice")
     #expect(try owner.bounds().head == Cursor(1))
+  }
+}
+
+extension PostgresStoreTests {
+  /// The refusal of a role that may not use the schema says what to GRANT, as SQL: run word
+  /// for word, the read part lets the role read only, and all of it lets it write and compact.
+  @Test func aRoleGrantedExactlyWhatTheHintSaysReadsOrWritesAndCompacts() async throws {
+    let cluster = try await PostgresCluster.shared()
+    let url = cluster.freshStoreURL()
+    let owner = try PostgresSessionStore(url: url, options: .init(origin: "owner"))
+    try await owner.logIn(as: "alice")
+    let role = "hinted_\(UInt32.random(in: 0...UInt32.max))"
+    try await cluster.query("CREATE ROLE \(role) LOGIN")
+    var components = try #require(URLComponents(string: url))
+    components.user = role
+    let roleURL = try #require(components.string)
+    let error = #expect(throws: SessionStorageError.self) { try PostgresSessionStore(url: roleURL) }
+    let hint = error?.message ?? ""
+    let grants = hint.components(separatedBy: "GRANT ").dropFirst().compactMap { part in
+      part.split(separator: ";", maxSplits: 1).first.map { "GRANT " + $0 + ";" }
+    }
+    #expect(grants.count == 4, "\(hint)")
+
+    try await cluster.query(grants.prefix(2).joined(separator: "\n"))
+    let reader = try PostgresSessionStore(url: roleURL, options: .init(origin: "reader", readOnly: true))
+    #expect(try reader.state.username == "alice")
+    let early = try PostgresSessionStore(url: roleURL, options: .init(origin: "clerk"))
+    await #expect(throws: SessionStorageError.self, "read grants do not write") {
+      try await early.rename(to: "eve")
+    }
+
+    try await cluster.query(grants.dropFirst(2).joined(separator: "\n"))
+    let clerk = try PostgresSessionStore(url: roleURL, options: .init(origin: "clerk"))
+    #expect(try await clerk.rename(to: "bob")?.cursor == Cursor(2))
+    #expect(try await clerk.logOut()?.cursor == Cursor(3))
+    #expect(try clerk.compact(keepingLast: 1).removed == 2)
+    #expect(try owner.history().map(\.origin) == ["clerk"])
+    #expect(try clerk.check().allSatisfy { $0.verdict == .passed })
+  }
+
+  /// A schema dropped under a subscriber (before a `pg_restore`, say) ends the subscription
+  /// as vanished history, not with a raw relation error.
+  @Test func aSchemaDroppedUnderASubscriberEndsItAsVanishedHistory() async throws {
+    let cluster = try await PostgresCluster.shared()
+    let store = try PostgresSessionStore(
+      url: cluster.freshStoreURL(), options: .init(origin: "dropped", safetyPollInterval: .milliseconds(200)))
+    let first = try #require(try await store.logIn(as: "alice"))
+    let changes = try store.changes(from: .after(first.cursor))
+    try await cluster.query("DROP SCHEMA \(store.schema) CASCADE")
+    do {
+      for try await entry in changes { Issue.record("an entry after the drop: \(entry)") }
+      Issue.record("the subscription ended without an error")
+    } catch let error as FeedError {
+      guard case .historyRewritten(let cursor, let reason) = error else {
+        Issue.record("\(error)")
+        return
+      }
+      #expect(cursor <= first.cursor)
+      #expect(reason.contains("dropped or renamed"), "\(reason)")
+    }
+  }
+
+  /// A role limited to one connection, taken by its reader: the LISTEN connection is turned
+  /// away for now (too many connections). The mode says what really happens, the safety poll
+  /// at its own interval, and changes still arrive.
+  @Test func aListenConnectionWithoutASlotSaysItPollsAtTheSafetyInterval() async throws {
+    let cluster = try await PostgresCluster.shared()
+    let url = cluster.freshStoreURL()
+    let writer = try PostgresSessionStore(url: url, options: .init(origin: "slots-writer"))
+    let role = "slotless_\(UInt32.random(in: 0...UInt32.max))"
+    // Not a superuser: the limit does not bind those.
+    try await cluster.query(
+      "CREATE ROLE \(role) LOGIN CONNECTION LIMIT 1; GRANT USAGE ON SCHEMA \(writer.schema) TO \(role); "
+        + "GRANT SELECT ON ALL TABLES IN SCHEMA \(writer.schema) TO \(role)")
+    try await withCleanup {
+      let store = try PostgresSessionStore(
+        url: url + "&user=\(role)",
+        options: .init(origin: "slotless", readOnly: true, safetyPollInterval: .milliseconds(300)))
+      let changes = try store.changes(from: .now)
+      guard case .polling(let interval, let reason) = changes.wakeMode else {
+        Issue.record("\(changes.wakeMode)")
+        return
+      }
+      #expect(interval == .milliseconds(300), "subscribers are woken at the safety poll: \(reason)")
+      #expect(reason.contains("too many connections"), "\(reason)")
+      #expect(reason.contains("connecting again in"), "\(reason)")
+      let written = try #require(try await writer.logIn(as: "alice"))
+      var iterator = changes.makeAsyncIterator()
+      #expect(try await iterator.next() == written)
+    } cleanup: {
+      _ = try? await cluster.query("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)")
+    }
+  }
+}
+
+extension PostgresStoreTests {
+  /// A username that psql stored in NFD fails `check`, which gives the SQL that repairs it;
+  /// run as given, the username is NFC, the feed records a change without events, and
+  /// `check` passes.
+  @Test func checkGivesTheRepairOfAUsernameStoredInNFD() async throws {
+    let cluster = try await PostgresCluster.shared()
+    let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "desk"))
+    try await store.logIn(as: "Jos\u{E9}")
+    try await cluster.query("UPDATE session SET username = U&'Jos\\0065\\0301'", schema: store.schema)
+    #expect(try await store.rename(to: "Jos\u{E9}") == nil, "only the bytes differ: no change")
+    let username = try #require(try store.check().first { $0.check == .username })
+    #expect(username.verdict == .failed)
+    let repair = try #require(
+      username.detail.range(of: "UPDATE ").map { String(username.detail[$0.lowerBound...]) },
+      "\(username.detail)")
+    try await cluster.query(repair)
+    #expect(try store.check().allSatisfy { $0.verdict == .passed })
+    #expect(try store.state.username.map { Array($0.unicodeScalars) } == Array("Jos\u{E9}".unicodeScalars))
+    #expect(try store.history().last?.events == [], "recorded as a change without events")
+  }
+}
+
+extension PostgresStoreTests {
+  /// The characters of RFC 3986 that are reserved or mean something in a URL, the percent
+  /// sign, a space and the quotes.
+  static let reservedCharacters = Array(":/?#[]@!$&'()*+,;=% \"")
+
+  /// A password holding any of them, raw or percent-encoded, in the user part, in a
+  /// `password` parameter or in the key/value form, is never shown; the rest of the URL is.
+  @Test(arguments: reservedCharacters)
+  func aPasswordHoldingAReservedCharacterIsNeverShown(_ character: Character) {
+    let password = "Tr0ub\(character)dor"
+    let encoded = password.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? password
+    let cases = [
+      (
+        "postgresql://app:\(password)@db.internal:5432/sessions?schema=front_desk",
+        "postgresql://app:***@db.internal:5432/sessions?schema=front_desk"
+      ),
+      ("postgres://app:\(encoded)@db1,db2/sessions", "postgres://app:***@db1,db2/sessions"),
+      (
+        "postgresql://app@db.internal/sessions?password=\(password)&schema=front_desk",
+        "postgresql://app@db.internal/sessions?password=***&schema=front_desk"
+      ),
+      (
+        "postgresql://db.internal/sessions?user=app&password=\(encoded)",
+        "postgresql://db.internal/sessions?user=app&password=***"
+      ),
+      (
+        "host=db.internal password='\(password.replacingOccurrences(of: "'", with: "\\'"))' dbname=sessions",
+        "host=db.internal password=*** dbname=sessions"
+      ),
+    ]
+    for (url, expected) in cases {
+      let shown = PostgresSessionStore.redacted(url)
+      #expect(shown == expected, "\(url)")
+      #expect(!shown.contains("Tr0ub") && !shown.contains("dor"), "\(url) → \(shown)")
+    }
+  }
+
+  /// The URL of a store (and its errors) never shows a password with a raw `?`, which libpq
+  /// reads as part of the password.
+  @Test func aStoreWhosePasswordHoldsAQuestionMarkNeverShowsIt() async throws {
+    let cluster = try await PostgresCluster.shared()
+    let url = cluster.freshStoreURL().replacingOccurrences(of: "postgres@", with: "postgres:Tr0ub?dor@")
+    let error = #expect(throws: SessionStorageError.self) {
+      try PostgresSessionStore(url: url, options: .init(readOnly: true))
+    }
+    #expect(error?.code == .notFound)
+    #expect(!String(describing: error).contains("Tr0ub"), "\(String(describing: error))")
+    let store = try PostgresSessionStore(url: url)  // the server trusts: the password is not asked for
+    #expect(store.url.contains("postgres:***@127.0.0.1"), "\(store.url)")
+    #expect(!store.url.contains("Tr0ub"))
   }
 }
 

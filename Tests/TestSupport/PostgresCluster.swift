@@ -100,12 +100,13 @@ public struct PostgresCluster: Sendable {
   }
 
   /// Restarts the server on the same port (only for private clusters); sessions connected
-  /// to it are ended.
-  public func restart() async throws {
+  /// to it are ended. `immediate` stops it without a checkpoint, as a crash of the server
+  /// would: what its WAL had not written yet is lost.
+  public func restart(immediate: Bool = false) async throws {
     guard let directory else {
       throw ClusterError("restart() is only for private clusters, not the shared server")
     }
-    _ = try await Self.script(["restart", directory])
+    _ = try await Self.script(["restart", directory] + (immediate ? ["--immediate"] : []))
   }
 
   /// Makes `role` log in over TCP with its password (`scram-sha-256`) instead of being
@@ -120,6 +121,18 @@ public struct PostgresCluster: Sendable {
     try ("host all \(role) 127.0.0.1/32 scram-sha-256\n" + rules).write(
       toFile: hba, atomically: false, encoding: .utf8)
     _ = try await psql("SELECT pg_reload_conf()")
+  }
+
+  /// Starts a hot standby of this server (only for private clusters): a copy that streams
+  /// its changes and serves read-only queries, in recovery until promoted
+  /// (`SELECT pg_promote()`). The caller stops it with ``stop()``.
+  public func startStandby() async throws -> PostgresCluster {
+    guard let directory else {
+      throw ClusterError("startStandby() is only for private clusters, not the shared server")
+    }
+    let standby = NSTemporaryDirectory() + "sessionstorage-pg-" + UUID().uuidString.prefix(8).lowercased()
+    let output = try await Self.script(["standby", standby, directory, "--owner", String(getpid())])
+    return try Self.cluster(from: output, directory: standby)
   }
 
   /// Stops the server and removes its directory (only for private clusters; nothing to do
@@ -218,6 +231,11 @@ extension PostgresCluster {
     _ = try await psqlPath.value.get()  // PostgreSQL is installed: a clear reason when it is not
     let directory = NSTemporaryDirectory() + "sessionstorage-pg-" + UUID().uuidString.prefix(8).lowercased()
     let output = try await script(["start", directory, "--owner", String(getpid())])
+    return try cluster(from: output, directory: directory)
+  }
+
+  /// The cluster whose URLs the script printed in `output`.
+  private static func cluster(from output: String, directory: String) throws -> PostgresCluster {
     var values: [String: String] = [:]
     for line in output.split(separator: "\n") {
       guard let equals = line.firstIndex(of: "=") else { continue }

@@ -73,6 +73,29 @@ import Testing
     }
   }
 
+  /// A feed trigger switched to replica mode keeps its name: `check` finds it, and writes
+  /// are refused instead of going unrecorded.
+  @Test func checkFindsATriggerThatNoLongerFiresAndWritesAreRefused() async throws {
+    let server = try await PostgresCluster.shared()
+    let url = server.freshStoreURL()
+    let sandbox = try Sandbox()
+    #expect(try await sandbox.run(db: url, ["login", "alice"]).status == 0)
+    _ = try await server.psql(
+      "ALTER TABLE session ENABLE REPLICA TRIGGER session_feed", schema: schema(of: url))
+    let check = try await sandbox.run(db: url, ["check"])
+    #expect(check.status == 1, "\(check)")
+    #expect(
+      check.lines.contains {
+        $0.hasPrefix("FAIL") && $0.contains("session_feed on session fires only for replication")
+      },
+      "\(check)")
+    let login = try await sandbox.run(db: url, ["logout"])
+    #expect(login.status == 1, "\(login)")
+    #expect(login.stderr.contains("was changed by hand"), "\(login)")
+    #expect(
+      try await server.psql("SELECT is_logged_in, head FROM session", schema: schema(of: url)) == "t|1\n")
+  }
+
   @Test func migrateCreatesTheSchemaAndSaysSo() async throws {
     let server = try await PostgresCluster.shared()
     let url = server.freshStoreURL()
@@ -128,7 +151,7 @@ import Testing
 
       let refused = try await sandbox.run(db: url, ["login", "alice"])
       outcomes.append(refused)
-      #expect(refused.status == 1, "\(refused)")
+      #expect(refused.status == 77, "\(refused)")
       #expect(refused.stderr.contains("password"), "\(refused)")
 
       let fromEnvironment = try await sandbox.run(
@@ -163,13 +186,112 @@ import Testing
         ],
         environment: ["HOME": sandbox.path("io")])
       outcomes.append(wrong)
-      #expect(wrong.status == 1, "\(wrong)")
+      #expect(wrong.status == 77, "\(wrong)")
       #expect(wrong.stderr.contains("postgresql://clerk:***@127.0.0.1:"), "\(wrong)")
 
       for outcome in outcomes {
         #expect(!outcome.stdout.contains(secret) && !outcome.stderr.contains(secret), "\(outcome)")
       }
     }
+  }
+
+  /// What waiting cannot cure is not "unreachable": a missing database or role, a role that
+  /// may not log in and SSL required of a server without it exit 77 (`refused`), a bad
+  /// `sslmode` 65; only a server that cannot be reached is 69.
+  @Test func permanentRefusalsHaveTheirOwnStatus() async throws {
+    let server = try await PostgresCluster.shared()
+    let sandbox = try Sandbox()
+    let tag = String(UInt32.random(in: 0...UInt32.max))
+    _ = try await server.psql("CREATE ROLE nologin_\(tag) NOLOGIN")
+    try await withCleanup {
+      let base = try #require(URLComponents(string: server.url))
+      let port = try #require(base.port)
+      let cases: [(url: String, status: Int32, says: String)] = [
+        ("postgresql://postgres@127.0.0.1:\(port)/nodb_\(tag)?schema=s", 77, "does not exist"),
+        ("postgresql://ghost_\(tag)@127.0.0.1:\(port)/postgres?schema=s", 77, "does not exist"),
+        ("postgresql://nologin_\(tag)@127.0.0.1:\(port)/postgres?schema=s", 77, "not permitted to log in"),
+        ("postgresql://postgres@127.0.0.1:\(port)/postgres?schema=s&sslmode=require", 77, "SSL"),
+        ("postgresql://postgres@127.0.0.1:\(port)/postgres?schema=s&sslmode=bogus", 65, "sslmode"),
+        ("postgresql://postgres@127.0.0.1:1/postgres?schema=s", 69, "cannot connect"),
+      ]
+      for (url, status, says) in cases {
+        for arguments in [["status"], ["login", "alice"]] {
+          let outcome = try await sandbox.run(db: url, arguments)
+          #expect(outcome.status == status, "\(url) \(arguments): \(outcome)")
+          #expect(outcome.stderr.contains(says), "\(url): \(outcome)")
+          #expect(outcome.stderr.split(separator: "\n").count == 1, "one line: \(outcome)")
+        }
+      }
+    } cleanup: {
+      _ = try? await server.psql("DROP ROLE IF EXISTS nologin_\(tag)")
+    }
+  }
+
+  /// A running `watch` whose role loses LOGIN, its connections ended: it does not wait for
+  /// ever for a server that will keep refusing, it exits 77 saying why.
+  @Test func aWatchWhoseRoleLosesLoginExitsWithTheRefusal() async throws {
+    let server = try await PostgresCluster.shared()
+    let url = server.freshStoreURL()
+    let sandbox = try Sandbox()
+    #expect(try await sandbox.run(db: url, ["login", "alice"]).status == 0)
+    let role = "watcher_\(UInt32.random(in: 0...UInt32.max))"
+    _ = try await server.psql("CREATE ROLE \(role) LOGIN SUPERUSER")
+    try await withCleanup {
+      let (watch, stderr) = try await sandbox.start(["--db", url + "&user=\(role)", "watch"])
+      let snapshot = try #require(try await watch.readLine())
+      #expect(snapshot.contains("alice"), "\(snapshot)")
+      _ = try await server.psql(
+        "ALTER ROLE \(role) NOLOGIN; SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '\(role)'"
+      )
+      #expect(try await watch.readLine() == nil)
+      #expect(try await watch.wait(timeout: .seconds(30)) == 77)
+      let said = String(decoding: sandbox.contents(stderr) ?? Data(), as: UTF8.self)
+      #expect(said.contains("not permitted to log in"), "\(said)")
+    } cleanup: {
+      _ = try? await server.psql("DROP ROLE IF EXISTS \(role)")
+    }
+  }
+
+  /// A password in `--db` is visible to every local user: `watch`, which runs for long,
+  /// warns. A `watch
+  /// --exec` hook gets no password: no `PGPASSWORD`, and `SESSIONCTL_DB` without its password.
+  /// Output and errors never show it, also with a raw `?` in it.
+  @Test func passwordsAreWarnedAboutAndKeptFromHooks() async throws {
+    let server = try await PostgresCluster.shared()
+    let secret = "Tr0ub?dor-\(UInt32.random(in: 0...UInt32.max))"
+    // The server trusts 127.0.0.1: the password is carried, never asked for.
+    let url = server.freshStoreURL().replacingOccurrences(of: "postgres@", with: "postgres:\(secret)@")
+    let sandbox = try Sandbox()
+    let missing = try await sandbox.run(db: url, ["status"])
+    #expect(missing.stderr.contains("holds no session store"), "\(missing)")
+    let login = try await sandbox.run(db: url, ["login", "alice"])
+    #expect(login.status == 0, "\(login)")
+    let watched = try await sandbox.run(db: url, ["watch", "--limit", "0"])
+    #expect(watched.status == 0, "\(watched)")
+    #expect(watched.stderr.contains("warning: the password in --db can be read by every user"), "\(watched)")
+    let status = try await sandbox.run(db: url, ["status"])
+    #expect(status.stdout.contains("postgres:***@127.0.0.1"), "\(status)")
+
+    let fromEnvironment = try await sandbox.run(["status"], environment: ["SESSIONCTL_DB": url])
+    #expect(fromEnvironment.status == 0 && fromEnvironment.stderr.isEmpty, "no warning: \(fromEnvironment)")
+
+    sandbox.environment["SESSIONCTL_DB"] = url
+    sandbox.environment["PGPASSWORD"] = secret
+    let (watch, stderr) = try await sandbox.start([
+      "--json", "watch", "--limit", "1", "--exec", "--", "/usr/bin/env",
+    ])
+    #expect(try await watch.readLine()?.contains("alice") == true, "the snapshot")
+    #expect(try await sandbox.run(["logout"]).status == 0)
+    #expect(try await watch.readLine()?.contains("loggedOut") == true)
+    #expect(try await watch.wait(timeout: .seconds(30)) == 0)
+    let hook = String(decoding: sandbox.contents(stderr) ?? Data(), as: UTF8.self)
+    let stripped = url.replacingOccurrences(of: ":\(secret)@", with: "@")
+    #expect(hook.contains("SESSIONCTL_DB=\(stripped)\n"), "\(hook)")
+    #expect(!hook.contains("PGPASSWORD"), "\(hook)")
+    for outcome in [missing, login, watched, status, fromEnvironment] {
+      #expect(!outcome.stdout.contains("Tr0ub") && !outcome.stderr.contains("Tr0ub"), "\(outcome)")
+    }
+    #expect(!hook.contains("Tr0ub"), "\(hook)")
   }
 
   @Test func anUnreachableServerHasItsOwnStatusAndThePasswordIsNeverPrinted() async throws {

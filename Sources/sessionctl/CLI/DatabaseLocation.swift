@@ -28,8 +28,9 @@ struct DatabaseLocation: Sendable, Equatable {
     return lowered.hasPrefix("postgresql://") || lowered.hasPrefix("postgres://")
   }
 
-  /// The path, or the URL with its password replaced: what output and errors show.
-  var display: String { isPostgres ? PostgresSessionStore.redacted(path) : path }
+  /// The path, or the URL with its password replaced: what output and errors show. (A
+  /// libpq key/value string taken for a file path has its password replaced too.)
+  var display: String { PostgresSessionStore.redacted(path) }
 
   /// Refuses a PostgreSQL URL for a command that works on a SQLite file.
   /// - Throws: ``CLIError`` (exit 1) naming the command and what to use instead.

@@ -20,6 +20,10 @@ enum ExitCode: Int32, Sendable {
   /// every command but `watch`) a pipe whose reader went away (sysexits `EX_IOERR`). A
   /// change the command committed stays committed; the message says so.
   case outputFailed = 74
+  /// The PostgreSQL server refused the connection for a reason that waiting does not cure
+  /// (sysexits `EX_NOPERM`): a missing database or role, a role that may not log in, a
+  /// missing or wrong password, SSL required but not offered.
+  case refused = 77
   /// `watch` stopped by SIGINT (128 + 2).
   case interrupted = 130
   /// `watch` stopped by SIGTERM (128 + 15).

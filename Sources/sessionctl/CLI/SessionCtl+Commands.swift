@@ -26,9 +26,10 @@ extension SessionCtl {
       64 usage error; 65 invalid input (username, cursor, number); 66 cursor compacted
       away; 67 the history followed changed under 'watch', or '--since CURSOR@TIME'
       names a change a restore replaced; 69 the PostgreSQL server cannot be reached or the
-      connection was lost; 74 the result could not be written (a full disk, a closed
-      stdout, a reader that went away but from 'watch'; a change made stays made); 130
-      and 143 'watch' stopped by SIGINT and SIGTERM.
+      connection was lost (worth retrying); 74 the result could not be written (a full
+      disk, a closed stdout, a reader that went away but from 'watch'; a change made stays
+      made); 77 the server refused the connection (no such database or role, login or
+      password refused, SSL required); 130 and 143 'watch' stopped by SIGINT and SIGTERM.
       """,
     options: [GlobalOptions.db, GlobalOptions.json, GlobalOptions.version],
     subcommands: commands.map { $0.spec })

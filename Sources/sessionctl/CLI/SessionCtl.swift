@@ -106,6 +106,7 @@ struct SessionCtl: Sendable {
     case let error as SessionStorageError:
       context.fail(error.description + (error.code == .needsMigration ? " (run 'sessionctl migrate')" : ""))
       if error.code == .unavailable { return .unavailable }
+      if error.code == .refused { return .refused }
       return [.invalidUsername, .invalidArgument, .storeFile, .notARegularFile].contains(error.code)
         ? .invalidInput : .failure
     case let error as FeedError:

@@ -1,5 +1,6 @@
 import CommandLineKit
 import SessionStorage
+import SessionStoragePostgres
 
 extension SessionCtl {
   /// `sessionctl watch`: a snapshot line (unless `--since` is given), then one line per
@@ -29,7 +30,9 @@ extension SessionCtl {
         With --exec -- <command> [<argument> ...], the command runs once per change, in
         order, one at a time, started without a shell. Its environment has SESSION_CURSOR,
         SESSION_TIME, SESSION_ORIGIN, SESSION_USERNAME (unset when there is none),
-        SESSION_LOGGED_IN (1 or 0) and SESSION_EVENTS (e.g. "rename,login"); its standard
+        SESSION_LOGGED_IN (1 or 0) and SESSION_EVENTS (e.g. "rename,login"), and the rest
+        of watch's environment but the passwords: no PGPASSWORD, and SESSIONCTL_DB without
+        its password (a hook that connects finds it in ~/.pgpass or PGPASSFILE). Its standard
         input is the change's JSON line; what it prints goes to stderr. A change's line is
         printed only once its command exited with 0, so '--since CURSOR@TIME' of the last
         line printed resumes with the first change not acted on. When that line cannot be
@@ -90,6 +93,14 @@ extension SessionCtl {
       let listening = stop.listen()
       defer { withExtendedLifetime(listening) {} }
       let store = try context.openForReading(location)
+      // Once watching (an error alone is the one line of a failure): a password on the
+      // command line can be read by every user of the machine for as long as watch runs.
+      if location.source == .option, location.isPostgres, PostgresSessionStore.containsPassword(location.path)
+      {
+        try context.errors.write(
+          "sessionctl: warning: the password in --db can be read by every user of this machine while watch runs "
+            + "(ps, /proc/PID/cmdline); keep it in ~/.pgpass or PGPASSFILE instead")
+      }
       let presenter = context.presenter
       let output = context.output
       let errors = context.errors

@@ -1,6 +1,7 @@
 import Foundation
 import ProcessKit
 import SessionStorage
+import SessionStoragePostgres
 import Synchronization
 
 /// The command of `watch --exec`: run once per change, in order, one at a time, with the
@@ -34,7 +35,20 @@ final class ChangeCommand: Sendable {
     guard let name = words.first else { throw CLIError(.usage, "'--exec' needs a command") }
     executable = try Self.resolve(name, path: environment["PATH"])
     arguments = Array(words.dropFirst())
-    self.environment = environment
+    self.environment = Self.inherited(environment)
+  }
+
+  /// What the command inherits of `watch`'s environment: all of it but the passwords.
+  /// `PGPASSWORD` is left out and `SESSIONCTL_DB` loses its password, so that a hook (or
+  /// whatever it starts) never holds one; a hook that connects gets it from `~/.pgpass` or
+  /// `PGPASSFILE`, as libpq looks there when no password is given.
+  static func inherited(_ environment: [String: String]) -> [String: String] {
+    var inherited = environment
+    inherited["PGPASSWORD"] = nil
+    if let database = inherited["SESSIONCTL_DB"] {
+      inherited["SESSIONCTL_DB"] = PostgresSessionStore.withoutPasswords(database)
+    }
+    return inherited
   }
 
   /// The path of `name`: as given when it has a slash, else the first executable regular
