@@ -182,7 +182,7 @@ import Testing
     }
   }
 
-  /// `watch` whose reader went away ends quietly with 0, as before; on a full disk or a
+  /// `watch` whose reader went away ends quietly with 0; on a full disk or a
   /// closed stdout it fails with 74 at its first line (the snapshot).
   @Test func watchTellsAReaderThatWentAwayFromAnOutputThatCannotBeWritten() async throws {
     try await succeeding(["login", "alice"])
