@@ -10,26 +10,15 @@ internal import SystemKit
   import Darwin
 #endif
 
-/// Notices commits made by other processes, without busy polling.
-///
-/// On Linux a thread sleeps on `inotify` events for a few files of one directory (the
-/// directory, not the files, is watched: a file that is deleted and created again stays
-/// watched). Every event is followed by `hasChanged` re-checks with a short back-off, since
-/// a file can be written before its commit becomes visible. A slow poll of `hasChanged` is
-/// the safety net.
-///
-/// It never leaves a caller blind: when `inotify` cannot be set up (a descriptor limit,
-/// the inotify instance or watch limit, a platform without it) the poll is the mechanism,
-/// and ``mode`` says so and why; when not even a descriptor for its stop signal can be
-/// made, the thread polls in short sleeps. `onChange` runs on the watcher's thread.
-///
-/// In a process that writes too, most events are its own commits, which its writer signals
-/// itself: an event that came while `localWrites` moved is looked at only once this
-/// process's writes have been quiet for ``settleMilliseconds``, so that the watcher stays
-/// out of the way of the subscribers its writer just woke (and is not woken by every page
-/// its writer puts in the WAL meanwhile). A commit of another process that falls among this
-/// process's writes is seen that much later, and at most ``settleLimitMilliseconds`` later
-/// while this process writes without a pause (writes that change nothing wake nobody).
+/// Notices commits made by other processes without busy polling, so that their subscribers
+/// wake within milliseconds: on Linux a thread sleeps on `inotify` events of one directory
+/// (a file deleted and created again stays watched) and re-checks `hasChanged` with a short
+/// back-off after each, since a file is written before its commit becomes visible; a slow
+/// poll of `hasChanged` is the safety net, and the whole mechanism where `inotify` cannot be
+/// set up (``mode`` says why). Events that come while this process writes are its own
+/// commits, which its writer signals itself: they are looked at once this process's writes
+/// have been quiet for ``settleMilliseconds``, so the watcher keeps out of the way of the
+/// subscribers the writer just woke. `onChange` runs on the watcher's thread.
 package final class ChangeWatcher: Sendable {
   /// How long this process's writes must have been quiet before an event that came while
   /// it wrote is looked at.
@@ -39,7 +28,7 @@ package final class ChangeWatcher: Sendable {
   package static let settleLimitMilliseconds: Int32 = 20
   /// How this watcher is woken: notifications, or a poll and the reason.
   package let mode: WakeMode
-  private let stopSignal: StopSignal
+  private let stopPipe: ThreadStopPipe
 
   /// Starts watching.
   /// - Parameters:
@@ -76,8 +65,8 @@ package final class ChangeWatcher: Sendable {
     } catch {
       reasons.append(SystemLimits.explain(error.rawValue, call: "pipe"))
     }
-    let stopSignal = StopSignal(pipe: ends)
-    self.stopSignal = stopSignal
+    let stopPipe = ThreadStopPipe(pipe: ends)
+    self.stopPipe = stopPipe
     var events: Int32 = -1
     switch notifications(directory) {
     case .success(let fd): events = fd
@@ -88,12 +77,12 @@ package final class ChangeWatcher: Sendable {
       ? .notifications(pollInterval: pollInterval)
       : .polling(interval: pollInterval, reason: reasons.joined(separator: "; "))
     let loop = WatchLoop(
-      fileNames: fileNames, events: events, stopFD: ends?.read ?? -1, stopSignal: stopSignal,
+      fileNames: fileNames, events: events, stopFD: ends?.read ?? -1, stopPipe: stopPipe,
       pollMilliseconds: Int32(clamping: pollInterval.milliseconds),
       hasChanged: hasChanged, localWrites: localWrites, onChange: onChange)
     let thread = Thread {
       loop.run()
-      stopSignal.closePipe()
+      stopPipe.closePipe()
     }
     thread.name = "ChangeWatcher"
     thread.start()
@@ -103,7 +92,7 @@ package final class ChangeWatcher: Sendable {
   /// it exits, at most one callback later. Releasing the last subscription on the main
   /// actor therefore costs a `write` and a `close`, not the thread's wind-down. Safe to call
   /// twice.
-  package func stop() { stopSignal.request() }
+  package func stop() { stopPipe.request() }
 
   deinit { stop() }
 
@@ -125,11 +114,10 @@ struct WatchSetupFailure: Error {
   var reason: String
 }
 
-/// How a watcher is told to stop: a flag its thread looks at, and a pipe that wakes the
-/// thread's `poll`. ``request()`` writes to the pipe and closes its write end; the thread
-/// closes what is left as it exits. Both under one lock, so the byte is only ever written
-/// while the read end is open (never a `SIGPIPE`).
-package final class StopSignal: Sendable {
+/// Stops a thread that sleeps in `poll`: a flag the thread reads, and a pipe whose read end
+/// it polls. The byte is written under the same lock that closes the pipe, so it is only
+/// ever written while the read end is open (never a `SIGPIPE`).
+package final class ThreadStopPipe: Sendable {
   private let requested = Mutex(false)
   private let pipe: Mutex<(read: Int32, write: Int32)?>
 
@@ -170,7 +158,7 @@ private struct WatchLoop: Sendable {
   let fileNames: Set<String>
   let events: Int32
   let stopFD: Int32
-  let stopSignal: StopSignal
+  let stopPipe: ThreadStopPipe
   let pollMilliseconds: Int32
   let hasChanged: @Sendable () -> Bool
   let localWrites: @Sendable () -> UInt64
@@ -259,7 +247,7 @@ private struct WatchLoop: Sendable {
   private func waitForEvent(events: Int32, timeout: Int32) -> Wake {
     var remaining = timeout
     while true {
-      if stopSignal.isRequested { return .stop }
+      if stopPipe.isRequested { return .stop }
       let slice = stopFD >= 0 ? remaining : min(remaining, 50)
       var fds: [pollfd] = []
       if stopFD >= 0 { fds.append(pollfd(fd: stopFD, events: Int16(POLLIN), revents: 0)) }

@@ -33,7 +33,7 @@ internal import SystemKit
 final class PostgresListener: Sendable {
   private let place: PostgresPlace
   private let pollInterval: Duration
-  private let running = Mutex<StopSignal?>(nil)
+  private let running = Mutex<ThreadStopPipe?>(nil)
 
   init(place: PostgresPlace, pollInterval: Duration) {
     self.place = place
@@ -51,7 +51,7 @@ final class PostgresListener: Sendable {
     } catch {
       ends = nil
     }
-    let stop = StopSignal(pipe: ends)
+    let stop = ThreadStopPipe(pipe: ends)
     running.withLock { $0 = stop }
     let loop = ListenLoop(
       place: place, pollMilliseconds: Int32(clamping: pollInterval.milliseconds), stopFD: ends?.read ?? -1,
@@ -96,7 +96,7 @@ private struct ListenLoop: Sendable {
   let place: PostgresPlace
   let pollMilliseconds: Int32
   let stopFD: Int32
-  let stop: StopSignal
+  let stop: ThreadStopPipe
   let beacon: WeakBeacon
   let pollInterval: Duration
 
