@@ -1,7 +1,9 @@
 import Foundation
+import Synchronization
 
-/// A source and its wake-up signal: the factory of subscriptions.
-public struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
+/// A source and its wake-up signal: the factory of subscriptions. Stores keep one and
+/// forward their feed methods to it; apps see only the subscriptions it hands out.
+package struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
   /// The log read by cursor.
   package let source: any FeedSource<Change, Snapshot>
   /// What wakes subscribers when the log may have grown.
@@ -11,8 +13,7 @@ public struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
   /// The last page subscribers read, for the others waiting on the same cursor.
   let sharedPage: SharedPage<Change>
 
-  /// Creates a feed over `source`, woken by `signal`.
-  public init(source: any FeedSource<Change, Snapshot>, signal: any WakeSignal, pageSize: Int = 256) {
+  package init(source: any FeedSource<Change, Snapshot>, signal: any WakeSignal, pageSize: Int = 256) {
     self.init(source: source, signal: signal, pageSize: pageSize, sharedPage: SharedPage())
   }
 
@@ -40,7 +41,7 @@ public struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
 
   /// Every entry after `start`, once, in order, as it commits.
   /// - Throws: ``FeedError`` for a cursor that is compacted or ahead of the log; the source's error.
-  public func changes(from start: FeedStart) throws -> FeedSubscription<Change, Snapshot> {
+  package func changes(from start: FeedStart) throws -> FeedSubscription<Change, Snapshot> {
     let listener = signal.listen()
     let cursor = try resolve(start, bounds: source.bounds())
     return FeedSubscription(
@@ -48,7 +49,7 @@ public struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
   }
 
   /// The current state and every change after it, with no gap and no duplicate.
-  public func snapshotAndChanges() throws -> SnapshotSubscription<Change, Snapshot> {
+  package func snapshotAndChanges() throws -> SnapshotSubscription<Change, Snapshot> {
     let listener = signal.listen()
     let (state, cursor) = try source.snapshot()
     return SnapshotSubscription(
@@ -57,7 +58,7 @@ public struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
 
   /// The state now, then each new state as changes commit; consecutive equal states are dropped.
   /// - Parameter state: the state after an entry (for sessions, `\.change.after`).
-  public func values(_ state: @escaping @Sendable (FeedEntry<Change>) -> Snapshot) -> FeedValues<
+  package func values(_ state: @escaping @Sendable (FeedEntry<Change>) -> Snapshot) -> FeedValues<
     Change, Snapshot
   >
   where Snapshot: Equatable {
@@ -65,7 +66,7 @@ public struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
   }
 
   /// Up to `limit` entries after `start`, without waiting: a page of history.
-  public func history(from start: FeedStart, limit: Int) throws -> [FeedEntry<Change>] {
+  package func history(from start: FeedStart, limit: Int) throws -> [FeedEntry<Change>] {
     let cursor = try resolve(start, bounds: source.bounds())
     // A plain `.after` page is one read, with nothing delivered before it to compare:
     // only a given time is checked (one more row read).
@@ -191,6 +192,113 @@ public struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
         throw FeedError.cursorCompacted(requested: cursor, oldestAvailable: bounds.firstAvailable)
       }
       return cursor
+    }
+  }
+}
+
+/// A log that a feed reads: entries in cursor order, read in pages.
+package protocol FeedSource<Change, Snapshot>: Sendable {
+  /// The typed change of each entry.
+  associatedtype Change: Sendable
+  /// The state a subscriber can start from.
+  associatedtype Snapshot: Sendable
+
+  /// Up to `limit` entries with cursors greater than `cursor`, oldest first.
+  func entries(after cursor: Cursor, limit: Int) throws -> [FeedEntry<Change>]
+  /// The oldest kept cursor and the newest cursor.
+  func bounds() throws -> FeedBounds
+  /// The current state and the cursor of the newest entry it includes, read atomically.
+  func snapshot() throws -> (state: Snapshot, cursor: Cursor)
+  /// Whether `error`, thrown by a read of this source, is a fault that passes (a server
+  /// that cannot be reached for now). A subscription that meets one does not end: it waits
+  /// for the signal's next wake-up and reads again from its cursor, so a source that says
+  /// yes must have a signal that keeps waking subscribers while the fault lasts (a poll).
+  /// Every other error ends the subscription with a throw.
+  func isTransient(_ error: any Error) -> Bool
+  /// A number that moves whenever a read of this source could return something other than
+  /// it returned before (a commit of any connection, a restore, a replaced file), or nil
+  /// when the source cannot tell cheaply. Subscribers asking for the same page while it
+  /// keeps one value share one read of it; with nil every subscriber reads its own.
+  func readVersion() throws -> Int64?
+}
+
+extension FeedSource {
+  /// No error passes: every read error ends a subscription.
+  package func isTransient(_ error: any Error) -> Bool { false }
+
+  /// No version: every subscriber reads its own pages.
+  package func readVersion() throws -> Int64? { nil }
+}
+
+/// The page a feed's subscribers read last, handed to each subscriber that asks for the same
+/// page while the source's ``FeedSource/readVersion()`` has not moved since it was read: a
+/// commit that wakes many subscribers costs one query, and what a subscriber takes is exactly
+/// what its own read would return. A source without a version shares nothing.
+package final class SharedPage<Change: Sendable>: Sendable {
+  /// What a page was read for: the cursor after which it starts, the entry delivered at
+  /// that cursor (its time to the millisecond and origin, which the read checked), and the limit.
+  struct Key: Equatable {
+    var cursor: Cursor
+    var lastMillisecond: Int64?
+    var lastOrigin: String?
+    var limit: Int
+
+    init(cursor: Cursor, last: FeedEntry<Change>?, limit: Int) {
+      self.cursor = cursor
+      lastMillisecond = last.map { Int64((($0.time.timeIntervalSince1970) * 1000).rounded()) }
+      lastOrigin = last?.origin
+      self.limit = limit
+    }
+  }
+
+  private struct Page {
+    var key: Key
+    /// The entry delivered at the key's cursor, when there was one.
+    var last: FeedEntry<Change>?
+    /// The source's version read just before the page.
+    var version: Int64
+    var entries: [FeedEntry<Change>]
+  }
+
+  private let page = Mutex<Page?>(nil)
+
+  package init() {}
+
+  /// The page after `cursor`: the one read earlier for the same key while `version` still
+  /// returns what it returned before that read, else what `read` returns now. Both run under
+  /// the page's lock.
+  func entries(
+    after cursor: Cursor, last: FeedEntry<Change>?, limit: Int, version: () throws -> Int64?,
+    read: () throws -> [FeedEntry<Change>]
+  ) throws -> [FeedEntry<Change>] {
+    let key = Key(cursor: cursor, last: last, limit: limit)
+    return try page.withLock { page in
+      let now = try version()
+      if let now, let kept = page, kept.key == key, kept.version == now { return kept.entries }
+      let entries = try read()
+      page = now.map { Page(key: key, last: last, version: $0, entries: entries) }
+      return entries
+    }
+  }
+
+  /// Reads the page that the subscribers who delivered the last one will ask for next, so
+  /// that a wake-up finds it read: the watcher thread that signalled calls this while the
+  /// subscribers' tasks are being scheduled. Nothing happens before a first page was read;
+  /// a read that throws is dropped (each subscriber then reads, and throws, itself).
+  func readAhead(
+    version: () throws -> Int64?,
+    read: (_ cursor: Cursor, _ last: FeedEntry<Change>?, _ limit: Int) throws -> [FeedEntry<Change>]
+  ) {
+    page.withLock { page in
+      guard let current = page else { return }
+      let (cursor, last) =
+        current.entries.last.map { ($0.cursor, $0) } ?? (current.key.cursor, current.last)
+      // A page still valid for the cursor it starts at needs no second read.
+      guard let now = try? version() else { return }
+      let key = Key(cursor: cursor, last: last, limit: current.key.limit)
+      guard key != current.key || now != current.version else { return }
+      guard let entries = try? read(cursor, last, current.key.limit) else { return }
+      page = Page(key: key, last: last, version: now, entries: entries)
     }
   }
 }

@@ -143,8 +143,8 @@ import Testing
   /// registration; one that threw returns nil afterwards.
   @Test func anEndedIteratorStaysEnded() async throws {
     let log = ArrayLog()
-    // Iterators are not Sendable; the test hands one from a cancelled task to a live one,
-    // as the reporter did, on purpose.
+    // Iterators are not Sendable; the test hands one from a cancelled task to a live one on
+    // purpose, as a caller that shares one by mistake would.
     nonisolated(unsafe) var iterator = try log.feed.changes(from: .now).makeAsyncIterator()
     #expect(log.beacon.listenerCount == 1)
     let cancelled = Task {
