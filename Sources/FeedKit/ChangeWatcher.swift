@@ -209,7 +209,7 @@ private struct WatchLoop: Sendable {
 
   private enum Next { case stop, timeout, event, otherFile }
 
-  /// Waits for the stop signal, an event on one of our files (read, and settled: see
+  /// Waits for the stop pipe, an event on one of our files (read, and settled: see
   /// ``settle(since:)``), an event on another file, or the timeout.
   private func next(timeout: Int32) -> Next {
     let writes = localWrites()
@@ -242,7 +242,7 @@ private struct WatchLoop: Sendable {
 
   private enum Wake { case stop, timeout, event }
 
-  /// Waits for the stop signal, an event or the timeout. Without a stop descriptor, it
+  /// Waits for the stop pipe, an event or the timeout. Without a stop descriptor, it
   /// sleeps in slices of at most 50 ms and looks at the stop flag between them.
   private func waitForEvent(events: Int32, timeout: Int32) -> Wake {
     var remaining = timeout

@@ -89,7 +89,6 @@ package final class Beacon: WakeSignal {
   /// Records how the helper that `activate` started learns of other processes' commits.
   package func report(_ mode: WakeMode) { currentMode.withLock { $0 = mode } }
 
-  /// How many listeners are registered.
   package var listenerCount: Int { listeners.withLock { $0 } }
 
   /// Wakes every waiter. Continuations resume after the lock is released.
@@ -103,7 +102,6 @@ package final class Beacon: WakeSignal {
     for continuation in woken { continuation.resume() }
   }
 
-  /// Returns once the generation exceeds `generation`, or when the task is cancelled.
   package func wait(past generation: UInt64) async {
     guard
       let id = waiters.withLock({ state -> Int? in
@@ -135,7 +133,6 @@ package final class Beacon: WakeSignal {
     waiters.withLock { _ = $0.cancelledBeforeRegistration.remove(id) }
   }
 
-  /// Registers a listener until the returned token is dropped.
   package func listen() -> WakeListener {
     listeners.withLock { count in
       count += 1
