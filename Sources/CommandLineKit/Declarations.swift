@@ -9,9 +9,9 @@ package struct CommandSpec: Sendable {
   /// Paragraphs shown after the overview in `--help`.
   package var discussion: String
   /// Positional arguments, in order.
-  package var arguments: [ArgumentSpec]
+  package var arguments: [any PositionalArgument]
   /// Options, in the order help lists them (`-h, --help` is added automatically).
-  package var options: [OptionSpec]
+  package var options: [any NamedOption]
   /// Nested commands.
   package var subcommands: [CommandSpec]
   /// Replaces the generated options part of the usage line, e.g. `(--keep <n> | --before <cursor>)`.
@@ -20,22 +20,25 @@ package struct CommandSpec: Sendable {
   /// named): commands a tool starts itself, such as its own child processes.
   package var isHidden: Bool
 
-  /// A command; `options` and `arguments` take typed declarations (``Option``, ``Flag``,
-  /// ``Argument``) as well as plain specs.
+  /// A command that accepts `arguments` and `options`: the very declarations it reads its
+  /// values with.
   package init(
-    _ name: String, abstract: String, discussion: String = "", arguments: [any ArgumentDeclaration] = [],
-    options: [any OptionDeclaration] = [], subcommands: [CommandSpec] = [], usageOverride: String? = nil,
+    _ name: String, abstract: String, discussion: String = "", arguments: [any PositionalArgument] = [],
+    options: [any NamedOption] = [], subcommands: [CommandSpec] = [], usageOverride: String? = nil,
     isHidden: Bool = false
   ) {
     self.name = name
     self.abstract = abstract
     self.discussion = discussion
-    self.arguments = arguments.map(\.argumentSpec)
-    self.options = options.map(\.optionSpec)
+    self.arguments = arguments
+    self.options = options
     self.subcommands = subcommands
     self.usageOverride = usageOverride
     self.isHidden = isHidden
   }
+
+  /// The built-in `-h, --help` every command has.
+  package static let helpFlag = Flag("help", short: "h", help: "Show help information.")
 
   /// The subcommand called `name`, hidden or not.
   package func subcommand(named name: String) -> CommandSpec? {
@@ -59,13 +62,15 @@ package struct CommandSpec: Sendable {
 extension Array where Element == CommandSpec {
   /// The options in scope for the last command of a chain: its own, the inherited options
   /// of the commands above it, and `-h, --help`; nearest declaration first.
-  package var optionsInScope: [OptionSpec] {
-    guard let last else { return [.help] }
+  package var optionsInScope: [any NamedOption] {
+    guard let last else { return [CommandSpec.helpFlag] }
     var scope = last.options
     for ancestor in dropLast().reversed() {
-      scope += ancestor.options.filter { $0.isInherited && !scope.map(\.name).contains($0.name) }
+      scope += ancestor.options.filter { option in
+        option.isInherited && !scope.contains { $0.name == option.name }
+      }
     }
-    return scope + [.help]
+    return scope + [CommandSpec.helpFlag]
   }
 }
 
@@ -93,141 +98,107 @@ extension OptionlessCommand {
   package init(_ arguments: ParsedArguments) { self.init() }
 }
 
-/// A named option of a command: a flag (`--json`) or an option that takes a value
-/// (`--limit <n>`), with an optional one-letter short name (`-n`).
-package struct OptionSpec: Sendable, Equatable {
-  /// Whether the option takes a value.
-  package enum Kind: Sendable, Equatable {
-    /// Present or absent; `--flag=value` is refused.
-    case flag
-    /// Takes one value, shown in help as `<placeholder>`.
-    case value(placeholder: String)
-  }
-
-  /// The long name without its dashes: `db` for `--db`.
-  package var name: String
-  /// The short name without its dash: `n` for `-n`.
-  package var short: Character?
-  /// A flag or a value option.
-  package var kind: Kind
-  /// One line for the help text.
-  package var help: String
-  /// Whether the subcommands of the declaring command accept it too (global options).
-  package var isInherited: Bool
-  /// Whether shell completion offers file names for the value.
-  package var completesFiles: Bool
-  /// Whether the command needs it: usage lines show it without brackets.
-  package var isRequired: Bool
-
-  package init(
-    _ name: String, short: Character? = nil, _ kind: Kind = .flag, help: String, isInherited: Bool = false,
-    completesFiles: Bool = false, isRequired: Bool = false
-  ) {
-    self.name = name
-    self.short = short
-    self.kind = kind
-    self.help = help
-    self.isInherited = isInherited
-    self.completesFiles = completesFiles
-    self.isRequired = isRequired
-  }
-
-  /// `--name`.
-  package var longSpelling: String { "--" + name }
-
-  /// `-x`, when there is a short name.
-  package var shortSpelling: String? { short.map { "-" + String($0) } }
-
-  /// Whether the option takes a value.
-  package var takesValue: Bool { kind != .flag }
-
-  /// `--limit <n>` or `--json`: how usage lines and messages show it.
-  package var synopsis: String {
-    switch kind {
-    case .flag: longSpelling
-    case .value(let placeholder): "\(longSpelling) <\(placeholder)>"
-    }
-  }
-
-  /// The built-in `-h, --help` every command has.
-  package static let help = OptionSpec("help", short: "h", help: "Show help information.")
-}
-
-/// An option that takes a value of a type, declared once and used both in the command's
-/// spec and to read the value: `parsed[Self.limit]` is an `Int?`.
+/// A named option, declared once: the command lists it in its spec and reads its typed value
+/// with it (`parsed[Self.limit]` is an `Int?`). An `Option<Bool>` is a ``Flag``, present or
+/// absent (`parsed[Self.json]` is a `Bool`); any other option takes one value.
 ///
 /// ```swift
 /// static let limit = Option<Int>("limit", short: "n", placeholder: "n", help: "Stop after this many.")
+/// static let json = Flag("json", short: "j", help: "Print JSON Lines.")
 /// ```
-package struct Option<Value: ExpressibleByArgument>: OptionDeclaration {
-  package let optionSpec: OptionSpec
+package struct Option<Value: Sendable>: NamedOption {
+  package let name: String
+  package let short: Character?
+  package let placeholder: String?
+  package let help: String
+  package let isInherited: Bool
+  package let completesFiles: Bool
+  package let isRequired: Bool
+}
 
+/// An option that is present or absent, such as `--json`.
+package typealias Flag = Option<Bool>
+
+extension Option where Value: ExpressibleByArgument {
+  /// An option that takes a value.
   /// - Parameters:
   ///   - name: the long name without dashes (`limit` for `--limit`).
   ///   - placeholder: the word in `--limit <n>`; the name when nil.
   ///   - isInherited: whether the subcommands of the declaring command accept it too.
+  ///   - completesFiles: whether shell completion offers file names for the value.
   ///   - isRequired: shown without brackets in usage lines; read it with
   ///     ``ParsedArguments/required(_:)``.
   package init(
     _ name: String, short: Character? = nil, placeholder: String? = nil, help: String,
     isInherited: Bool = false, completesFiles: Bool = false, isRequired: Bool = false
   ) {
-    optionSpec = OptionSpec(
-      name, short: short, .value(placeholder: placeholder ?? name), help: help, isInherited: isInherited,
+    self.init(
+      name: name, short: short, placeholder: placeholder ?? name, help: help, isInherited: isInherited,
       completesFiles: completesFiles, isRequired: isRequired)
   }
 }
 
-/// An option that is present or absent, such as `--json`: `parsed[Self.json]` is a `Bool`.
-package struct Flag: OptionDeclaration {
-  package let optionSpec: OptionSpec
-
+extension Option where Value == Bool {
+  /// A flag; `--flag=value` is refused, and giving it twice is the same as once.
   /// - Parameters:
   ///   - name: the long name without dashes (`json` for `--json`).
   ///   - isInherited: whether the subcommands of the declaring command accept it too.
   package init(_ name: String, short: Character? = nil, help: String, isInherited: Bool = false) {
-    optionSpec = OptionSpec(name, short: short, help: help, isInherited: isInherited)
+    self.init(
+      name: name, short: short, placeholder: nil, help: help, isInherited: isInherited, completesFiles: false,
+      isRequired: false)
   }
 }
 
-/// Something that declares an option of a command: a plain ``OptionSpec``, or a typed
-/// ``Option`` or ``Flag``, so that a ``CommandSpec`` lists the very declarations its
-/// command reads values with.
-package protocol OptionDeclaration: Sendable {
-  /// The option as the parser, help and completion see it.
-  var optionSpec: OptionSpec { get }
-}
-
-extension OptionSpec: OptionDeclaration {
-  package var optionSpec: OptionSpec { self }
-}
-
-/// A positional argument of a command, such as `<username>`.
-package struct ArgumentSpec: Sendable, Equatable {
-  /// What shell completion offers for an argument.
-  package enum Completion: Sendable, Equatable {
-    /// Nothing.
-    case none
-    /// These words.
-    case words([String])
-    /// The names of the tool's commands (for `help <command>`).
-    case commandNames
-  }
-
-  /// The placeholder without angle brackets.
-  package var name: String
+/// What the parser, help and completion read of an ``Option`` whatever the type of its value:
+/// the element of ``CommandSpec/options``.
+package protocol NamedOption: Sendable {
+  /// The long name without its dashes: `db` for `--db`.
+  var name: String { get }
+  /// The short name without its dash: `n` for `-n`.
+  var short: Character? { get }
+  /// The word in `--limit <n>`; nil for a flag.
+  var placeholder: String? { get }
   /// One line for the help text.
-  package var help: String
-  /// Whether the argument may be left out.
-  package var isOptional: Bool
-  /// Whether it takes every remaining word (only the last argument can).
-  package var isRepeating: Bool
-  /// What shell completion offers for it.
-  package var completion: Completion
+  var help: String { get }
+  /// Whether the subcommands of the declaring command accept it too (global options).
+  var isInherited: Bool { get }
+  /// Whether shell completion offers file names for the value.
+  var completesFiles: Bool { get }
+  /// Whether the command needs it: usage lines show it without brackets.
+  var isRequired: Bool { get }
+}
 
+extension NamedOption {
+  /// `--name`.
+  package var longSpelling: String { "--" + name }
+
+  /// `-x`, when there is a short name.
+  package var shortSpelling: String? { short.map { "-" + String($0) } }
+
+  /// Whether the option takes a value (it is no flag).
+  package var takesValue: Bool { placeholder != nil }
+
+  /// `--limit <n>` or `--json`: how usage lines and messages show it.
+  package var synopsis: String { longSpelling + (placeholder.map { " <\($0)>" } ?? "") }
+}
+
+/// A positional argument of a command, such as `<username>`, declared once: the command lists
+/// it in its spec and reads its typed value with it (`try parsed.required(Self.username)`).
+package struct Argument<Value: ExpressibleByArgument>: PositionalArgument {
+  package let name: String
+  package let help: String
+  package let isOptional: Bool
+  package let isRepeating: Bool
+  package let completion: ArgumentCompletion
+
+  /// - Parameters:
+  ///   - name: the placeholder without angle brackets (`username` for `<username>`).
+  ///   - isRepeating: takes every remaining word (the last argument only); read the values
+  ///     with ``ParsedArguments/values(of:)``.
   package init(
     _ name: String, help: String, isOptional: Bool = false, isRepeating: Bool = false,
-    completion: Completion = .none
+    completion: ArgumentCompletion = .none
   ) {
     self.name = name
     self.help = help
@@ -235,7 +206,24 @@ package struct ArgumentSpec: Sendable, Equatable {
     self.isRepeating = isRepeating
     self.completion = completion
   }
+}
 
+/// What the parser, help and completion read of an ``Argument`` whatever the type of its
+/// value: the element of ``CommandSpec/arguments``.
+package protocol PositionalArgument: Sendable {
+  /// The placeholder without angle brackets.
+  var name: String { get }
+  /// One line for the help text.
+  var help: String { get }
+  /// Whether the argument may be left out.
+  var isOptional: Bool { get }
+  /// Whether it takes every remaining word (only the last argument can).
+  var isRepeating: Bool { get }
+  /// What shell completion offers for it.
+  var completion: ArgumentCompletion { get }
+}
+
+extension PositionalArgument {
   /// `<name>` as messages name it.
   package var label: String { "<\(name)>" }
 
@@ -246,33 +234,14 @@ package struct ArgumentSpec: Sendable, Equatable {
   }
 }
 
-/// A positional argument of a type, declared once and used both in the command's spec and
-/// to read the value: `try parsed.required(Self.username)` is a `String`.
-package struct Argument<Value: ExpressibleByArgument>: ArgumentDeclaration {
-  package let argumentSpec: ArgumentSpec
-
-  /// - Parameters:
-  ///   - name: the placeholder without angle brackets (`username` for `<username>`).
-  ///   - isRepeating: takes every remaining word (the last argument only); read the values
-  ///     with ``ParsedArguments/values(of:)``.
-  package init(
-    _ name: String, help: String, isOptional: Bool = false, isRepeating: Bool = false,
-    completion: ArgumentSpec.Completion = .none
-  ) {
-    argumentSpec = ArgumentSpec(
-      name, help: help, isOptional: isOptional, isRepeating: isRepeating, completion: completion)
-  }
-}
-
-/// Something that declares a positional argument: a plain ``ArgumentSpec``, or a typed
-/// ``Argument``.
-package protocol ArgumentDeclaration: Sendable {
-  /// The argument as the parser, help and completion see it.
-  var argumentSpec: ArgumentSpec { get }
-}
-
-extension ArgumentSpec: ArgumentDeclaration {
-  package var argumentSpec: ArgumentSpec { self }
+/// What shell completion offers for a positional argument.
+package enum ArgumentCompletion: Sendable, Equatable {
+  /// Nothing.
+  case none
+  /// These words.
+  case words([String])
+  /// The names of the tool's commands (for `help <command>`).
+  case commandNames
 }
 
 /// A type whose values can be typed on a command line, in the spirit of

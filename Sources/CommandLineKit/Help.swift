@@ -19,7 +19,7 @@ package struct HelpFormatter: Sendable {
     let command = chain[chain.count - 1]
     var parts = chain.map(\.name)
     parts += command.arguments.map(\.synopsis)
-    let scope = chain.optionsInScope.filter { $0 != .help }
+    let scope = chain.optionsInScope.filter { $0.name != CommandSpec.helpFlag.name }
     if let override = command.usageOverride {
       parts.append(override)
       let own = Set(command.options.map(\.name))
@@ -87,12 +87,12 @@ package struct HelpFormatter: Sendable {
   }
 
   /// `[--json]`, or `--db <path>` for a required option.
-  private static func usageWord(_ option: OptionSpec) -> String {
+  private static func usageWord(_ option: any NamedOption) -> String {
     option.isRequired ? option.synopsis : "[\(option.synopsis)]"
   }
 
   /// `-n, --limit <n>` or `--db <path>`.
-  package func label(for option: OptionSpec) -> String {
+  package func label(for option: any NamedOption) -> String {
     (option.shortSpelling.map { $0 + ", " } ?? "") + option.synopsis
   }
 

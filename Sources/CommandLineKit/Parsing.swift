@@ -125,12 +125,12 @@ extension ArgumentParser {
     }
 
     mutating func accept(
-      _ option: OptionSpec, spelled: String, inline: String?, _ arguments: [String], _ index: inout Int
+      _ option: any NamedOption, spelled: String, inline: String?, _ arguments: [String], _ index: inout Int
     ) {
       guard option.takesValue else {
         if let inline {
           fail(.unexpectedValue(option: spelled, value: inline))
-        } else if option.name == OptionSpec.help.name {
+        } else if option.name == CommandSpec.helpFlag.name {
           result.helpRequested = true
         } else {
           result.flags.insert(option.name)
@@ -195,20 +195,19 @@ package struct ParsedArguments: Sendable, Equatable {
   package init() {}
 
   /// Whether `option` was given, whatever its value.
-  package func contains(_ option: some OptionDeclaration) -> Bool {
-    let name = option.optionSpec.name
-    return option.optionSpec.takesValue ? values[name] != nil : flags.contains(name)
+  package func contains(_ option: some NamedOption) -> Bool {
+    option.takesValue ? values[option.name] != nil : flags.contains(option.name)
   }
 
   /// Whether `flag` was given.
-  package subscript(_ flag: Flag) -> Bool { flags.contains(flag.optionSpec.name) }
+  package subscript(_ flag: Flag) -> Bool { flags.contains(flag.name) }
 
   /// The value of `option`, if it was given.
   /// - Throws: ``InvalidValue`` when its type refuses the text.
-  package subscript<Value>(_ option: Option<Value>) -> Value? {
+  package subscript<Value: ExpressibleByArgument>(_ option: Option<Value>) -> Value? {
     get throws(InvalidValue) {
-      try values[option.optionSpec.name].map { text throws(InvalidValue) in
-        try Self.convert(text, for: option.optionSpec.longSpelling)
+      try values[option.name].map { text throws(InvalidValue) in
+        try Self.convert(text, for: option.longSpelling)
       }
     }
   }
@@ -222,15 +221,15 @@ package struct ParsedArguments: Sendable, Equatable {
   /// Every value given for `argument`, in order.
   /// - Throws: ``InvalidValue`` for the first one its type refuses.
   package func values<Value>(of argument: Argument<Value>) throws(InvalidValue) -> [Value] {
-    try (argumentsByName[argument.argumentSpec.name] ?? []).map { text throws(InvalidValue) in
-      try Self.convert(text, for: argument.argumentSpec.label)
+    try (argumentsByName[argument.name] ?? []).map { text throws(InvalidValue) in
+      try Self.convert(text, for: argument.label)
     }
   }
 
   /// The value of an option the command cannot do without.
   /// - Throws: ``UsageError`` when it is missing, ``InvalidValue`` when its type refuses it.
-  package func required<Value>(_ option: Option<Value>) throws -> Value {
-    guard let value = try self[option] else { throw usageError(.missingOption(option.optionSpec.synopsis)) }
+  package func required<Value: ExpressibleByArgument>(_ option: Option<Value>) throws -> Value {
+    guard let value = try self[option] else { throw usageError(.missingOption(option.synopsis)) }
     return value
   }
 
@@ -238,7 +237,7 @@ package struct ParsedArguments: Sendable, Equatable {
   /// - Throws: ``UsageError`` when it is missing, ``InvalidValue`` when its type refuses it.
   package func required<Value>(_ argument: Argument<Value>) throws -> Value {
     guard let value = try self[argument] else {
-      throw usageError(.missingArgument(argument.argumentSpec.name))
+      throw usageError(.missingArgument(argument.name))
     }
     return value
   }

@@ -13,7 +13,7 @@ struct FeedOptions: Sendable {
   static let limit = Option<Int>("limit", short: "n", placeholder: "n", help: "Stop after this many changes.")
 
   /// Both, for a command's spec.
-  static let declarations: [any OptionDeclaration] = [since, limit]
+  static let declarations: [any NamedOption] = [since, limit]
 
   /// Where to start (exclusive); nil: the command's own default.
   let since: FeedStart?
