@@ -1,4 +1,5 @@
 import Foundation
+import SessionStorage
 import Synchronization
 import SystemKit
 
@@ -129,4 +130,126 @@ final class Commitment: Sendable {
 
   /// The clause recorded last, if any.
   var recorded: String? { note.withLock { $0 } }
+}
+
+/// Turns results into output lines: short aligned text for people, or one JSON object per
+/// line (`--json`). Pure, so tests can check every shape without a process. What only one
+/// command prints is presented in that command's file.
+struct Presenter: Sendable {
+  /// Whether to print JSON Lines.
+  let json: Bool
+
+  /// `watch`'s first line: the snapshot's own text or JSON.
+  func snapshot(_ snapshot: SessionSnapshot) throws -> String {
+    json ? try JSONValue(encoding: snapshot).encoded : snapshot.description
+  }
+
+  /// One change, its columns padded to at least the given widths (`watch` streams, so it
+  /// cannot measure the lines to come): the entry's own text or JSON.
+  func change(_ entry: SessionEntry, cursorWidth: Int = 1, originWidth: Int = 10) throws -> String {
+    json
+      ? try JSONValue(encoding: entry).encoded
+      : entry.line(cursorWidth: cursorWidth, originWidth: originWidth)
+  }
+
+  /// A write that changed nothing: the reason for people, the state and cursor for programs.
+  func noChange(_ reason: String, _ snapshot: SessionSnapshot) throws -> String {
+    json ? try JSONValue.noChange(snapshot).encoded : "no change: " + reason
+  }
+
+  /// `--version`.
+  func version(_ version: String) -> String {
+    json ? (["version": .string(version)] as JSONValue).encoded : "sessionctl \(version)"
+  }
+
+  /// Text safe for a terminal: `(none)` for nil; control characters (C0, DEL, C1), U+2028,
+  /// U+2029 and format characters but U+200D (bidirectional controls, zero-width spaces…),
+  /// which only an edit in the sqlite3 shell can store in a username, shown as
+  /// `\u{1B}`-style escapes.
+  static func display(_ text: String?) -> String { text.escapedForTerminal }
+
+  /// `text` padded with spaces to `width` characters.
+  static func padded(_ text: String, _ width: Int) -> String {
+    text + String(repeating: " ", count: max(0, width - text.count))
+  }
+
+  /// Rows of a label and a value, the values aligned.
+  func table(_ rows: [(String, String)]) -> [String] {
+    let width = rows.map(\.0.count).max() ?? 0
+    return rows.map { Self.padded($0.0, width) + "  " + $0.1 }
+  }
+}
+
+/// sessionctl's exit statuses (documented in `sessionctl --help` and the README).
+enum ExitCode: Int32, Sendable {
+  /// Done.
+  case success = 0
+  /// Any other failure: a refused or unreadable file, a failed check, an I/O error.
+  case failure = 1
+  /// The command line is wrong (sysexits `EX_USAGE`).
+  case usage = 64
+  /// A value is wrong: a username, a cursor, a count (sysexits `EX_DATAERR`).
+  case invalidInput = 65
+  /// The cursor asked for was compacted away; the message names the oldest one kept.
+  case cursorCompacted = 66
+  /// The history changed under `watch`, or `--since CURSOR@TIME` names a change that a
+  /// restore replaced: take a new snapshot.
+  case historyRewritten = 67
+  /// The PostgreSQL server cannot be reached, or the connection was lost (sysexits
+  /// `EX_UNAVAILABLE`): worth retrying later, unlike a refusal.
+  case unavailable = 69
+  /// The result could not be written: standard output is on a full disk, closed, or (for
+  /// every command but `watch`) a pipe whose reader went away (sysexits `EX_IOERR`). A
+  /// change the command committed stays committed; the message says so.
+  case outputFailed = 74
+  /// The PostgreSQL server refused the connection for a reason that waiting does not cure
+  /// (sysexits `EX_NOPERM`): a missing database or role, a role that may not log in, a
+  /// missing or wrong password, SSL required but not offered.
+  case refused = 77
+  /// `watch` stopped by SIGINT (128 + 2).
+  case interrupted = 130
+  /// `watch` stopped by SIGTERM (128 + 15).
+  case terminated = 143
+}
+
+/// A failure sessionctl reports itself: a sentence for stderr and the exit status.
+struct CLIError: Error, Sendable, Equatable {
+  /// The exit status.
+  var exitCode: ExitCode
+  /// The sentence after `sessionctl: error: `.
+  var message: String
+
+  init(_ exitCode: ExitCode, _ message: String) {
+    self.exitCode = exitCode
+    self.message = message
+  }
+
+  /// A value the user typed is wrong (exit 65).
+  static func invalidInput(_ message: String) -> CLIError { CLIError(.invalidInput, message) }
+}
+
+/// The process's open files, checked before the runtime starts its threads: near the
+/// limit, the runtime's own thread pool traps (it cannot read /proc), and SQLite cannot
+/// open a store. Refusing up front gives a sentence instead.
+enum DescriptorLimit {
+  /// A sentence when the soft limit is below `minimum`, or fewer than `free` descriptors
+  /// are left under it (inherited ones count), or nil.
+  static func refusal(minimum: UInt64, free: Int) -> String? {
+    if let limit = SystemLimits.openFiles, limit < minimum {
+      return "this process may open only \(limit) files; sessionctl needs at least \(minimum): "
+        + "raise the limit with `ulimit -n`"
+    }
+    // Count what is left by opening up to `free` descriptors, then closing them.
+    var opened: [Int32] = []
+    defer { for fd in opened { close(fd) } }
+    while opened.count < free {
+      let fd = open("/dev/null", O_RDONLY | O_CLOEXEC)
+      guard fd >= 0 else { break }
+      opened.append(fd)
+    }
+    guard opened.count < free else { return nil }
+    return
+      "only \(opened.count) of this process's \(SystemLimits.openFiles.map(String.init) ?? "") open files "
+      + "are free (it inherited the others); sessionctl needs \(free): close them or raise the limit with `ulimit -n`"
+  }
 }
