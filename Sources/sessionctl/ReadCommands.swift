@@ -79,9 +79,7 @@ extension SessionCtl {
       return .success
     }
   }
-}
 
-extension SessionCtl {
   /// `sessionctl check`: every verification, then exit 1 if any failed.
   struct Check: SessionCommand, OptionlessCommand {
     static let spec = CommandSpec(

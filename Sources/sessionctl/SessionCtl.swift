@@ -1,7 +1,6 @@
 import CommandLineKit
 import Foundation
 import SessionStorage
-import SessionStoragePostgres
 
 /// The sessionctl tool: parses a command line against ``root``, runs the command it names
 /// (one of ``commands``) and turns every outcome into output and an exit status.
@@ -225,60 +224,6 @@ struct CommandContext: Sendable {
   /// Text or JSON Lines, as `--json` asks.
   var presenter: Presenter { Presenter(json: options.json) }
 
-  /// The database: `--db`, else `$SESSIONCTL_DB`, else the default location.
-  /// - Throws: ``CLIError`` when none of them gives a path.
-  func location() throws(CLIError) -> DatabaseLocation {
-    try DatabaseLocation.resolve(option: options.db, environment: environment)
-  }
-
-  /// Opens the database without writing; a missing file (or PostgreSQL schema) is an
-  /// error, and nothing is created.
-  func openForReading(_ location: DatabaseLocation) throws -> any AdministeredStore {
-    if location.isPostgres {
-      return try PostgresSessionStore(
-        url: location.path, options: .init(origin: SessionCtl.origin, readOnly: true))
-    }
-    return try openFileForReading(location)
-  }
-
-  /// Opens the database for writing, creating it (and the default directory, or the
-  /// PostgreSQL schema) when missing.
-  func openForWriting(_ location: DatabaseLocation) throws -> any AdministeredStore {
-    if location.isPostgres {
-      return try PostgresSessionStore(url: location.path, options: .init(origin: SessionCtl.origin))
-    }
-    return try openFileForWriting(location)
-  }
-
-  /// Opens the SQLite file without writing, for the commands that work on a file. The
-  /// default location is refused when others may change its directories.
-  func openFileForReading(_ location: DatabaseLocation) throws -> SessionStore {
-    try location.requirePrivateDirectory(creating: false)
-    return try SessionStore(path: location.path, options: .init(origin: SessionCtl.origin, readOnly: true))
-  }
-
-  /// Opens the SQLite file for writing, for the commands that work on a file. The default
-  /// location's directories are created (mode 0700), and refused when others may change them.
-  func openFileForWriting(_ location: DatabaseLocation) throws -> SessionStore {
-    try location.requirePrivateDirectory(creating: true)
-    return try SessionStore(
-      path: location.path,
-      options: .init(origin: SessionCtl.origin, createsMissingDirectories: location.source == .dataHome))
-  }
-
-  /// Prints a write's change, or "no change" and why when it changed nothing.
-  func printWrite(_ entry: SessionEntry?, _ store: any SessionRepository, reason: () -> String) throws
-    -> ExitCode
-  {
-    if let entry {
-      commitment.record("the change is committed all the same, at cursor \(entry.cursor)")
-      try output.write(try presenter.change(entry))
-    } else {
-      try output.write(try presenter.noChange(reason(), store.snapshot()))
-    }
-    return .success
-  }
-
   /// Writes `sessionctl: error: MESSAGE` on stderr.
   func fail(_ message: String) {
     // Harmless to swallow: when stderr itself is gone there is nobody left to tell; the
@@ -316,9 +261,7 @@ extension SessionCtl {
       return .success
     }
   }
-}
 
-extension SessionCtl {
   /// `sessionctl completion bash`: the completion script, generated from ``SessionCtl/root``.
   struct Completion: SessionCommand {
     static let shell = Argument<String>("shell", help: "The shell: bash.", completion: .words(["bash"]))

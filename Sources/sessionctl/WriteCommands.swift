@@ -35,9 +35,7 @@ extension SessionCtl {
       }
     }
   }
-}
 
-extension SessionCtl {
   /// `sessionctl logout`: the change, or "no change" when nobody is signed in.
   struct Logout: SessionCommand, OptionlessCommand {
     static let spec = CommandSpec(
@@ -49,9 +47,7 @@ extension SessionCtl {
       return try context.printWrite(try await store.logOut(), store) { "nobody is logged in" }
     }
   }
-}
 
-extension SessionCtl {
   /// `sessionctl rename <username>`: the change, or "no change" when the username is
   /// already that.
   struct Rename: SessionCommand {
@@ -75,6 +71,21 @@ extension SessionCtl {
         "the username is already \(Presenter.display(name))"
       }
     }
+  }
+}
+
+extension CommandContext {
+  /// Prints a write's change, or "no change" and why when it changed nothing.
+  func printWrite(_ entry: SessionEntry?, _ store: any SessionRepository, reason: () -> String) throws
+    -> ExitCode
+  {
+    if let entry {
+      commitment.record("the change is committed all the same, at cursor \(entry.cursor)")
+      try output.write(try presenter.change(entry))
+    } else {
+      try output.write(try presenter.noChange(reason(), store.snapshot()))
+    }
+    return .success
   }
 }
 
@@ -291,7 +302,7 @@ extension SessionCtl {
       let location = try context.location()
       let existed = location.exists
       let store = try context.openForWriting(location)
-      // A PostgreSQL schema counts as created when its first migration was applied now.
+      // A PostgreSQL schema counts as created when this open applied its first migration.
       let created = location.isPostgres ? store.appliedMigrations.contains { $0.version == 1 } : !existed
       if created || !store.appliedMigrations.isEmpty {
         context.commitment.record(
