@@ -3,17 +3,12 @@ import SessionStorage
 /// A JSON value whose objects keep their keys in the order written, so every line of
 /// output lists its fields in the documented order.
 enum JSONValue: Sendable {
-  /// `null`.
   case null
-  /// `true` or `false`.
   case bool(Bool)
-  /// A whole number.
   case int(Int64)
-  /// A string.
   case string(String)
-  /// An array.
   case array([JSONValue])
-  /// An object, its members in order.
+  /// Members in the order written.
   case object([(key: String, value: JSONValue)])
 
   /// A string, or `null` for nil.

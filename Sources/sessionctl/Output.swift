@@ -36,9 +36,7 @@ struct LineWriter: Sendable {
   /// The descriptor written to.
   let descriptor: Int32
 
-  /// Standard output.
   static let standardOutput = LineWriter(descriptor: STDOUT_FILENO)
-  /// Standard error.
   static let standardError = LineWriter(descriptor: STDERR_FILENO)
 
   /// Writes `line` and (unless `terminated` is false) a newline in one `write(2)`, retrying
@@ -72,7 +70,6 @@ struct LineWriter: Sendable {
     }
   }
 
-  /// Writes each line in turn.
   func write(_ lines: [String]) throws(Failure) {
     for line in lines { try write(line) }
   }
@@ -134,7 +131,7 @@ final class Commitment: Sendable {
 
 /// Turns results into output lines: short aligned text for people, or one JSON object per
 /// line (`--json`). Pure, so tests can check every shape without a process. What only one
-/// command prints is presented in that command's file.
+/// command prints is presented beside that command.
 struct Presenter: Sendable {
   /// Whether to print JSON Lines.
   let json: Bool

@@ -221,11 +221,10 @@ extension Cursor: ExpressibleByArgument {
   }
 }
 
-/// The command of `watch --exec`: run once per change, in order, one at a time, with the
-/// change in its environment (`SESSION_*`) and its JSON line on standard input. It is
-/// started with `posix_spawn` and an argument vector: nothing of a change is ever part of
-/// a shell string. Its standard output and standard error go to `watch`'s standard error,
-/// so that `watch`'s standard output keeps only the lines of the changes it acted on.
+/// The command of `watch --exec`, run once per change, one at a time, with the change in its
+/// environment (`SESSION_*`) and its JSON line on standard input. It is spawned with an
+/// argument vector, never through a shell, and its output goes to `watch`'s standard error so
+/// that standard output keeps only the lines of the changes acted on.
 final class ChangeCommand: Sendable {
   /// How one run ended.
   enum Outcome: Sendable, Equatable {
@@ -365,18 +364,13 @@ extension SessionEvent {
   }
 }
 
-/// Turns the ways a long-running command is asked to stop into one callback: SIGINT,
-/// SIGTERM, and the reader of standard output going away (a thread blocked in `poll(2)` on
-/// a pipe or socket, so a silent `watch` notices without waiting for its next line).
+/// Turns SIGINT, SIGTERM and the reader of standard output going away into one stop
+/// callback for `watch`; without a listener a signal ends the process with 128 + its number.
 ///
-/// A signal handler (``install()``, first thing in `main`) does only what is safe in one:
-/// it records the signal and posts a semaphore, which a thread of ours waits on. That
-/// needs no descriptor, so a process that ran out of them can still be stopped. Without a
-/// listener (every command but `watch`) a signal ends the process at once with 128 + its
-/// number, as the default action would. With one, the stop callback runs, and if the
-/// process has not ended a second later — blocked in `write(2)` on a pipe nobody reads —
-/// it exits anyway with the stop's status. Lines are written with one `write(2)` each, and a pipe takes a write of up to
-/// `PIPE_BUF` (4,096) bytes whole or not at all, so the output still ends on a whole line.
+/// The handler only records the signal and posts a semaphore (async-signal-safe, and needs
+/// no descriptor); a thread of ours acts on it, and exits a second later with the stop's
+/// status if `watch` is still blocked in `write(2)`. Each line is one `write(2)` of at most
+/// `PIPE_BUF` bytes to a pipe, so the output still ends on a whole line.
 final class StopSignals: Sendable {
   /// The process's one receiver of SIGINT and SIGTERM.
   static let shared = StopSignals()
