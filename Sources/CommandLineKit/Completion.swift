@@ -4,12 +4,10 @@
 /// command or an argument (`--db=s.db`, which bash splits at `=`, included), `--` ends the
 /// options, each positional argument is offered once in order, and hidden commands are left out.
 package struct BashCompletion: Sendable {
-  /// The tool's command.
   package let root: CommandSpec
 
   package init(root: CommandSpec) { self.root = root }
 
-  /// The script.
   package var script: String {
     let function = "_" + root.name.map { $0.isLetter || $0.isNumber ? $0 : "_" }.map(String.init).joined()
     let commands = root.visibleSubcommands

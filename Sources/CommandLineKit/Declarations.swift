@@ -236,9 +236,7 @@ extension PositionalArgument {
 
 /// What shell completion offers for a positional argument.
 package enum ArgumentCompletion: Sendable, Equatable {
-  /// Nothing.
   case none
-  /// These words.
   case words([String])
   /// The names of the tool's commands (for `help <command>`).
   case commandNames

@@ -25,7 +25,6 @@ package struct UsageError: Error, Sendable, Equatable {
     case invalid(String)
   }
 
-  /// What was wrong.
   package var problem: Problem
   /// The command being parsed when it went wrong (`[]` is the root).
   package var commandPath: [String]

@@ -1,7 +1,6 @@
 /// Renders usage lines and help pages in swift-argument-parser's layout: OVERVIEW, USAGE,
 /// ARGUMENTS, OPTIONS, SUBCOMMANDS.
 package struct HelpFormatter: Sendable {
-  /// The tool's command.
   package let root: CommandSpec
   /// The width text is wrapped to.
   package var width = 80

@@ -17,7 +17,6 @@
 ///   and the rest of the line is then not validated.
 /// - A command takes as many arguments as it declares; a repeating last one takes the rest.
 package struct ArgumentParser: Sendable {
-  /// The tool's command.
   package let root: CommandSpec
 
   package init(root: CommandSpec) { self.root = root }

@@ -50,7 +50,6 @@ extension SessionCtl {
     let feed: FeedOptions
     /// The program and arguments of `--exec`; nil without it.
     let commandWords: [String]?
-    /// `--keep-going`.
     let keepsGoing: Bool
 
     init(_ arguments: ParsedArguments) throws {
@@ -175,7 +174,6 @@ struct FeedOptions: Sendable {
     "since", placeholder: "cursor",
     help: "Start after this cursor (exclusive), e.g. the last one you saw. As CURSOR@TIME (the "
       + "time printed for that change) it is checked first: exit 67 if a restore replaced it.")
-  /// `-n, --limit <n>`.
   static let limit = Option<Int>("limit", short: "n", placeholder: "n", help: "Stop after this many changes.")
 
   /// Both, for a command's spec.
