@@ -6,21 +6,21 @@ import Testing
   static let tool = CommandSpec(
     "tool", abstract: "A tool.",
     options: [
-      OptionSpec("db", .value(placeholder: "path"), help: "The file.", isInherited: true),
-      OptionSpec("json", short: "j", help: "JSON.", isInherited: true),
-      OptionSpec("version", help: "Version."),
+      Option<String>("db", placeholder: "path", help: "The file.", isInherited: true),
+      Flag("json", short: "j", help: "JSON.", isInherited: true),
+      Flag("version", help: "Version."),
     ],
     subcommands: [
       CommandSpec(
         "watch", abstract: "Watch.",
         options: [
-          OptionSpec("since", .value(placeholder: "cursor"), help: "Since."),
-          OptionSpec("limit", short: "n", .value(placeholder: "n"), help: "Limit."),
-          OptionSpec("verbose", short: "v", help: "Verbose."),
+          Option<String>("since", placeholder: "cursor", help: "Since."),
+          Option<String>("limit", short: "n", placeholder: "n", help: "Limit."),
+          Flag("verbose", short: "v", help: "Verbose."),
         ]),
-      CommandSpec("login", abstract: "Login.", arguments: [ArgumentSpec("username", help: "Who.")]),
+      CommandSpec("login", abstract: "Login.", arguments: [Argument<String>("username", help: "Who.")]),
       CommandSpec(
-        "help", abstract: "Help.", arguments: [ArgumentSpec("command", help: "What.", isOptional: true)]),
+        "help", abstract: "Help.", arguments: [Argument<String>("command", help: "What.", isOptional: true)]),
     ])
 
   func parse(_ line: String) throws(UsageError) -> ParsedArguments {

@@ -83,3 +83,59 @@ struct DatabaseLocation: Sendable, Equatable {
     return lstat(path, &info) == 0
   }
 }
+
+/// What sessionctl administers through one contract, whichever backs it: a SQLite file
+/// (``SessionStore``) or a PostgreSQL schema (`PostgresSessionStore`). Every command but `backup`, `restore` and
+/// `retention` (which work on a file) uses only this.
+protocol AdministeredStore: SessionRepository {
+  /// The migrations this open applied (empty when the schema was up to date).
+  var appliedMigrations: [Migration] { get }
+  /// Every verification, one result each.
+  func check() throws -> [SessionStore.CheckResult]
+}
+
+extension SessionStore: AdministeredStore {}
+extension PostgresSessionStore: AdministeredStore {}
+
+extension CommandContext {
+  /// The database: `--db`, else `$SESSIONCTL_DB`, else the default location.
+  /// - Throws: ``CLIError`` when none of them gives a path.
+  func location() throws(CLIError) -> DatabaseLocation {
+    try DatabaseLocation.resolve(option: options.db, environment: environment)
+  }
+
+  /// Opens the database without writing; a missing file (or PostgreSQL schema) is an
+  /// error, and nothing is created.
+  func openForReading(_ location: DatabaseLocation) throws -> any AdministeredStore {
+    if location.isPostgres {
+      return try PostgresSessionStore(
+        url: location.path, options: .init(origin: SessionCtl.origin, readOnly: true))
+    }
+    return try openFileForReading(location)
+  }
+
+  /// Opens the database for writing, creating it (and the default directory, or the
+  /// PostgreSQL schema) when missing.
+  func openForWriting(_ location: DatabaseLocation) throws -> any AdministeredStore {
+    if location.isPostgres {
+      return try PostgresSessionStore(url: location.path, options: .init(origin: SessionCtl.origin))
+    }
+    return try openFileForWriting(location)
+  }
+
+  /// Opens the SQLite file without writing, for the commands that work on a file. The
+  /// default location is refused when others may change its directories.
+  func openFileForReading(_ location: DatabaseLocation) throws -> SessionStore {
+    try location.requirePrivateDirectory(creating: false)
+    return try SessionStore(path: location.path, options: .init(origin: SessionCtl.origin, readOnly: true))
+  }
+
+  /// Opens the SQLite file for writing, for the commands that work on a file. The default
+  /// location's directories are created (mode 0700), and refused when others may change them.
+  func openFileForWriting(_ location: DatabaseLocation) throws -> SessionStore {
+    try location.requirePrivateDirectory(creating: true)
+    return try SessionStore(
+      path: location.path,
+      options: .init(origin: SessionCtl.origin, createsMissingDirectories: location.source == .dataHome))
+  }
+}

@@ -1,27 +1,13 @@
-/// Writes a bash completion script for a tree of ``CommandSpec``s (two levels: the tool
-/// and its commands). Load it with `source <(tool completion bash)`, or save it as
-/// `~/.local/share/bash-completion/completions/<tool>` for bash-completion to load.
-///
-/// The script reads the command line the way ``ArgumentParser`` does:
-/// - bash splits `--db=s.db` into the words `--db`, `=`, `s.db` (`=` and `:` are in
-///   `COMP_WORDBREAKS`); the script joins a word made of break characters with its
-///   neighbours again when no blank separates them in `COMP_LINE`, and also takes the
-///   unsplit `--db=s.db` of a `COMP_WORDBREAKS` without `=`;
-/// - the value of a value option (`--db PATH`, `--since N`, `-n N`, `-jn N`, `--limit=N`)
-///   is never taken for the command or an argument; file names are offered for the values
-///   of options that complete files (`--db`), nothing for the others;
-/// - `--` ends the options (none is offered after it, and a word after it is an argument,
-///   never the command);
-/// - a command's positional arguments are offered once each, in order (the root's own
-///   arguments and repeating arguments are not completed);
-/// - hidden commands, and the options only they declare, are left out.
+/// Writes a bash completion script for a tree of ``CommandSpec``s (the tool and its
+/// commands), generated from the same declarations the parser reads, so that completion
+/// reads a line as ``ArgumentParser`` does: the value of a value option is never taken for a
+/// command or an argument (`--db=s.db`, which bash splits at `=`, included), `--` ends the
+/// options, each positional argument is offered once in order, and hidden commands are left out.
 package struct BashCompletion: Sendable {
-  /// The tool's command.
   package let root: CommandSpec
 
   package init(root: CommandSpec) { self.root = root }
 
-  /// The script.
   package var script: String {
     let function = "_" + root.name.map { $0.isLetter || $0.isNumber ? $0 : "_" }.map(String.init).joined()
     let commands = root.visibleSubcommands

@@ -1,3 +1,107 @@
+import SessionStorage
+
+/// A JSON value whose objects keep their keys in the order written, so every line of
+/// output lists its fields in the documented order.
+enum JSONValue: Sendable {
+  case null
+  case bool(Bool)
+  case int(Int64)
+  case string(String)
+  case array([JSONValue])
+  /// Members in the order written.
+  case object([(key: String, value: JSONValue)])
+
+  /// A string, or `null` for nil.
+  static func string(_ text: String?) -> JSONValue { text.map(JSONValue.string) ?? .null }
+}
+
+extension JSONValue: ExpressibleByDictionaryLiteral {
+  init(dictionaryLiteral elements: (String, JSONValue)...) {
+    self = .object(elements.map { (key: $0.0, value: $0.1) })
+  }
+}
+
+extension JSONValue: ExpressibleByArrayLiteral {
+  init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+}
+
+extension JSONValue: ExpressibleByStringLiteral {
+  init(stringLiteral value: String) { self = .string(value) }
+}
+
+extension JSONValue: ExpressibleByIntegerLiteral {
+  init(integerLiteral value: Int64) { self = .int(value) }
+}
+
+extension JSONValue: ExpressibleByBooleanLiteral {
+  init(booleanLiteral value: Bool) { self = .bool(value) }
+}
+
+extension JSONValue: ExpressibleByNilLiteral {
+  init(nilLiteral: ()) { self = .null }
+}
+
+extension JSONValue {
+  /// The value as compact JSON text on one line: no spaces, no newline (RFC 8259).
+  var encoded: String {
+    var output = ""
+    encode(into: &output)
+    return output
+  }
+
+  private func encode(into output: inout String) {
+    switch self {
+    case .null: output += "null"
+    case .bool(let value): output += value ? "true" : "false"
+    case .int(let value): output += String(value)
+    case .string(let value): Self.encode(string: value, into: &output)
+    case .array(let elements):
+      output += "["
+      for (index, element) in elements.enumerated() {
+        if index > 0 { output += "," }
+        element.encode(into: &output)
+      }
+      output += "]"
+    case .object(let members):
+      output += "{"
+      for (index, member) in members.enumerated() {
+        if index > 0 { output += "," }
+        Self.encode(string: member.key, into: &output)
+        output += ":"
+        member.value.encode(into: &output)
+      }
+      output += "}"
+    }
+  }
+
+  /// A quoted string: `"` and `\` escaped, control characters (C0, DEL and C1) as `\n`-style
+  /// or `\u00XX` escapes, U+2028/U+2029 escaped so the line is also valid JavaScript, and
+  /// format characters but U+200D (bidirectional controls such as U+202E, zero-width spaces,
+  /// tags) as `\uXXXX` (a surrogate pair above U+FFFF), so a terminal showing the line
+  /// cannot be made to reorder or hide part of it. Everything else is written as UTF-8.
+  static func encode(string: String, into output: inout String) {
+    output += "\""
+    for scalar in string.unicodeScalars {
+      switch scalar {
+      case "\"": output += "\\\""
+      case "\\": output += "\\\\"
+      case "\n": output += "\\n"
+      case "\r": output += "\\r"
+      case "\t": output += "\\t"
+      case "\u{08}": output += "\\b"
+      case "\u{0C}": output += "\\f"
+      case _ where scalar.isEscapedInOutput:
+        UTF16.encode(scalar) { unit in
+          let hex = String(unit, radix: 16, uppercase: false)
+          output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+        }
+      default: output.unicodeScalars.append(scalar)
+      }
+    }
+    output += "\""
+  }
+}
+
 extension JSONValue {
   /// The JSON of `value`'s `Encodable` conformance, its object members in the order
   /// `encode(to:)` wrote them: the library defines each line's shape once, and
@@ -119,4 +223,22 @@ private struct Single: SingleValueEncodingContainer {
 
   mutating func encodeNil() throws { node.scalar = .null }
   mutating func encode<T: Encodable>(_ value: T) throws { try node.encode(value, codingPath: codingPath) }
+}
+
+/// The JSON shapes of sessionctl's output that the library does not define itself: the
+/// library's `Codable` conformances give the state, change and snapshot lines.
+extension JSONValue {
+  /// `status --json`: a state object plus `"cursor"`.
+  static func status(_ snapshot: SessionSnapshot) throws -> JSONValue {
+    guard case .object(let members) = try JSONValue(encoding: snapshot.state) else { return .null }
+    return .object(members + [(key: "cursor", value: .int(snapshot.cursor.value))])
+  }
+
+  /// A write that changed nothing: `{"type":"noChange","cursor":N,"state":{…}}`.
+  static func noChange(_ snapshot: SessionSnapshot) throws -> JSONValue {
+    [
+      "type": "noChange", "cursor": .int(snapshot.cursor.value),
+      "state": try JSONValue(encoding: snapshot.state),
+    ]
+  }
 }

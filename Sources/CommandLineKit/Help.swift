@@ -1,7 +1,6 @@
 /// Renders usage lines and help pages in swift-argument-parser's layout: OVERVIEW, USAGE,
 /// ARGUMENTS, OPTIONS, SUBCOMMANDS.
 package struct HelpFormatter: Sendable {
-  /// The tool's command.
   package let root: CommandSpec
   /// The width text is wrapped to.
   package var width = 80
@@ -19,7 +18,7 @@ package struct HelpFormatter: Sendable {
     let command = chain[chain.count - 1]
     var parts = chain.map(\.name)
     parts += command.arguments.map(\.synopsis)
-    let scope = chain.optionsInScope.filter { $0 != .help }
+    let scope = chain.optionsInScope.filter { $0.name != CommandSpec.helpFlag.name }
     if let override = command.usageOverride {
       parts.append(override)
       let own = Set(command.options.map(\.name))
@@ -87,12 +86,12 @@ package struct HelpFormatter: Sendable {
   }
 
   /// `[--json]`, or `--db <path>` for a required option.
-  private static func usageWord(_ option: OptionSpec) -> String {
+  private static func usageWord(_ option: any NamedOption) -> String {
     option.isRequired ? option.synopsis : "[\(option.synopsis)]"
   }
 
   /// `-n, --limit <n>` or `--db <path>`.
-  package func label(for option: OptionSpec) -> String {
+  package func label(for option: any NamedOption) -> String {
     (option.shortSpelling.map { $0 + ", " } ?? "") + option.synopsis
   }
 
