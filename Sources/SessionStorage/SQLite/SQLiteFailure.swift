@@ -39,7 +39,7 @@ enum SQLiteFailure {
       if systemError == EMFILE || systemError == ENFILE {
         return (code(for: primary), SystemLimits.explain(systemError, call: "open"))
       }
-      if systemError == ENOSPC || systemError == EDQUOT {
+      if SessionStorageError.Code.forSystemError(systemError, writing: true) == .full {
         return (.full, "the disk is full\(because): free space, then try again")
       }
     }
