@@ -2,14 +2,9 @@ import CSQLite
 import Foundation
 internal import SystemKit
 
-/// The store's calls to the file system outside SQLite: what is at a path, the directory a
-/// file goes into, a new file built beside its final name, and what a failed call means.
-///
-/// Nothing here opens a store's database file, `-wal` or `-shm`: on POSIX, closing *any*
-/// descriptor of a file drops every advisory lock the process holds on it, including
-/// SQLite's, and another process would then delete the WAL our connections still write
-/// into. `stat`, `lstat`, `access` and `realpath` open nothing; the header is read through
-/// a SQLite connection, whose close SQLite defers while other connections hold locks.
+/// The store's calls to the file system outside SQLite. None opens a store's file, `-wal`
+/// or `-shm`: closing *any* descriptor of a file drops the process's POSIX locks on it,
+/// SQLite's included, and another process would then delete the WAL we still write into.
 enum FileSystem {
   /// A file's identity: the same file whatever path, link or relative spelling names it.
   struct Identity: Hashable, Sendable {

@@ -1,14 +1,9 @@
 import Foundation
 import Synchronization
 
-/// Opens a store's file, and is the only place that does: resolves the path, creates the
-/// file atomically or inspects an existing one without writing a byte, migrates it, and opens
-/// the reader. It returns the connections (a ``SharedDatabase``) and the migrations it
-/// applied; ``SessionStore`` only composes them.
-///
-/// One file, one set of connections per process: the opener keeps a registry of the files
-/// this process has open, by device and inode, and hands a second instance on the same file
-/// (same path, a symbolic link, a relative path) the connections of the first.
+/// The one place that opens a store's file: creates it atomically or inspects it without
+/// writing, migrates it, and hands a second instance on the same file (by device and inode)
+/// the first one's connections, since one process must hold one set per file.
 enum Opener {
   /// Every file this process has open, weakly: an entry lives as long as its stores.
   private static let registry = Mutex<[FileSystem.Identity: WeakReference]>([:])

@@ -243,24 +243,16 @@ extension SessionStore {
   }
 }
 
-/// The names SQLite gives one database's files — the file, its `-wal`, `-shm` and
-/// `-journal` — and where each leads, so that a path given to `backup` or `restore` that is
-/// one of them, or whose own companion would be one of them, is refused before anything
-/// touches it. Replacing, writing or opening any of them outside SQLite while a process has
-/// the store open loses commits (the `-wal`), lets writers overwrite each other (the
-/// `-shm`), plants a journal SQLite rolls back into the store (the `-journal`), or drops
-/// this process's locks.
-///
-/// A name is compared twice: by the file it leads to (device and inode once symbolic links
-/// are followed: a hard link, a symbolic link), and by the directory entry it ends at (its
-/// directory's device and inode, and its last name, once the symbolic links the name
-/// itself is are followed), which also holds for a file that does not exist yet, such as
-/// the `-journal`. `stat`, `lstat` and `readlink` open nothing.
+/// The store's files — the database, its `-wal`, `-shm` and `-journal` — by where their
+/// names lead: `backup` and `restore` refuse a path that is one of them, or whose own
+/// companion would be, since touching any of them outside SQLite loses commits or locks.
 struct StoreFiles {
   /// The suffixes of a database's files, the file itself first.
   static let suffixes = ["", "-wal", "-shm", "-journal"]
 
-  /// Where a name leads.
+  /// Where a name leads: the file (device and inode, symbolic links followed: a hard link
+  /// or a symbolic link leads to the same), and the directory entry it ends at, which also
+  /// names a file that does not exist yet, such as the `-journal`. Opens nothing.
   struct Place: Equatable {
     /// The directory entry the name ends at.
     struct Entry: Equatable {

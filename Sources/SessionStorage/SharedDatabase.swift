@@ -3,12 +3,8 @@ import Foundation
 import Synchronization
 
 /// The connections this process holds on one database file, shared by every
-/// ``SessionStore`` opened on it, whatever path, symbolic link or relative spelling named
-/// the file (it is found by device and inode).
-///
-/// One file, one set of connections per process: a second instance costs no descriptor,
-/// and no instance can disturb another's locks. The file is closed when the last instance
-/// (and the last subscription made from one) is released.
+/// ``SessionStore`` opened on it, so that no instance can disturb another's locks; closed
+/// when the last instance and the last subscription made from one are released.
 final class SharedDatabase: Sendable {
   /// The writer connection and the settings it was last switched to.
   private struct Writer {
@@ -138,14 +134,9 @@ extension SharedDatabase {
   func wake(after entry: SessionEntry) { beacon.signal() }
 }
 
-/// Wakes a store's subscribers when another process (or the sqlite3 shell) commits: a
-/// ``ChangeWatcher`` on the database's directory, re-checking `PRAGMA data_version`. Runs
-/// only while the store has subscribers.
-///
-/// The watched names are the file, its `-wal` and its `-journal`; the directory is watched
-/// because the WAL is deleted and recreated as connections come and go. SQLite writes the
-/// WAL frames before it publishes the commit in shared memory (which raises no file
-/// event), hence the watcher's re-checks after each event.
+/// Wakes a store's subscribers, while it has any, when another process commits: a
+/// ``ChangeWatcher`` on the database's directory (the WAL comes and goes with connections)
+/// that re-checks `PRAGMA data_version`, since the WAL is written before the commit shows.
 final class CrossProcessWatch: Sendable {
   private let path: String
   private let pollInterval: Duration
