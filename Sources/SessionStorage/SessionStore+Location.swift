@@ -71,8 +71,8 @@ extension SessionStore {
   ///     ``Options/createsMissingDirectories`` does), after the existing ones passed; the
   ///     whole chain is then checked again.
   /// - Throws: ``SessionStorageError``: `unsafeDirectory` naming the directory, its owner
-  ///   and mode and what to do; `permissionDenied` or `sqlite` when a directory cannot be
-  ///   inspected or created.
+  ///   and mode and what to do; `permissionDenied` when a directory cannot be inspected,
+  ///   `readOnly` when one cannot be created; `sqlite` for another failure.
   public static func requirePrivateDirectory(for path: String, creatingMissing: Bool = false)
     throws(SessionStorageError)
   {
