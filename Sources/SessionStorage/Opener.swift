@@ -1,17 +1,12 @@
 import Foundation
 import Synchronization
 
-/// Opens a store's file, and is the only place that does: resolves the path, creates the
-/// file atomically or inspects an existing one without writing a byte, migrates it, and opens
-/// the reader. It returns the connections (a ``SharedDatabase``) and the migrations it
-/// applied; ``SessionStore`` only composes them.
-///
-/// One file, one set of connections per process: the opener keeps a registry of the files
-/// this process has open, by device and inode, and hands a second instance on the same file
-/// (same path, a symbolic link, a relative path) the connections of the first.
+/// The one place that opens a store's file: creates it atomically or inspects it without
+/// writing, migrates it, and hands a second instance on the same file (by device and inode)
+/// the first one's connections, since one process must hold one set per file.
 enum Opener {
   /// Every file this process has open, weakly: an entry lives as long as its stores.
-  private static let registry = Mutex<[FileCheck.Identity: WeakReference]>([:])
+  private static let registry = Mutex<[FileSystem.Identity: WeakReference]>([:])
 
   private struct WeakReference {
     weak var database: SharedDatabase?
@@ -26,16 +21,16 @@ enum Opener {
   static func open(_ requested: String, _ options: SessionStore.Options) throws -> (
     path: String, database: SharedDatabase, applied: [Migration]
   ) {
-    let path = try FileCheck.resolve(requested)
-    try FileCheck.requireOpenablePath(path)  // before a directory is made for it
-    if options.createsMissingDirectories && !options.readOnly { try FileCheck.makeDirectories(above: path) }
+    let path = try FileSystem.resolve(requested)
+    try FileSystem.requireOpenablePath(path)  // before a directory is made for it
+    if options.createsMissingDirectories && !options.readOnly { try FileSystem.makeDirectories(above: path) }
     return try registry.withLock { open in
       open = open.filter { $0.value.database != nil }
       var created: [Migration] = []
-      var identity = try FileCheck.identify(path, mayCreate: !options.readOnly)
+      var identity = try FileSystem.identify(path, mayCreate: !options.readOnly)
       if identity == nil {
         created = try Migrator.create(path, options.durability)
-        identity = try FileCheck.identify(path, mayCreate: false)
+        identity = try FileSystem.identify(path, mayCreate: false)
       }
       guard let identity else { throw SessionStorageError(.notFound, "the new file vanished", path: path) }
       if let shared = open[identity]?.database {
@@ -50,7 +45,7 @@ enum Opener {
   /// Opens a file this process does not have open yet: the first connection inspects it
   /// (writing nothing), then it is migrated unless `readOnly`, then the reader opens.
   private static func make(
-    _ path: String, _ identity: FileCheck.Identity, _ options: SessionStore.Options
+    _ path: String, _ identity: FileSystem.Identity, _ options: SessionStore.Options
   ) throws -> (
     SharedDatabase, [Migration]
   ) {
@@ -83,10 +78,10 @@ enum Opener {
   /// When a `-wal` is already there (a crash left it, or another process has the file open),
   /// the connection does not checkpoint when it closes until the caller accepts the file: a
   /// refused file and its `-wal` stay byte-identical. Without one, closing removes the empty
-  /// `-wal` the open created, as before.
+  /// `-wal` the open created.
   ///
   /// SQLite cannot open a WAL database where it cannot create the `-wal` and `-shm` files.
-  /// A writer gets an error that says why (``FileCheck/denial(_:writing:resultCode:)``); a
+  /// A writer gets an error that says why (``FileSystem/denial(_:writing:resultCode:)``); a
   /// reader, when no WAL is left to recover, reads the file as immutable.
   ///
   /// A file whose schema was changed by hand is refused for writing; a read-only open
@@ -101,7 +96,7 @@ enum Opener {
       let walExisted = FileManager.default.fileExists(atPath: path + "-wal")
       let connection = try Connection(path: path, mode: mode, busyTimeout: options.busyTimeout)
       try connection.setCheckpointsOnClose(!walExisted)
-      try FileCheck.inspectHeader(through: connection)
+      try FileSystem.inspectHeader(through: connection)
       do {
         return (connection, try Migrator.pending(on: connection), mode, nil)
       } catch let error as SessionStorageError where error.code == .tamperedSchema && options.readOnly {
@@ -111,7 +106,7 @@ enum Opener {
     do {
       return try inspected(options.readOnly ? .readOnly : .readWrite)
     } catch let error as SessionStorageError where error.cannotCreateFiles {
-      let denial = FileCheck.denial(path, writing: !options.readOnly, resultCode: error.resultCode)
+      let denial = FileSystem.denial(path, writing: !options.readOnly, resultCode: error.resultCode)
       // A reader that may read the file but cannot create the -wal and -shm in its
       // directory (read-only mount, no write permission) reads it as immutable, unless a
       // WAL left behind must be recovered first. Any other cause (a descriptor limit, say)
@@ -129,7 +124,7 @@ enum Opener {
     -> [Migration]
   {
     guard !connection.isReadOnly else {
-      throw FileCheck.denial(connection.path, writing: true)
+      throw FileSystem.denial(connection.path, writing: true)
         ?? SessionStorageError(
           .readOnly,
           "the file cannot be written (read-only file or file system); open it read-only to read it",
@@ -158,9 +153,65 @@ enum Opener {
         return connection
       }
     } catch let error as SessionStorageError where error.cannotCreateFiles {
-      throw FileCheck.denial(path, writing: true, resultCode: error.resultCode) ?? error
+      throw FileSystem.denial(path, writing: true, resultCode: error.resultCode) ?? error
     }
     return applied
   }
 
+}
+
+/// The file a store opened, found by device and inode, and whether its path still names it.
+/// A file replaced (renamed over, restored with `cp`) or deleted while open, or whose `-wal`
+/// was deleted, is noticed here: this process's connections still read the old file, which
+/// no other process sees, so every later read and write fails instead.
+final class OpenedFile: Sendable {
+  let path: String
+  private let identity: FileSystem.Identity
+  /// Whether a `-wal` must sit beside the file while it is open (not for an immutable read).
+  private let walExpected: Bool
+  private let walPath: String
+  /// Why the path no longer names the file, once noticed.
+  private let replaced = Mutex<String?>(nil)
+
+  init(path: String, identity: FileSystem.Identity, walExpected: Bool) {
+    self.path = path
+    self.identity = identity
+    self.walExpected = walExpected
+    walPath = path + "-wal"
+  }
+
+  /// Why the path no longer names the file, once ``noticeReplacement()`` found it.
+  var replacement: String? { replaced.withLock { $0 } }
+
+  /// Looks at the path again (`stat`, which opens nothing): true when it just found that
+  /// the file was replaced or deleted. From then on every read fails, since this
+  /// process's connections still read the old file, which no other process sees.
+  func noticeReplacement() -> Bool {
+    guard let reason = replacementReason() else { return false }
+    return replaced.withLock { replaced in
+      defer { replaced = replaced ?? reason }
+      return replaced == nil
+    }
+  }
+
+  /// Throws when the path no longer names the file the store opened.
+  func requireSameFile() throws {
+    if let reason = replacement ?? replacementReason() {
+      throw SessionStorageError(.fileReplaced, reason + "; open the store again", path: path)
+    }
+  }
+
+  private func replacementReason() -> String? {
+    // An error here (the path names a directory, an empty file…) means the same as
+    // nothing there: not the file the store opened.
+    switch try? FileSystem.identify(path, mayCreate: true) {
+    case identity?:
+      // SQLite deletes the -wal only when the last connection closes, and ours are open:
+      // gone means deleted by hand, and our commits now go where no other process looks.
+      walExpected && access(walPath, F_OK) != 0
+        ? "the -wal file beside it was deleted while the store had it open" : nil
+    case .some: "the file was replaced: another file has its name now"
+    case nil: "the file was deleted or cannot be found any more"
+    }
+  }
 }

@@ -85,7 +85,7 @@ extension FeedEntry where Change == SessionChange {
   ) {
     let time = Timestamp.stored(at)
     self.init(
-      cursor: Cursor(seq), time: time, origin: origin ?? "external",
+      cursor: Cursor(seq), time: time, origin: origin ?? Origin.external,
       change: SessionChange(
         before: SessionState(
           username: oldUsername, isLoggedIn: oldIsLoggedIn, updatedAt: Timestamp.stored(oldUpdatedAt)),
@@ -132,4 +132,185 @@ extension SnapshotSubscription where Change == SessionChange, Snapshot == Sessio
   /// Each state after the snapshot's `state`, consecutive equal states dropped: for a view
   /// model that showed that state already (one read), then follows from its `cursor`.
   public var values: SessionValues { values(\.change.after) }
+}
+
+/// Who is signed in: the content of the `session` row.
+///
+/// Prints like `sessionctl`'s lines (`alice, logged in, updated 2026-11-29T20:33:33.897Z`)
+/// and encodes as its JSON state object:
+/// `{"username":"alice","isLoggedIn":true,"updatedAt":"2026-11-29T20:33:33.897Z"}`.
+public struct SessionState: Sendable, Hashable, Codable, CustomStringConvertible, SessionProviding {
+  /// The username, or nil when none was ever set. Kept on logout (see ``SessionStore/logOut()-obp``).
+  public var username: String?
+  /// Whether the user is signed in.
+  public var isLoggedIn: Bool
+  /// When the state last changed, to the millisecond (as the file stores it).
+  public var updatedAt: Date
+
+  /// Creates a state.
+  public init(username: String?, isLoggedIn: Bool, updatedAt: Date) {
+    self.username = username
+    self.isLoggedIn = isLoggedIn
+    self.updatedAt = updatedAt
+  }
+
+  /// `alice, logged in, updated 2026-11-29T20:33:33.897Z`; `(none)` for no username, and
+  /// control and format characters escaped (`\u{202E}`), as `sessionctl` prints them.
+  public var description: String {
+    "\(username.escapedForTerminal), \(isLoggedIn ? "logged in" : "logged out"), "
+      + "updated \(Timestamp.format(updatedAt))"
+  }
+
+  private enum CodingKeys: String, CodingKey { case username, isLoggedIn, updatedAt }
+
+  /// Decodes a JSON state object; `updatedAt` must be in the feed's time format.
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    username = try container.decodeIfPresent(String.self, forKey: .username)
+    isLoggedIn = try container.decode(Bool.self, forKey: .isLoggedIn)
+    updatedAt = try container.decodeTimestamp(forKey: .updatedAt)
+  }
+
+  /// Encodes `{"username":…,"isLoggedIn":…,"updatedAt":…}`, in that order, with `null`
+  /// for no username.
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.container(keyedBy: CodingKeys.self)
+    try container.encode(username, forKey: .username)
+    try container.encode(isLoggedIn, forKey: .isLoggedIn)
+    try container.encode(Timestamp.format(updatedAt), forKey: .updatedAt)
+  }
+}
+
+extension KeyedDecodingContainer {
+  /// A time in the feed's format (`2026-11-29T20:33:33.897Z`).
+  func decodeTimestamp(forKey key: Key) throws -> Date {
+    let text = try decode(String.self, forKey: key)
+    guard let date = Timestamp.parse(text) else {
+      throw DecodingError.dataCorruptedError(
+        forKey: key, in: self, debugDescription: "'\(text)' is not a time like 2026-11-29T20:33:33.897Z")
+    }
+    return date
+  }
+}
+
+/// What a change means, derived from the states before and after it.
+///
+/// Prints as `sessionctl` does (`login alice`, `logout alice`, `rename alice → bob`) and
+/// encodes as its JSON: `{"type":"loggedIn","username":"alice"}`,
+/// `{"type":"loggedOut","username":…}`, `{"type":"usernameChanged","from":…,"to":…}`.
+public enum SessionEvent: Sendable, Hashable, Codable, CustomStringConvertible {
+  /// The user signed in (the username may be nil when a shell user set only `is_logged_in`).
+  case loggedIn(username: String?)
+  /// The user signed out; the username is the one that was signed in.
+  case loggedOut(username: String?)
+  /// The username changed, whatever the login state.
+  case usernameChanged(from: String?, to: String?)
+
+  /// The events between two states, in the order a reader expects: sign-out of the old
+  /// state, the rename, sign-in of the new state. One change may carry several.
+  public static func between(_ before: SessionState, _ after: SessionState) -> [SessionEvent] {
+    var events: [SessionEvent] = []
+    if before.isLoggedIn && !after.isLoggedIn { events.append(.loggedOut(username: before.username)) }
+    if before.username != after.username {
+      events.append(.usernameChanged(from: before.username, to: after.username))
+    }
+    if !before.isLoggedIn && after.isLoggedIn { events.append(.loggedIn(username: after.username)) }
+    return events
+  }
+
+  /// `login alice`, `logout alice` or `rename alice → bob`.
+  public var description: String {
+    switch self {
+    case .loggedIn(let username): "login \(username.escapedForTerminal)"
+    case .loggedOut(let username): "logout \(username.escapedForTerminal)"
+    case .usernameChanged(let from, let to): "rename \(from.escapedForTerminal) → \(to.escapedForTerminal)"
+    }
+  }
+
+  private enum CodingKeys: String, CodingKey { case type, username, from, to }
+
+  /// Decodes one of the three JSON shapes.
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    let type = try container.decode(String.self, forKey: .type)
+    switch type {
+    case "loggedIn": self = .loggedIn(username: try container.decodeIfPresent(String.self, forKey: .username))
+    case "loggedOut":
+      self = .loggedOut(username: try container.decodeIfPresent(String.self, forKey: .username))
+    case "usernameChanged":
+      self = .usernameChanged(
+        from: try container.decodeIfPresent(String.self, forKey: .from),
+        to: try container.decodeIfPresent(String.self, forKey: .to))
+    default:
+      throw DecodingError.dataCorruptedError(
+        forKey: .type, in: container, debugDescription: "unknown event type \"\(type)\"")
+    }
+  }
+
+  /// Encodes `{"type":…}` then the usernames, `null` for none.
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.container(keyedBy: CodingKeys.self)
+    switch self {
+    case .loggedIn(let username):
+      try container.encode("loggedIn", forKey: .type)
+      try container.encode(username, forKey: .username)
+    case .loggedOut(let username):
+      try container.encode("loggedOut", forKey: .type)
+      try container.encode(username, forKey: .username)
+    case .usernameChanged(let from, let to):
+      try container.encode("usernameChanged", forKey: .type)
+      try container.encode(from, forKey: .from)
+      try container.encode(to, forKey: .to)
+    }
+  }
+}
+
+/// The state and the cursor of the newest change it includes, read in one transaction.
+///
+/// Follow it with ``SessionStore/changes(from:)`` from `.after(snapshot.cursor)` and no
+/// change is missed or repeated. Prints like `sessionctl watch`'s first line, and encodes as
+/// its JSON: `{"type":"snapshot","cursor":4,"state":{…}}`.
+public struct SessionSnapshot: Sendable, Hashable, Codable, CustomStringConvertible {
+  /// The state at ``cursor``.
+  public var state: SessionState
+  /// The newest entry included in ``state`` (`Cursor.zero` before the first change).
+  public var cursor: Cursor
+
+  /// Creates a snapshot.
+  public init(state: SessionState, cursor: Cursor) {
+    self.state = state
+    self.cursor = cursor
+  }
+
+  /// `snapshot at 4: alice, logged in, updated 2026-11-29T20:33:33.897Z`.
+  public var description: String { "snapshot at \(cursor): \(state)" }
+
+  private enum CodingKeys: String, CodingKey { case type, cursor, state }
+
+  /// Decodes `{"type":"snapshot","cursor":N,"state":{…}}`.
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    try container.expectType("snapshot", forKey: .type)
+    cursor = try container.decode(Cursor.self, forKey: .cursor)
+    state = try container.decode(SessionState.self, forKey: .state)
+  }
+
+  /// Encodes `{"type":"snapshot","cursor":N,"state":{…}}`, in that order.
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.container(keyedBy: CodingKeys.self)
+    try container.encode("snapshot", forKey: .type)
+    try container.encode(cursor, forKey: .cursor)
+    try container.encode(state, forKey: .state)
+  }
+}
+
+extension KeyedDecodingContainer {
+  /// Throws unless the string at `key` is `expected` (the `"type"` member of a line).
+  func expectType(_ expected: String, forKey key: Key) throws {
+    let type = try decode(String.self, forKey: key)
+    guard type == expected else {
+      throw DecodingError.dataCorruptedError(
+        forKey: key, in: self, debugDescription: "expected \"type\":\"\(expected)\", found \"\(type)\"")
+    }
+  }
 }

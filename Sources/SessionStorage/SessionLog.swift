@@ -33,9 +33,7 @@ final class SessionLog: FeedSource {
       ) { statement in
         var entries: [SessionEntry] = []
         entries.reserveCapacity(min(limit, 1_000))
-        var decoder = connection.decoder  // a local copy: no exclusivity check per row
-        defer { connection.decoder = decoder }
-        while try statement.step() { entries.append(decoder.entry(statement)) }
+        while try statement.step() { entries.append(SessionTables.entry(statement)) }
         return entries
       }
     }
@@ -80,7 +78,7 @@ final class SessionLog: FeedSource {
     try reader.withLock { try $0.scalarInt(Self.dataVersionSQL) ?? 0 }
   }
 
-  /// Prepared once per connection (found by slot): the watcher reads it on every file event.
+  /// Prepared once per connection: the watcher reads it on every file event.
   static let dataVersionSQL = SQL("PRAGMA data_version")
 
   /// The current state.

@@ -1,6 +1,5 @@
 import FeedKit
 import Foundation
-internal import SystemKit
 
 extension SessionStorageError.Code {
   /// The target of ``SessionStore/backup(to:overwrite:)`` exists, and overwriting it was
@@ -68,35 +67,38 @@ extension SessionStore {
   /// - Throws: ``SessionStorageError``: `storeFile` when `path` is one of the store's files,
   ///   `notARegularFile` when it exists and is not a regular file, `fileExists` when it
   ///   exists and `overwrite` is false (or its `-wal` holds commits: something may have it
-  ///   open), `invalidBackup` when the copy failed its check, `readOnly`, `notFound` or
-  ///   `sqlite` when the file cannot be created.
+  ///   open), `invalidBackup` when the copy failed its check, `pathTooLong` when the path
+  ///   is longer than SQLite opens, `readOnly`, `notFound`, `full` or `sqlite` when the file
+  ///   cannot be created.
   public func backup(to path: String, overwrite: Bool = false) throws -> BackupResult {
     try StoreFiles(of: self.path).refuse(path, "nothing was written: back up to a file of its own")
-    if let kind = FileCheck.kindOtherThanRegular(path) {
+    if let kind = FileSystem.kindOtherThanRegular(path) {
       throw SessionStorageError(
         .notARegularFile,
         "this is \(kind), not a regular file, and a backup replaces nothing but a regular file (with "
           + "--force neither); nothing was written: choose a file name", path: path)
     }
-    if FileCheck.lexists(path) {
+    if FileSystem.lexists(path) {
       guard overwrite else {
         throw SessionStorageError(
           .fileExists, "the file exists; nothing was written (overwrite it with --force)", path: path)
       }
       // A -wal with commits in it would pair with the new file (SQLite finds it by name).
-      guard Self.sizeIfPresent(path + "-wal") ?? 0 == 0 else {
+      guard FileSystem.sizeIfPresent(path + "-wal") ?? 0 == 0 else {
         throw SessionStorageError(
           .fileExists,
           "its -wal file holds commits, so something has it open or crashed: stop it (or open the file "
             + "once, to move them in), then try again; nothing was written", path: path)
       }
     }
-    let temporary = try Self.makePrivateFile(beside: path)
-    defer { for suffix in ["", "-wal", "-shm", "-journal"] { unlink(temporary + suffix) } }
+    let what = "the backup file in \(FileSystem.parent(of: path))"
+    let staged = try StagedFile(beside: path, purpose: "backup", what: what)
+    defer { staged.discard() }
     do {
       try log.file.requireSameFile()
       try log.reader.withLock { reader in
-        let destination = try Connection(path: temporary, mode: .readWrite, busyTimeout: options.busyTimeout)
+        let destination = try Connection(
+          path: staged.temporary, mode: .readWrite, busyTimeout: options.busyTimeout)
         defer { destination.close() }
         try destination.copyPages(from: reader)
       }
@@ -104,29 +106,24 @@ extension SessionStore {
       error.path = path
       throw error
     }
-    // The verifying store is released (its connections closed) before the file is linked.
+    // The verifying store is released (its connections closed) before the file is placed.
     let (head, entries) = try {
-      try Self.verifiedBackup(temporary, origin: options.origin, shown: path) { failure in
+      try Self.verifiedBackup(staged.temporary, origin: options.origin, shown: path) { failure in
         "the copy failed its check (\(failure)); nothing was written"
       }.summary
     }().counts
-    let bytes = try Self.size(of: temporary)
+    guard let bytes = FileSystem.sizeIfPresent(staged.temporary) else {
+      throw SessionStorageError(
+        systemError: errno, "cannot read the backup's size", writing: false, path: path)
+    }
     if overwrite {
       // An empty -wal and its -shm, left by a reader, belong to the old file.
       for suffix in ["-wal", "-shm"] { unlink(path + suffix) }
     }
-    let placed = overwrite ? Foundation.rename(temporary, path) : link(temporary, path)
-    guard placed == 0 else {
-      let err = errno
-      if err == EEXIST {
-        throw SessionStorageError(
-          .fileExists, "the file exists; nothing was written (overwrite it with --force)", path: path)
-      }
+    guard try staged.place(overwrite: overwrite, what: what) else {
       throw SessionStorageError(
-        err == EROFS || err == EACCES || err == EPERM ? .readOnly : .sqlite,
-        "cannot create the backup file: \(Errno(rawValue: err))", path: path)
+        .fileExists, "the file exists; nothing was written (overwrite it with --force)", path: path)
     }
-    Self.syncDirectory(of: path)
     return BackupResult(path: path, head: head, entries: entries, bytes: bytes)
   }
 
@@ -154,7 +151,7 @@ extension SessionStore {
       throw SessionStorageError(.readOnly, "the store was opened read-only", path: path)
     }
     try StoreFiles(of: path).refuse(backupPath, "the store was not changed")
-    guard FileCheck.lexists(backupPath) else {
+    guard FileSystem.lexists(backupPath) else {
       throw SessionStorageError(.notFound, "no such file; the store was not changed", path: backupPath)
     }
     let backup = try Self.verifiedBackup(backupPath, origin: options.origin, shown: backupPath) { failure in
@@ -244,82 +241,27 @@ extension SessionStore {
       entries: Int(try connection.scalarInt("SELECT count(*) FROM session_changes") ?? 0),
       tip: try connection.scalarText(SessionTables.tipSQL))
   }
-
-  /// Creates a new empty file with mode 0600 and a name of its own beside `path`.
-  private static func makePrivateFile(beside path: String) throws -> String {
-    let url = URL(fileURLWithPath: path)
-    let directory = url.deletingLastPathComponent().path
-    var template = Array("\(directory)/.\(url.lastPathComponent).backup-XXXXXX".utf8CString)
-    let fd = template.withUnsafeMutableBufferPointer { buffer in buffer.baseAddress.map { mkstemp($0) } ?? -1
-    }
-    guard fd >= 0 else {
-      let err = errno
-      let code: SessionStorageError.Code =
-        switch err {
-        case EACCES, EROFS, EPERM: .readOnly
-        case ENOENT, ENOTDIR: .notFound
-        default: .sqlite
-        }
-      throw SessionStorageError(
-        code, "cannot create the backup file in \(directory): \(Errno(rawValue: err))", path: path)
-    }
-    fchmod(fd, 0o600)  // mkstemp's 0600 less the umask: 0400 under umask 0277
-    close(fd)
-    return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-  }
-
-  /// The size of the file at `path`, or nil when there is none.
-  private static func sizeIfPresent(_ path: String) -> Int64? {
-    var info = stat()
-    return lstat(path, &info) == 0 ? Int64(info.st_size) : nil
-  }
-
-  private static func size(of path: String) throws -> Int64 {
-    var info = stat()
-    guard stat(path, &info) == 0 else {
-      throw SessionStorageError(
-        .sqlite, "cannot read the backup's size: \(Errno(rawValue: errno))", path: path)
-    }
-    return Int64(info.st_size)
-  }
-
-  /// Makes a new directory entry durable.
-  private static func syncDirectory(of path: String) {
-    let directory = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY)
-    if directory >= 0 {
-      fsync(directory)
-      close(directory)
-    }
-  }
 }
 
-/// The names SQLite gives one database's files — the file, its `-wal`, `-shm` and
-/// `-journal` — and where each leads, so that a path given to `backup` or `restore` that is
-/// one of them, or whose own companion would be one of them, is refused before anything
-/// touches it. Replacing, writing or opening any of them outside SQLite while a process has
-/// the store open loses commits (the `-wal`), lets writers overwrite each other (the
-/// `-shm`), plants a journal SQLite rolls back into the store (the `-journal`), or drops
-/// this process's locks.
-///
-/// A name is compared twice: by the file it leads to (device and inode once symbolic links
-/// are followed: a hard link, a symbolic link), and by the directory entry it ends at (its
-/// directory's device and inode, and its last name, once the symbolic links the name
-/// itself is are followed), which also holds for a file that does not exist yet, such as
-/// the `-journal`. `stat`, `lstat` and `readlink` open nothing.
+/// The store's files — the database, its `-wal`, `-shm` and `-journal` — by where their
+/// names lead: `backup` and `restore` refuse a path that is one of them, or whose own
+/// companion would be, since touching any of them outside SQLite loses commits or locks.
 struct StoreFiles {
   /// The suffixes of a database's files, the file itself first.
   static let suffixes = ["", "-wal", "-shm", "-journal"]
 
-  /// Where a name leads.
+  /// Where a name leads: the file (device and inode, symbolic links followed: a hard link
+  /// or a symbolic link leads to the same), and the directory entry it ends at, which also
+  /// names a file that does not exist yet, such as the `-journal`. Opens nothing.
   struct Place: Equatable {
     /// The directory entry the name ends at.
     struct Entry: Equatable {
-      var directory: FileCheck.Identity
+      var directory: FileSystem.Identity
       var name: String
     }
 
     /// The file, when it exists.
-    var file: FileCheck.Identity?
+    var file: FileSystem.Identity?
     /// The entry, when its directory exists.
     var entry: Entry?
 
@@ -331,10 +273,10 @@ struct StoreFiles {
         guard lstat(current, &info) == 0, info.st_mode & S_IFMT == S_IFLNK,
           let target = try? FileManager.default.destinationOfSymbolicLink(atPath: current)
         else { break }
-        current = target.hasPrefix("/") ? target : StoreFiles.parent(of: current) + "/" + target
+        current = target.hasPrefix("/") ? target : FileSystem.parent(of: current) + "/" + target
       }
-      file = StoreFiles.identity(path)
-      entry = StoreFiles.identity(StoreFiles.parent(of: current)).map {
+      file = FileSystem.identity(of: path)
+      entry = FileSystem.identity(of: FileSystem.parent(of: current)).map {
         Entry(directory: $0, name: URL(fileURLWithPath: current).lastPathComponent)
       }
     }
@@ -384,43 +326,6 @@ struct StoreFiles {
       "its write-ahead log, which holds commits not yet in the database file while the store is open"
     case "-shm": "the index through which every process that has the store open takes its locks"
     default: "the name of its rollback journal, which SQLite would roll back into the store"
-    }
-  }
-
-  /// The directory holding `path`, absolute (a relative path is taken from the current
-  /// directory).
-  static func parent(of path: String) -> String {
-    URL(fileURLWithPath: path).deletingLastPathComponent().path
-  }
-
-  /// The identity of what `path` leads to, or nil when nothing is there.
-  static func identity(_ path: String) -> FileCheck.Identity? {
-    var info = stat()
-    guard stat(path, &info) == 0 else { return nil }
-    return FileCheck.Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
-  }
-}
-
-extension FileCheck {
-  /// Whether anything (a dangling symbolic link too) is at `path`.
-  static func lexists(_ path: String) -> Bool {
-    var info = stat()
-    return lstat(path, &info) == 0
-  }
-
-  /// What is at `path` (symbolic links followed) when it is something other than a regular
-  /// file — "a directory", "a FIFO" — or nil for a regular file or nothing.
-  static func kindOtherThanRegular(_ path: String) -> String? {
-    var info = stat()
-    guard stat(path, &info) == 0 else { return nil }
-    switch info.st_mode & S_IFMT {
-    case S_IFREG: return nil
-    case S_IFDIR: return "a directory"
-    case S_IFCHR: return "a character device"
-    case S_IFBLK: return "a block device"
-    case S_IFIFO: return "a FIFO"
-    case S_IFSOCK: return "a socket"
-    default: return "an unknown kind of file"
     }
   }
 }

@@ -10,7 +10,7 @@ extension SessionWrite {
     }
   }
 
-  // Built once, and found again by slot (see ``SQL``).
+  // Built once; each connection prepares them once (see ``SQL``).
   private static let stamp = "write_token = write_token + 1"
   private static let loginSQL = SQL(
     "UPDATE session SET username = ?1, is_logged_in = 1, updated_by = ?2, \(stamp) "

@@ -1,7 +1,8 @@
 import Foundation
 
 /// The feed's time format, ISO-8601 UTC with milliseconds (`2026-11-29T20:14:35.689Z`), as
-/// SQLite's `strftime('%Y-%m-%dT%H:%M:%fZ')` writes it. Parsed by hand: it is on the read path.
+/// SQLite's `strftime('%Y-%m-%dT%H:%M:%fZ')` writes it. Parsed by hand: exactly this format,
+/// no other ISO-8601 variant, whatever the locale.
 public enum Timestamp {
   /// Now, formatted.
   static func now() -> String { format(Date()) }
@@ -39,44 +40,33 @@ public enum Timestamp {
   }
 
   /// A time read from a store: text not in the feed's format (typed by hand), or none,
-  /// reads as the epoch, and `check` reports it.
+  /// reads as the epoch, and `check` reports it. Every store reads its times through this.
   package static func stored(_ text: String?) -> Date {
     text.flatMap(parse) ?? Date(timeIntervalSince1970: 0)
   }
 
-  /// Parses `text`; nil when it is not in the feed's format (e.g. typed by hand).
+  /// Parses `YYYY-MM-DDTHH:MM:SSZ` or `YYYY-MM-DDTHH:MM:SS.mmmZ`; nil for anything else
+  /// (e.g. typed by hand).
   public static func parse(_ text: String) -> Date? {
-    var text = text
-    return text.withUTF8(parse)
-  }
-
-  /// Parses UTF-8 bytes: `YYYY-MM-DDTHH:MM:SSZ` or `YYYY-MM-DDTHH:MM:SS.mmmZ`; nil for
-  /// anything else. Straight-line code over the bytes, with no `String` made: it runs twice
-  /// for every entry read (a page of history parses 200).
-  static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Date? {
-    guard bytes.count == 20 || bytes.count == 24, let base = bytes.baseAddress else { return nil }
-    var invalid = false
-    @inline(__always) func number(_ start: Int, _ width: Int) -> Int {
+    let bytes = Array(text.utf8)
+    guard bytes.count == 20 || bytes.count == 24 else { return nil }
+    func number(_ start: Int, _ width: Int) -> Int? {
       var value = 0
-      for index in start..<start + width {
-        let digit = base[index] &- 0x30
-        invalid = invalid || digit > 9
-        value = value &* 10 &+ Int(digit)
+      for byte in bytes[start..<start + width] {
+        guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+        value = value * 10 + Int(byte - UInt8(ascii: "0"))
       }
       return value
     }
-    let year = number(0, 4)
-    let month = number(5, 2)
-    let day = number(8, 2)
-    let hour = number(11, 2)
-    let minute = number(14, 2)
-    let second = number(17, 2)
-    let milliseconds = bytes.count == 24 ? number(20, 3) : 0
-    let separators =
-      base[4] == 0x2D && base[7] == 0x2D && base[10] == 0x54 && base[13] == 0x3A && base[16] == 0x3A
-      && (bytes.count == 24 ? base[19] == 0x2E && base[23] == 0x5A : base[19] == 0x5A)
-    guard !invalid, separators, (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60,
-      second < 61
+    func separator(_ index: Int, _ character: Unicode.Scalar) -> Bool {
+      bytes[index] == UInt8(ascii: character)
+    }
+    let fraction = bytes.count == 24
+    guard separator(4, "-"), separator(7, "-"), separator(10, "T"), separator(13, ":"), separator(16, ":"),
+      fraction ? separator(19, ".") && separator(23, "Z") : separator(19, "Z"),
+      let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = number(11, 2),
+      let minute = number(14, 2), let second = number(17, 2), let milliseconds = fraction ? number(20, 3) : 0,
+      (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
     else { return nil }
     let days = daysFromCivil(year: year, month: month, day: day)
     let seconds = Double(days * 86_400 + Int64(hour * 3600 + minute * 60 + second))

@@ -2,50 +2,13 @@ import Foundation
 
 /// The rules a username must meet before anything is written.
 ///
-/// The rules are those of RFC 8265's UsernameCasePreserved profile (PRECIS) where a
-/// username could pass for another or hide text, plus limits on size. Unlike that profile,
-/// spaces, punctuation, symbols and emoji are allowed, so `🧑‍💻 dev` is a username.
-///
-/// A username:
-/// - is non-empty, has no leading or trailing whitespace, and is stored in Unicode NFC, so
-///   "José" typed with a composed or a decomposed "é" names one user;
-/// - has at most ``maximumLength`` characters (grapheme clusters), at most
-///   ``maximumUTF8Count`` bytes in UTF-8, and at most ``maximumScalarsPerCharacter`` code
-///   points in one character, all counted after NFC ("a" followed by 5,000 accents is one
-///   character of 10 KB, and is refused);
-/// - has no control character (C0, DEL, C1 such as U+0085, U+2028, U+2029): no newline,
-///   no terminal escape sequence;
-/// - has no invisible or reordering character: no format character (Unicode category Cf:
-///   the zero-width space U+200B, the byte-order mark U+FEFF, the soft hyphen U+00AD, the
-///   word joiner U+2060, the bidirectional controls U+061C, U+200E, U+200F, U+202A–U+202E
-///   and U+2066–U+2069, tags…), no default-ignorable code point (U+3164 HANGUL FILLER,
-///   U+034F COMBINING GRAPHEME JOINER, variation selectors…), no space other than U+0020
-///   (no U+00A0 NO-BREAK SPACE, no U+200A HAIR SPACE) and no U+2800 BRAILLE PATTERN BLANK;
-///   so `admin\u{202E}txt.exe` (shown as `adminexe.txt`) and `alice\u{200B}` (shown as
-///   `alice`) are refused;
-/// - has no code point without a meaning: none unassigned (in the Unicode version of the
-///   Swift runtime), no noncharacter (U+FFFE, U+FDD0…), no private-use code point, and no
-///   U+FFFD REPLACEMENT CHARACTER (the mark of text that was not valid UTF-8).
-///
-/// Emoji need three of those invisible code points, and keep them where they belong:
-/// - U+200D ZERO WIDTH JOINER between two emoji (`👩‍💻`, `👨‍👩‍👧`, `🏳️‍🌈`; the first may
-///   carry a skin tone or U+FE0F), and, as RFC 5892 allows, after a virama and before a
-///   letter (Sinhala `ශ්‍රී`). U+200C ZERO WIDTH NON-JOINER only after a virama and before a
-///   letter (RFC 5892's other context, in Arabic script, is not recognized);
-/// - U+FE0F VARIATION SELECTOR-16 right after a symbol that is shown as text unless it
-///   follows (`❤️`), U+FE0E VARIATION SELECTOR-15 right after an emoji (`☺︎`), and either
-///   after `0`–`9`, `#` or `*` followed by U+20E3 (keycap `1️⃣`); a selector that would
-///   change nothing (`😀` + U+FE0F) is refused;
-/// - tag characters only in a subdivision flag: U+1F3F4, 3 to 7 tag letters or digits,
-///   then U+E007F CANCEL TAG (England's, Scotland's and Wales's flags).
-///
-/// Flags made of two regional indicators (`🇫🇷`), skin tones, and letters and marks of
-/// every script (Greek, Cyrillic, Arabic, Hebrew, Devanagari, Thai, CJK, Hangul…) need no
-/// exception. Printable ASCII without a space at either end meets every rule.
-///
-/// The error names the rule broken, the code point with its Unicode name, and its
-/// position (counting code points from 1, as typed): `invalid username: it contains the
-/// invisible format character U+200B (ZERO WIDTH SPACE) at position 6`.
+/// RFC 8265's UsernameCasePreserved profile (PRECIS) wherever a name could pass for another
+/// or hide text, with spaces, punctuation, symbols and emoji allowed (`🧑‍💻 dev`): stored in
+/// NFC; no control, format, default-ignorable, unassigned, noncharacter or private-use code
+/// point, except the joiners, variation selectors and tags emoji need where they need them;
+/// bounded in characters, bytes and code points per character. The README lists each rule.
+/// The error names the rule broken, the code point and its position: `invalid username: it
+/// contains the invisible format character U+200B (ZERO WIDTH SPACE) at position 6`.
 public enum Username {
   /// The most characters (grapheme clusters, after NFC) a username may have.
   public static let maximumLength = 256
@@ -103,4 +66,175 @@ public enum Username {
     }
     return normalized
   }
+}
+
+extension Username {
+  /// A code point a username may not contain where it stands: what it is (`the invisible
+  /// format character U+200B (ZERO WIDTH SPACE)`) and, when it is allowed elsewhere, where
+  /// (` (allowed only …)`), to follow its position in the message.
+  struct Violation: Equatable {
+    var what: String
+    var note = ""
+  }
+
+  /// Why `scalars[index]` may not stand where it is, or nil when it may. Looks at its
+  /// neighbours for the joiners, variation selectors and tags that emoji need.
+  static func violation(at index: Int, in scalars: [Unicode.Scalar]) -> Violation? {
+    let scalar = scalars[index]
+    if (0x20...0x7E).contains(scalar.value) { return nil }
+    let properties = scalar.properties
+    switch properties.generalCategory {
+    case .control, .lineSeparator, .paragraphSeparator:
+      return Violation(what: "the control character \(describe(scalar))")
+    case .format:
+      if properties.isBidiControl {
+        return Violation(what: "the bidirectional control character \(describe(scalar))")
+      }
+      let invisible = "the invisible format character \(describe(scalar))"
+      switch scalar.value {
+      case 0x200D:
+        if joinsEmoji(at: index, in: scalars) || followsVirama(at: index, in: scalars) { return nil }
+        return Violation(
+          what: invisible, note: " (allowed only between two emoji, or after a virama and before a letter)")
+      case 0x200C:
+        if followsVirama(at: index, in: scalars) { return nil }
+        return Violation(what: invisible, note: " (allowed only after a virama and before a letter)")
+      case 0xE0020...0xE007F:
+        if isInSubdivisionFlag(at: index, in: scalars) { return nil }
+        return Violation(
+          what: invisible, note: " (tag characters are allowed only in a subdivision flag such as England's)")
+      default:
+        return Violation(what: invisible)
+      }
+    case .privateUse:
+      return Violation(what: "the private-use character \(describe(scalar))")
+    case .surrogate:
+      return Violation(what: "the surrogate code point \(describe(scalar))")
+    case .unassigned:
+      return Violation(
+        what: properties.isNoncharacterCodePoint
+          ? "the noncharacter \(describe(scalar))" : "the unassigned code point \(describe(scalar))")
+    case .spaceSeparator:
+      return Violation(
+        what: "the space character \(describe(scalar))", note: " (only the ordinary space U+0020 is allowed)")
+    default:
+      break
+    }
+    if properties.isDefaultIgnorableCodePoint {
+      if scalar.value == 0xFE0E || scalar.value == 0xFE0F {
+        if selectsStyle(at: index, in: scalars) { return nil }
+        return Violation(
+          what: "the invisible character \(describe(scalar))",
+          note: " (allowed only after a symbol whose emoji or text style it selects)")
+      }
+      return Violation(what: "the invisible character \(describe(scalar))")
+    }
+    switch scalar.value {
+    case 0x2800: return Violation(what: "the blank character \(describe(scalar))")
+    case 0xFFFD:
+      return Violation(what: describe(scalar), note: ", the mark of text that was not valid UTF-8")
+    default: return nil
+    }
+  }
+
+  /// `U+200B (ZERO WIDTH SPACE)`, or `U+0378` for a code point without a name.
+  static func describe(_ scalar: Unicode.Scalar) -> String {
+    let hex = String(scalar.value, radix: 16, uppercase: true)
+    let code = "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+    guard let name = scalar.properties.name else { return code }
+    return "\(code) (\(name))"
+  }
+
+  /// An emoji that can take part in a ZWJ sequence or a variation sequence: an emoji that
+  /// is not a digit, `#` or `*`, a regional indicator, or a skin tone.
+  private static func isPictographic(_ scalar: Unicode.Scalar) -> Bool {
+    scalar.properties.isEmoji && !scalar.isASCII && !(0x1F1E6...0x1F1FF).contains(scalar.value)
+      && !scalar.properties.isEmojiModifier
+  }
+
+  /// A zero width joiner between two emoji; the first may carry skin tones and U+FE0F.
+  private static func joinsEmoji(at index: Int, in scalars: [Unicode.Scalar]) -> Bool {
+    guard index + 1 < scalars.count, isPictographic(scalars[index + 1]) else { return false }
+    var base = index - 1
+    while base >= 0, scalars[base].value == 0xFE0F || scalars[base].properties.isEmojiModifier { base -= 1 }
+    return base >= 0 && isPictographic(scalars[base])
+  }
+
+  /// A joiner or non-joiner right after a virama and right before a letter (RFC 5892,
+  /// appendix A.1 and A.2, with the letter after it so that it cannot end a name unseen).
+  private static func followsVirama(at index: Int, in scalars: [Unicode.Scalar]) -> Bool {
+    guard index > 0, index + 1 < scalars.count,
+      scalars[index - 1].properties.canonicalCombiningClass == .virama
+    else { return false }
+    switch scalars[index + 1].properties.generalCategory {
+    case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter: return true
+    default: return false
+    }
+  }
+
+  /// U+FE0E right after an emoji, U+FE0F right after an emoji that is shown as text without
+  /// it; either after `0`–`9`, `#` or `*` when U+20E3 (keycap) follows.
+  private static func selectsStyle(at index: Int, in scalars: [Unicode.Scalar]) -> Bool {
+    guard index > 0 else { return false }
+    let base = scalars[index - 1]
+    if base.isASCII {
+      return base.properties.isEmoji && index + 1 < scalars.count && scalars[index + 1].value == 0x20E3
+    }
+    return isPictographic(base) && (scalars[index].value == 0xFE0E || !base.properties.isEmojiPresentation)
+  }
+
+  /// A tag character inside U+1F3F4 WAVING BLACK FLAG, 3 to 7 tag letters or digits, and
+  /// U+E007F CANCEL TAG (Unicode Technical Standard #51's subdivision flags).
+  private static func isInSubdivisionFlag(at index: Int, in scalars: [Unicode.Scalar]) -> Bool {
+    func isTag(_ scalar: Unicode.Scalar) -> Bool { (0xE0020...0xE007F).contains(scalar.value) }
+    func isLetterOrDigit(_ scalar: Unicode.Scalar) -> Bool {
+      (0xE0030...0xE0039).contains(scalar.value) || (0xE0061...0xE007A).contains(scalar.value)
+    }
+    var start = index
+    while start > 0, isTag(scalars[start - 1]) { start -= 1 }
+    guard start > 0, scalars[start - 1].value == 0x1F3F4 else { return false }
+    var end = start
+    while end < scalars.count, isLetterOrDigit(scalars[end]) { end += 1 }
+    return end < scalars.count && scalars[end].value == 0xE007F && (3...7).contains(end - start)
+      && index <= end
+  }
+}
+
+extension Unicode.Scalar {
+  /// Whether `sessionctl` writes this code point as an escape (`\u0085` in JSON, `\u{85}` for
+  /// people) rather than raw: control characters (C0, DEL, C1), U+2028 and U+2029, and every
+  /// format character (Unicode category Cf: bidirectional controls that would reorder the
+  /// line on a terminal, zero-width spaces, the byte-order mark, the soft hyphen, tags) but
+  /// U+200D ZERO WIDTH JOINER, which emoji such as 👩‍💻 need and which moves nothing.
+  /// Valid usernames contain none of them (a ZWJ only between emoji, tags only in a
+  /// subdivision flag, which is shown escaped); a `sqlite3` edit can store any.
+  package var isEscapedInOutput: Bool {
+    if (0x20..<0x7F).contains(value) { return false }
+    switch properties.generalCategory {
+    case .control, .lineSeparator, .paragraphSeparator: return true
+    case .format: return value != 0x200D
+    default: return false
+    }
+  }
+}
+
+extension String {
+  /// The text safe for a terminal: every scalar of ``Unicode/Scalar/isEscapedInOutput`` as a
+  /// `\u{1B}`-style escape; the rest as it is.
+  package var escapedForTerminal: String {
+    var output = ""
+    for scalar in unicodeScalars {
+      if scalar.isEscapedInOutput {
+        output += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+      } else {
+        output.unicodeScalars.append(scalar)
+      }
+    }
+    return output
+  }
+}
+
+extension Optional<String> {
+  /// ``Swift/String/escapedForTerminal``, or `(none)` for nil.
+  package var escapedForTerminal: String { self?.escapedForTerminal ?? "(none)" }
 }

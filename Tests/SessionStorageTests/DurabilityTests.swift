@@ -78,4 +78,18 @@ import Testing
     #expect(normalSyncs == 0, "commits at normal durability synced the WAL: \(normal)")
     #expect(try store.bounds().head == Cursor(8))
   }
+
+  /// A new store and a backup are built beside their path and linked into place; the
+  /// directory is then synced, so that the new name survives a power loss.
+  @Test func aNewStoreAndABackupSyncTheirDirectory() async throws {
+    try #require(Strace.isAvailable, "strace is not installed")
+    let directory = URL(fileURLWithPath: dir.path).resolvingSymlinksInPath().path
+    let sessionctl = ProcessRunner.product("sessionctl")
+    for arguments in [["--db", path, "login", "alice"], ["--db", path, "backup", dir.file("backup.db")]] {
+      let run = try await Strace.run(
+        ["-e", "trace=fsync"], sessionctl, arguments, environment: ["PATH": "/usr/bin:/bin"])
+      #expect(run.status == 0, "\(run)")
+      #expect(!run.calls(of: ["fsync"], onPathEndingWith: directory).isEmpty, "\(arguments): \(run)")
+    }
+  }
 }

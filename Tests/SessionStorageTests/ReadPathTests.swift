@@ -5,8 +5,8 @@ import Testing
 
 @testable import SessionStorage
 
-/// The read path reuses what it decoded before (``EntryDecoder``) and the bounds it read
-/// before (``SessionLog/bounds()``): every value must still be the one the file holds now.
+/// Every entry and state read holds the values of its own row's bytes, and the bounds kept
+/// from an earlier read (``SessionLog/bounds()``) are the ones the file holds.
 @Suite(.timeLimit(.minutes(10))) struct ReadPathTests {
   let dir: TemporaryDirectory
   let path: String

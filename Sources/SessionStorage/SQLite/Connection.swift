@@ -26,26 +26,17 @@ final class Connection {
   /// The `PRAGMA schema_version` at which the schema was last found to be exactly the
   /// migrations' (see ``Migrator/reverify(_:)``).
   var verifiedSchemaVersion: Int64?
-  /// The ``fileDataVersion`` at which the schema was last found intact: while it has not
-  /// moved, nothing was committed since, and the schema needs no check at all.
-  var verifiedDataVersion: UInt32?
-  /// Decodes the feed's rows read on this connection; it keeps the last values it decoded,
-  /// so that the entry of the next write, or the next page, reuses them (``EntryDecoder``).
-  /// (Not checked for exclusive access at run time, ~50 instructions an access: a
-  /// connection is used by one thread at a time, under its owner's lock.)
-  @exclusivity(unchecked) var decoder = EntryDecoder()
   /// The feed's bounds as last read on this connection (a reader), and the
   /// `PRAGMA data_version` read just before them (``SessionLog/bounds()``).
   var bounds: (dataVersion: Int64, bounds: FeedBounds)?
+  /// Prepared statements by their text.
   private var cache: [String: Statement] = [:]
-  /// The statements of ``SQL`` values, at their slots.
-  @exclusivity(unchecked) private var slots: [Statement?] = []
 
   /// Opens `path`. Pragmas that write (WAL) are left to ``configure(_:)``, so a
   /// file can be inspected before anything is written to it.
   init(path: String, mode: Mode, busyTimeout: Duration = .seconds(5)) throws {
     self.path = path
-    if mode != .memory { try FileCheck.requireOpenablePath(path) }
+    if mode != .memory { try FileSystem.requireOpenablePath(path) }
     if mode == .readWriteCreate { try Self.createPrivately(path) }
     var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
     var name = path
@@ -166,7 +157,6 @@ final class Connection {
   /// Finalizes every statement and closes the handle; safe to call twice.
   func close() {
     cache.removeAll()
-    slots.removeAll()
     if let handle { sqlite3_close_v2(handle) }
     handle = nil
   }
@@ -180,44 +170,36 @@ final class Connection {
   /// Runs `body` with the prepared statement for `sql` (from the cache when it was
   /// prepared before), `bindings` bound; resets it afterwards, so no read stays open.
   func query<Result>(
-    _ sql: some SQLSource, _ bindings: [SQLiteValue] = [], _ body: (Statement) throws -> Result
+    _ sql: SQL, _ bindings: [SQLiteValue] = [], _ body: (Statement) throws -> Result
   ) throws -> Result {
-    let statement = try sql.statement(on: self)
+    let statement = try prepared(sql)
     defer { statement.reset() }
     try statement.bind(bindings)
     return try body(statement)
   }
 
   /// Runs a statement that returns no rows.
-  func run(_ sql: some SQLSource, _ bindings: [SQLiteValue] = []) throws {
+  func run(_ sql: SQL, _ bindings: [SQLiteValue] = []) throws {
     _ = try query(sql, bindings) { try $0.step() }
   }
 
-  /// The statement for `sql`, found by its text.
-  func cached(_ sql: String) throws -> Statement {
+  /// The statement for `sql`, prepared on first use. The cache is bounded: SQL built at
+  /// run time (a migration's, a check's) would otherwise pile up.
+  private func prepared(_ sql: SQL) throws -> Statement {
     if let statement = cache[sql] { return statement }
     let statement = try Statement(connection: self, sql: sql)
-    if cache.count >= 32 { cache.removeAll() }
+    if cache.count >= 64 { cache.removeAll() }
     cache[sql] = statement
     return statement
   }
 
-  /// The statement for `sql`, found by its slot.
-  func prepared(_ sql: SQL) throws -> Statement {
-    if sql.slot < slots.count, let statement = slots[sql.slot] { return statement }
-    let statement = try Statement(connection: self, sql: sql.text)
-    if slots.count <= sql.slot { slots += repeatElement(nil, count: sql.slot + 1 - slots.count) }
-    slots[sql.slot] = statement
-    return statement
-  }
-
   /// The first column of the first row of `sql` as text, or nil.
-  func scalarText(_ sql: some SQLSource, _ bindings: [SQLiteValue] = []) throws -> String? {
+  func scalarText(_ sql: SQL, _ bindings: [SQLiteValue] = []) throws -> String? {
     try query(sql, bindings) { try $0.step() ? $0.text(at: 0) : nil }
   }
 
   /// The first column of the first row of `sql` as an integer, or nil.
-  func scalarInt(_ sql: some SQLSource, _ bindings: [SQLiteValue] = []) throws -> Int64? {
+  func scalarInt(_ sql: SQL, _ bindings: [SQLiteValue] = []) throws -> Int64? {
     try query(sql, bindings) { try $0.step() && !$0.isNull(at: 0) ? $0.int64(at: 0) : nil }
   }
 
@@ -237,16 +219,6 @@ final class Connection {
     guard finish == SQLITE_OK else { throw failure(finish, sql: nil) }
   }
 
-  /// SQLite's change counter of the main file as this connection knows it
-  /// (`SQLITE_FCNTL_DATA_VERSION`): it moves with each commit of this connection, and with
-  /// each commit of another connection once this one starts its next transaction. Read
-  /// without running a statement (unlike `PRAGMA data_version`); nil if SQLite cannot say.
-  var fileDataVersion: UInt32? {
-    var version: UInt32 = 0
-    return sqlite3_file_control(handle, "main", SQLITE_FCNTL_DATA_VERSION, &version) == SQLITE_OK
-      ? version : nil
-  }
-
   /// The number of rows the last INSERT, UPDATE or DELETE changed.
   var changes: Int { Int(sqlite3_changes(handle)) }
 
@@ -257,10 +229,8 @@ final class Connection {
   /// Whether SQLite opened the file read-only (it does so silently when it cannot write it).
   var isReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
 
-  /// Whether the connection is inside a transaction.
   var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
-  /// The error SQLite reports for `rc` on this connection.
   func failure(_ rc: Int32, sql: String?) -> SessionStorageError {
     SQLiteFailure.error(rc, db: handle, path: path, sql: sql)
   }
@@ -276,20 +246,80 @@ final class Connection {
         let err = errno
         unlink(path)
         throw SessionStorageError(
-          .sqlite, "cannot give the new database file mode 0600: \(Errno(rawValue: err))", path: path)
+          systemError: err, "cannot give the new database file mode 0600", writing: true, path: path)
       }
       return
     }
     let err = errno
     guard err != EEXIST else { return }
-    if err == ENOENT {
-      throw SessionStorageError(
-        .notFound,
-        "cannot create the database file: its directory does not exist (any more) (\(Errno(rawValue: err))); "
-          + "create it, or choose another path", path: path)
+    throw SessionStorageError(systemError: err, "cannot create the database file", writing: true, path: path)
+  }
+}
+
+extension Connection {
+  /// How a transaction begins.
+  enum TransactionKind {
+    /// Takes the write lock at once (`BEGIN IMMEDIATE`): writers queue on the busy timeout.
+    case immediate
+    /// Takes locks when first needed (`BEGIN DEFERRED`): for reads.
+    case deferred
+
+    var begin: SQL {
+      switch self {
+      case .immediate: Self.beginImmediate
+      case .deferred: Self.beginDeferred
+      }
     }
-    let code: SessionStorageError.Code = (err == EACCES || err == EROFS || err == EPERM) ? .readOnly : .sqlite
-    throw SessionStorageError(
-      code, "cannot create the database file: \(Errno(rawValue: err))", path: path)
+
+    private static let beginImmediate = SQL("BEGIN IMMEDIATE")
+    private static let beginDeferred = SQL("BEGIN DEFERRED")
+  }
+
+  private static let commit = SQL("COMMIT")
+  private static let rollback = SQL("ROLLBACK")
+
+  /// Runs `body` in a transaction that commits when it returns and rolls back when it throws.
+  /// A write transaction whose COMMIT fails throws an error that says what became of it
+  /// (``commitFailed(_:)``): never a result for a change that did not commit.
+  func transaction<Result>(_ kind: TransactionKind, _ body: () throws -> Result) throws -> Result {
+    try run(kind.begin)
+    let result: Result
+    do {
+      result = try body()
+    } catch {
+      // Harmless to swallow: the caller gets the error that made us roll back, and a
+      // ROLLBACK that fails leaves SQLite to roll back when the connection next writes or
+      // closes; nothing of this transaction was committed either way.
+      if isInTransaction { try? run(Self.rollback) }
+      throw error
+    }
+    do {
+      try run(Self.commit)
+    } catch {
+      if isInTransaction { try? run(Self.rollback) }  // harmless, as above
+      throw kind == .immediate ? Self.commitFailed(error) : error
+    }
+    return result
+  }
+
+  /// The error of a write transaction's COMMIT that failed, saying what became of it.
+  ///
+  /// SQLite rolls the transaction back, and no other connection sees it. After an I/O
+  /// error (a failed `fsync`, a failed write), though, its pages may be whole in the `-wal`
+  /// file past the last commit SQLite knows of: the next write here overwrites them, and a
+  /// close that checkpoints drops them, but a crash of a process that has the file open
+  /// makes the next opener recover the WAL from the file, and the change comes back.
+  /// Nobody can promise it is gone, so the message does not.
+  static func commitFailed(_ error: any Error) -> any Error {
+    guard var failure = error as? SessionStorageError, failure.code == .sqlite else { return error }
+    let ioError = failure.resultCode.map { $0 & 0xff == SQLITE_IOERR } ?? false
+    failure.message =
+      ioError
+      ? "the change could not be committed: the disk reported an error while SQLite wrote it "
+        + "(\(failure.message)). No other process sees it now, but it may still be in the -wal file, "
+        + "and if a process that has the store open crashes before the next write, SQLite's recovery "
+        + "can bring it back: check the disk, then read the state again before you rely on either outcome"
+      : "the change could not be committed (\(failure.message)); SQLite rolled it back"
+    return failure
   }
 }

@@ -2,11 +2,9 @@ import CSQLite
 import Foundation
 internal import SystemKit
 
-/// Maps SQLite result codes to ``SessionStorageError``, in our words: what failed, why (the
-/// system's error, a companion file that is not a regular file, a permission) and what to
-/// do, with SQLite's own message kept at the end as `(SQLite: …)`. SQLite's bare messages
-/// ("unable to open database file", "disk I/O error", "attempt to write a readonly
-/// database") say neither which file nor why; none reaches a user on its own.
+/// SQLite result codes as ``SessionStorageError``s that say what failed, why and what to do,
+/// SQLite's own message last (`(SQLite: …)`): its bare "unable to open database file" names
+/// neither the file nor the reason.
 enum SQLiteFailure {
   static func error(_ rc: Int32, db: OpaquePointer?, path: String?, sql: String?) -> SessionStorageError {
     let sqliteMessage =
@@ -39,7 +37,7 @@ enum SQLiteFailure {
       if systemError == EMFILE || systemError == ENFILE {
         return (code(for: primary), SystemLimits.explain(systemError, call: "open"))
       }
-      if systemError == ENOSPC || systemError == EDQUOT {
+      if SessionStorageError.Code.forSystemError(systemError, writing: true) == .full {
         return (.full, "the disk is full\(because): free space, then try again")
       }
     }

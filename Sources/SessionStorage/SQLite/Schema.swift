@@ -1,10 +1,6 @@
-/// The tables, indexes, triggers and views of a session store, as SQLite lists them in
-/// `sqlite_master`, compared with the ones the applied migrations create.
-///
-/// A trigger dropped or altered by hand would let writes succeed without their feed entry,
-/// so a file whose schema differs is refused before anything is written to it. The
-/// reference is built once per process by applying the embedded migrations to an
-/// in-memory database, so it is exactly what this build creates.
+/// A store's `sqlite_master` compared with what its applied migrations create (built once
+/// per process in memory): a trigger dropped by hand would let writes skip their feed entry,
+/// so a file whose schema differs is refused before anything is written.
 enum Schema {
   /// One row of `sqlite_master`.
   struct Object: Hashable, Sendable {

@@ -62,18 +62,29 @@ enum SessionTables {
         throw SessionStorageError(
           .corrupt, "the session row is missing (was the table edited by hand?)", path: connection.path)
       }
-      return connection.decoder.state(statement)
+      return state(statement)
     }
   }
 
   /// The newest entry kept, or nil.
   static func newest(on connection: Connection) throws -> SessionEntry? {
-    try connection.query(newestSQL) { try $0.step() ? connection.decoder.entry($0) : nil }
+    try connection.query(newestSQL) { try $0.step() ? entry($0) : nil }
   }
 
-  /// A stored time (a column's bytes, ``Statement/utf8(at:)``); text not in the feed's
-  /// format (typed by hand) reads as the epoch and is reported by `check`.
-  static func date(_ text: UnsafeBufferPointer<UInt8>?) -> Date {
-    text.flatMap(Timestamp.parse) ?? Date(timeIntervalSince1970: 0)
+  /// The state in the current row of ``stateSQL``. Text is read as it is stored, invalid
+  /// UTF-8 repaired: another client may have written it, and `check` reports it.
+  static func state(_ statement: Statement) -> SessionState {
+    SessionState(
+      username: statement.lossyText(at: 0), isLoggedIn: statement.int64(at: 1) != 0,
+      updatedAt: Timestamp.stored(statement.lossyText(at: 2)))
+  }
+
+  /// The entry in the current row of a statement selecting ``changeColumns``.
+  static func entry(_ statement: Statement) -> SessionEntry {
+    SessionEntry(
+      seq: statement.int64(at: 0), at: statement.lossyText(at: 1), origin: statement.lossyText(at: 2),
+      oldUsername: statement.lossyText(at: 3), newUsername: statement.lossyText(at: 4),
+      oldIsLoggedIn: statement.int64(at: 5) != 0, newIsLoggedIn: statement.int64(at: 6) != 0,
+      oldUpdatedAt: statement.lossyText(at: 7))
   }
 }

@@ -2,15 +2,10 @@ import CSQLite
 import Foundation
 internal import SystemKit
 
-/// Looks at a path before it is used as a store, so that a file which is not a session
-/// store is refused without a byte written.
-///
-/// It never opens the database with a descriptor of its own: on POSIX, closing *any*
-/// descriptor of a file drops every advisory lock the process holds on it, including
-/// SQLite's, and another process would then delete the WAL our connections still write
-/// into. `stat` opens nothing; the header is read through a SQLite connection, whose
-/// close SQLite defers while other connections of the process hold locks.
-enum FileCheck {
+/// The store's calls to the file system outside SQLite. None opens a store's file, `-wal`
+/// or `-shm`: closing *any* descriptor of a file drops the process's POSIX locks on it,
+/// SQLite's included, and another process would then delete the WAL we still write into.
+enum FileSystem {
   /// A file's identity: the same file whatever path, link or relative spelling names it.
   struct Identity: Hashable, Sendable {
     var device: UInt64
@@ -37,9 +32,7 @@ enum FileCheck {
   /// an empty file.
   static func identify(_ path: String, mayCreate: Bool) throws -> Identity? {
     var info = stat()
-    // withCString lends the string's own bytes; passing `path` itself would copy them into a
-    // temporary array first (every write checks the path).
-    guard path.withCString({ stat($0, &info) }) == 0 else {
+    guard stat(path, &info) == 0 else {
       let err = errno
       if err == ENOENT {
         if mayCreate {
@@ -55,8 +48,7 @@ enum FileCheck {
           "the path is too long for the system (\(Errno(rawValue: err))): a name may have at most "
             + "\(NAME_MAX) bytes, a path \(PATH_MAX - 1); use a shorter one", path: path)
       }
-      throw SessionStorageError(
-        .sqlite, "cannot inspect the file: \(Errno(rawValue: err))", path: path)
+      throw SessionStorageError(systemError: err, "cannot inspect the file", writing: false, path: path)
     }
     if (info.st_mode & S_IFMT) == S_IFDIR {
       throw SessionStorageError(.notADatabase, "this is a directory, not a database file", path: path)
@@ -73,8 +65,54 @@ enum FileCheck {
 
   /// The directory holding `path`, absolute (a relative path is taken from the current
   /// directory). Not `NSString.deletingLastPathComponent`: it traps on a one-character name.
-  private static func parent(of path: String) -> String {
+  static func parent(of path: String) -> String {
     URL(fileURLWithPath: path).deletingLastPathComponent().path
+  }
+
+  /// The identity of what `path` leads to (symbolic links followed), or nil when nothing is
+  /// there.
+  static func identity(of path: String) -> Identity? {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return nil }
+    return Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+  }
+
+  /// Whether anything (a dangling symbolic link too) is at `path`.
+  static func lexists(_ path: String) -> Bool {
+    var info = stat()
+    return lstat(path, &info) == 0
+  }
+
+  /// The size of the file at `path`, without following a symbolic link; nil when there is
+  /// nothing.
+  static func sizeIfPresent(_ path: String) -> Int64? {
+    var info = stat()
+    return lstat(path, &info) == 0 ? Int64(info.st_size) : nil
+  }
+
+  /// What is at `path` (symbolic links followed) when it is something other than a regular
+  /// file — "a directory", "a FIFO" — or nil for a regular file or nothing.
+  static func kindOtherThanRegular(_ path: String) -> String? {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return nil }
+    switch info.st_mode & S_IFMT {
+    case S_IFREG: return nil
+    case S_IFDIR: return "a directory"
+    case S_IFCHR: return "a character device"
+    case S_IFBLK: return "a block device"
+    case S_IFIFO: return "a FIFO"
+    case S_IFSOCK: return "a socket"
+    default: return "an unknown kind of file"
+    }
+  }
+
+  /// Makes the entries of `path`'s directory durable (after a link or a rename into it);
+  /// best effort: the file itself is complete either way.
+  static func syncDirectory(of path: String) {
+    let directory = open(parent(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard directory >= 0 else { return }
+    fsync(directory)
+    close(directory)
   }
 
   /// Throws when the directory a new file would go into is missing: the store creates
@@ -143,8 +181,7 @@ enum FileCheck {
       let err = errno
       guard err != EEXIST else { return }  // made by someone else meanwhile
       throw SessionStorageError(
-        err == EACCES ? .permissionDenied : .sqlite,
-        "cannot create the directory \(directory): \(Errno(rawValue: err))", path: path)
+        systemError: err, "cannot create the directory \(directory)", writing: true, path: path)
     }
     try make(parent(of: path))
   }
@@ -212,5 +249,86 @@ enum FileCheck {
         path: path, resultCode: resultCode)
     }
     return nil
+  }
+}
+
+/// A new file built under a private name beside its final path (mode 0600, whatever the
+/// umask), then linked or renamed into place whole: no process ever sees it half made.
+struct StagedFile {
+  /// Where the file goes.
+  let path: String
+  /// The private name it is built under: `.NAME.PURPOSE-XXXXXX` in the same directory.
+  let temporary: String
+
+  /// Creates the empty private file beside `path`. Both names must fit SQLite's path limit:
+  /// a too long `path` is refused (`pathTooLong`, naming `path`) before anything is made.
+  /// `what` names the file in errors ("the database file").
+  init(beside path: String, purpose: String, what: String) throws {
+    let directory = FileSystem.parent(of: path)
+    let name = URL(fileURLWithPath: path).lastPathComponent
+    let template = "\(directory)/.\(name).\(purpose)-XXXXXX"
+    let longer = template.utf8.count - "\(directory)/\(name)".utf8.count
+    try FileSystem.requireOpenablePath(path, reserving: longer, shown: path)
+    var bytes = Array(template.utf8CString)
+    let fd = bytes.withUnsafeMutableBufferPointer { $0.baseAddress.map { mkstemp($0) } ?? -1 }
+    guard fd >= 0 else {
+      throw SessionStorageError(
+        systemError: errno, "cannot create \(what)", writing: true, path: path)
+    }
+    fchmod(fd, 0o600)  // mkstemp gives 0600 less the umask: 0400 under umask 0277
+    close(fd)
+    self.path = path
+    temporary = String(decoding: bytes.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+
+  /// Removes the private file and any companion SQLite left beside it; after ``place(overwrite:what:)``
+  /// succeeded only the companions are left to remove.
+  func discard() {
+    for suffix in ["", "-wal", "-shm", "-journal"] { unlink(temporary + suffix) }
+  }
+
+  /// Puts the file at ``path`` — with `overwrite`, renamed over what is there; otherwise
+  /// linked, which fails when anything is there — and makes the directory entry durable.
+  /// Returns false, placing nothing, when `path` exists and `overwrite` is false.
+  /// - Throws: the error of a failed link or rename, `what` naming the file.
+  func place(overwrite: Bool, what: String) throws -> Bool {
+    guard (overwrite ? rename(temporary, path) : link(temporary, path)) == 0 else {
+      let err = errno
+      if err == EEXIST && !overwrite { return false }
+      throw SessionStorageError(systemError: err, "cannot create \(what)", writing: true, path: path)
+    }
+    FileSystem.syncDirectory(of: path)
+    return true
+  }
+}
+
+extension SessionStorageError.Code {
+  /// What the `errno` of a failed system call on a store's path means for a store; nil for
+  /// an error with no code of its own. `EACCES` and `EPERM` mean that the directory or file
+  /// cannot be written (`readOnly`) for a call that creates or writes, and that this user
+  /// may not look (`permissionDenied`) for one that reads or inspects.
+  static func forSystemError(_ err: Int32, writing: Bool) -> Self? {
+    switch err {
+    case EROFS: .readOnly
+    case EACCES, EPERM: writing ? .readOnly : .permissionDenied
+    case ENOENT, ENOTDIR: .notFound
+    case ENAMETOOLONG: .pathTooLong
+    case ENOSPC, EDQUOT: .full
+    default: nil
+    }
+  }
+}
+
+extension SessionStorageError {
+  /// The error of a system call on `path` that failed with `err`: the code it means
+  /// (``Code/forSystemError(_:writing:)``, else `sqlite`) and "`what`: why", where why is the
+  /// system's message, and for a file that cannot be created because its directory is
+  /// missing, also what to do.
+  init(systemError err: Int32, _ what: String, writing: Bool, path: String) {
+    let reason =
+      writing && err == ENOENT
+      ? "its directory does not exist (any more) (\(Errno(rawValue: err))); create it, or choose another path"
+      : "\(Errno(rawValue: err))"
+    self.init(.forSystemError(err, writing: writing) ?? .sqlite, "\(what): \(reason)", path: path)
   }
 }

@@ -71,15 +71,15 @@ extension SessionStore {
   ///     ``Options/createsMissingDirectories`` does), after the existing ones passed; the
   ///     whole chain is then checked again.
   /// - Throws: ``SessionStorageError``: `unsafeDirectory` naming the directory, its owner
-  ///   and mode and what to do; `permissionDenied` or `sqlite` when a directory cannot be
-  ///   inspected or created.
+  ///   and mode and what to do; `permissionDenied` when a directory cannot be inspected,
+  ///   `readOnly` when one cannot be created; `sqlite` for another failure.
   public static func requirePrivateDirectory(for path: String, creatingMissing: Bool = false)
     throws(SessionStorageError)
   {
     try PrivateDirectory.check(path)
     guard creatingMissing else { return }
     do {
-      try FileCheck.makeDirectories(above: path)
+      try FileSystem.makeDirectories(above: path)
     } catch let error as SessionStorageError {
       throw error
     } catch {
@@ -115,8 +115,7 @@ enum PrivateDirectory {
         let err = errno
         guard err == ENOENT else {
           throw SessionStorageError(
-            err == EACCES ? .permissionDenied : .sqlite,
-            "cannot inspect \(next) to see who may change it: \(String(cString: strerror(err)))", path: path)
+            systemError: err, "cannot inspect \(next) to see who may change it", writing: false, path: path)
         }
         // Missing: from here on, this user creates what is needed. The directory that
         // would hold the file (when the file is what is missing) is `current`.

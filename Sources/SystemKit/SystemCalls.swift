@@ -1,0 +1,136 @@
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// The error number of a failed system call (`errno`), with the system's message as its
+/// description; in the style of swift-system's `Errno`.
+package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
+  /// The number, e.g. `EINTR`.
+  package var rawValue: Int32
+
+  /// The error `rawValue`, e.g. the result of a call that returns its error (`posix_spawn`).
+  package init(rawValue: Int32) { self.rawValue = rawValue }
+
+  /// This thread's `errno`: read it right after the call that failed.
+  package static var current: Errno { Errno(rawValue: errno) }
+
+  /// The system's message (`strerror`), e.g. "No such file or directory".
+  package var description: String { String(cString: strerror(rawValue)) }
+
+  /// `EINTR`: a signal arrived before the call did anything; call it again.
+  package static let interrupted = Errno(rawValue: EINTR)
+  /// `EAGAIN`: a non-blocking descriptor is not ready.
+  package static let wouldBlock = Errno(rawValue: EAGAIN)
+  /// `EPIPE`: the reader of a pipe is gone.
+  package static let brokenPipe = Errno(rawValue: EPIPE)
+}
+
+/// The result of a system call that returns -1 and sets `errno` when it fails.
+/// - Throws: ``Errno/current`` when `result` is -1.
+package func valueOrErrno<Value: FixedWidthInteger>(_ result: Value) throws(Errno) -> Value {
+  guard result == -1 else { return result }
+  throw Errno.current
+}
+
+/// Calls `call` (a system call that returns -1 and sets `errno` when it fails) again for as
+/// long as it fails with `EINTR`, and returns its result.
+/// - Throws: the ``Errno`` of a failure other than `EINTR`.
+package func retryingOnInterrupt<Value: FixedWidthInteger>(_ call: () -> Value) throws(Errno) -> Value {
+  while true {
+    do {
+      return try valueOrErrno(call())
+    } catch .interrupted {
+      continue
+    }
+  }
+}
+
+/// Writes all of `bytes` to `descriptor`: again after a partial write or an interruption,
+/// and after waiting for room when the descriptor is non-blocking.
+/// - Throws: the ``Errno`` of any other failure (``Errno/brokenPipe`` when a pipe's reader
+///   is gone).
+package func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) throws(Errno) {
+  var offset = 0
+  while offset < bytes.count {
+    do {
+      offset += try retryingOnInterrupt {
+        bytes.withUnsafeBytes { write(descriptor, $0.baseAddress.map { $0 + offset }, $0.count - offset) }
+      }
+    } catch .wouldBlock {
+      var ready = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+      _ = try retryingOnInterrupt { poll(&ready, 1, -1) }
+    }
+  }
+}
+
+/// Turns the `errno` of a failed system call into a sentence that names the limit that
+/// was reached and how to raise it, for errors and wake-mode reasons.
+package enum SystemLimits {
+  /// `call` failed with `code`: what happened, and what to do.
+  package static func explain(_ code: Int32, call: String) -> String {
+    let what = "\(call) failed: \(Errno(rawValue: code))"
+    switch code {
+    case EMFILE:
+      let files = openFiles.map { " of \($0)" } ?? ""
+      let instances =
+        call.hasPrefix("inotify")
+        ? "; or all fs.inotify.max_user_instances\(procValue("fs/inotify/max_user_instances")) inotify instances "
+          + "are in use: raise it with `sysctl fs.inotify.max_user_instances=N`"
+        : ""
+      return
+        "\(what): this process may have reached its limit\(files) open files: raise it with `ulimit -n`\(instances)"
+    case ENFILE:
+      return "\(what): the system's open-file table is full (fs.file-max\(procValue("fs/file-max")))"
+    case ENOSPC where call.hasPrefix("inotify"):
+      return
+        "\(what): all fs.inotify.max_user_watches\(procValue("fs/inotify/max_user_watches")) watches are in use: "
+        + "raise it with `sysctl fs.inotify.max_user_watches=N`"
+    default:
+      return what
+    }
+  }
+
+  /// The soft limit of open files of this process (`ulimit -n`), when it can be read.
+  package static var openFiles: UInt64? {
+    var limit = rlimit()
+    return getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0 ? UInt64(limit.rlim_cur) : nil
+  }
+
+  /// " (N)" for a value under `/proc/sys/`, or nothing when it cannot be read (harmless:
+  /// it only completes a sentence, and without descriptors it cannot be read at all).
+  private static func procValue(_ name: String) -> String {
+    (try? String(contentsOfFile: "/proc/sys/" + name, encoding: .utf8))
+      .map { " (\($0.trimmingCharacters(in: .whitespacesAndNewlines)))" } ?? ""
+  }
+
+  #if os(Linux)
+    private static let RLIMIT_NOFILE_VALUE = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+  #else
+    private static let RLIMIT_NOFILE_VALUE = RLIMIT_NOFILE
+  #endif
+}
+
+extension Duration {
+  /// This duration in whole milliseconds, rounded toward zero and clamped to `Int64` (for
+  /// `poll` timeouts).
+  package var milliseconds: Int64 { whole(perSecond: 1_000) }
+
+  /// This duration in whole microseconds, rounded toward zero and clamped to `Int64` (for
+  /// `usleep`).
+  package var microseconds: Int64 { whole(perSecond: 1_000_000) }
+
+  private func whole(perSecond units: Int64) -> Int64 {
+    let (seconds, attoseconds) = components
+    let (scaled, overflow) = seconds.multipliedReportingOverflow(by: units)
+    let fraction = attoseconds / (1_000_000_000_000_000_000 / units)
+    guard !overflow else { return seconds < 0 ? .min : .max }
+    let (sum, sumOverflow) = scaled.addingReportingOverflow(fraction)
+    return sumOverflow ? (seconds < 0 ? .min : .max) : sum
+  }
+}
