@@ -571,8 +571,7 @@ final class ChaosWorld {
       return
     }
     // Sharing the open connections is allowed; a new process must refuse.
-    let child = try Self.spawn(
-      ChildProcess.currentExecutable, ["read", "--db", path, "--count", "1"], stderr: .null)
+    let child = try Self.spawnChild(["read", "--db", path, "--count", "1"], stderr: .null)
     if Self.reap(child) == 0 { throw TortureFailure("a new process opened a file without its feed trigger") }
   }
 
