@@ -39,7 +39,9 @@ package struct PostgresCluster: Sendable {
 
   /// `scripts/postgres-cluster` of the checkout this program was built from.
   package static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-    .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("scripts/postgres-cluster")
+    .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+      "scripts/postgres-cluster"
+    )
     .path
 
   /// Creates and starts a cluster in a new directory `/tmp/PREFIX-pg-XXXXXX` (the server runs
@@ -95,13 +97,16 @@ package struct PostgresCluster: Sendable {
 
   private func ownDirectory(_ operation: String) throws(ScriptError) -> String {
     guard let directory else {
-      throw ScriptError(description: "\(operation) is only for a cluster of our own, not for a server given by URL")
+      throw ScriptError(
+        description: "\(operation) is only for a cluster of our own, not for a server given by URL")
     }
     return directory
   }
 
   /// The cluster whose URLs the script printed.
-  private static func cluster(printed output: String, directory: String) throws(ScriptError) -> PostgresCluster {
+  private static func cluster(printed output: String, directory: String) throws(ScriptError)
+    -> PostgresCluster
+  {
     var values: [String: String] = [:]
     for line in output.split(separator: "\n") {
       guard let equals = line.firstIndex(of: "=") else { continue }

@@ -223,7 +223,8 @@ final class PostgresServer: Sendable {
       case .invalid(let problem): throw BenchError(problem)
       case .stopped: throw Unavailable(reason: "the throwaway cluster was stopped")
       case .notStarted:
-        SessionBench.warn("sessionbench: starting a throwaway PostgreSQL server with scripts/postgres-cluster")
+        SessionBench.warn(
+          "sessionbench: starting a throwaway PostgreSQL server with scripts/postgres-cluster")
         do {
           let cluster = try PostgresCluster.start(prefix: "sessionbench")
           state = .started(cluster)

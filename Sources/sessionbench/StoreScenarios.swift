@@ -17,7 +17,8 @@ final class Workspace {
       throw BenchError("cannot create a temporary directory: \(error)")
     }
     for side in ["ours", "raw"] {
-      try FileManager.default.createDirectory(atPath: directory.file(side), withIntermediateDirectories: false)
+      try FileManager.default.createDirectory(
+        atPath: directory.file(side), withIntermediateDirectories: false)
     }
   }
 

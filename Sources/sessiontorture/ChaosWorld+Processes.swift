@@ -469,7 +469,8 @@ extension ChaosWorld {
     let writer = "the writer process that stays alive"
     let start = ChaosClock.wallMilliseconds()
     let child = try Self.spawnChild(
-      ["apply", "--db", path, "--origin", origin, "--pause-ms", String(pause), "--hold"] + actions.map(\.argument),
+      ["apply", "--db", path, "--origin", origin, "--pause-ms", String(pause), "--hold"]
+        + actions.map(\.argument),
       stdin: .pipe)
     defer {
       child.closeInput()

@@ -111,7 +111,9 @@ struct ConcurrencyScenario: TortureScenario {
       problems.append("a subscriber did not start")
     }
     let writerChildren = try (0..<writers).map {
-      try ChildProcess.thisProgram(["write", "--db", path, "--count", String(writes), "--origin", "writer\($0)"])
+      try ChildProcess.thisProgram([
+        "write", "--db", path, "--count", String(writes), "--origin", "writer\($0)",
+      ])
     }
     let readerChildren = try (0..<readers).map { _ in
       try ChildProcess.thisProgram(["read", "--db", path, "--count", "2000"])

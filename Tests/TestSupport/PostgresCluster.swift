@@ -1,7 +1,7 @@
-@_exported import ToolingKit
 import Foundation
 import Synchronization
 import Testing
+@_exported import ToolingKit
 
 // The tests' PostgreSQL server: the one named by `$SESSIONSTORAGE_TEST_POSTGRES_URL`, or a
 // throwaway cluster of `PostgresCluster` (ToolingKit), started as `nobody` when the tests run
