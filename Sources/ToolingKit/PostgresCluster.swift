@@ -2,14 +2,9 @@ import Foundation
 import ProcessKit
 
 /// A PostgreSQL server for the tests and sessionbench: a throwaway cluster that
-/// `scripts/postgres-cluster` creates and runs (as `nobody` when we are root), or a server
-/// given by its URL.
-///
-/// A cluster is started with `--owner` this process: the script stops it (and removes its
-/// directory) once this process is gone, so that a run that dies leaves no server behind.
-/// The script runs with an environment of its own (`PATH`, `LC_ALL`, `TMPDIR`): none of the
-/// caller's `PG*` variables reaches `initdb` or `pg_ctl`. Every call blocks while the script
-/// runs; async callers run it on a thread of their own.
+/// `scripts/postgres-cluster` runs (as `nobody` when we are root), or a server given by URL.
+/// The script watches this process and stops the cluster once it is gone; it runs without
+/// the caller's `PG*` variables. Every call blocks while the script runs.
 package struct PostgresCluster: Sendable {
   /// The server over TCP: `postgresql://postgres@127.0.0.1:PORT/postgres`.
   package var url: String

@@ -20,7 +20,6 @@ enum Monotonic {
     return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
   }
 
-  /// Sleeps for `nanoseconds`.
   static func sleep(nanoseconds: UInt64) {
     var request = timespec(
       tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))

@@ -141,7 +141,6 @@ final class PostgresSchemas {
   /// Our store's URL.
   var oursURL: String { Self.url(server, schema: ours) }
 
-  /// Opens our store.
   func store(origin: String = "sessionbench") throws -> PostgresSessionStore {
     try PostgresSessionStore(url: oursURL, options: .init(origin: origin))
   }

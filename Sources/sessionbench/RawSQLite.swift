@@ -68,7 +68,6 @@ final class RawDB {
     return step == SQLITE_ROW ? sqlite3_column_int64(statement, 0) : 0
   }
 
-  /// The newest cursor of the feed table.
   /// The baseline's page query: the change rows after `?1`, oldest first.
   func prepareChanges(limit: Int? = nil) throws -> OpaquePointer {
     try prepare(

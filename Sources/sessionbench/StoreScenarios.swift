@@ -22,7 +22,6 @@ final class Workspace {
     }
   }
 
-  /// The directory itself.
   var root: String { directory.path }
 
   /// Our store's file.

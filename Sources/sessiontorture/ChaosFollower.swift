@@ -4,15 +4,9 @@ import ProcessKit
 import SessionStorage
 import Synchronization
 
-/// What the checker knows of one follower of the feed — an in-process subscription or a
-/// subscriber process — and what the model says it must do next.
-///
-/// Everything a follower delivers is compared with the model's log: the cursor must follow
-/// the last one (no gap, no repeat), and the entry must be the model's at that cursor in
-/// every field (origin, before, after, time, events), delivered within the bound after it
-/// became readable. An ending is accepted only where the model says why (a history
-/// rewritten under its cursor, or compacted beyond it); where the model says one is due,
-/// it must come within the bound too.
+/// One follower of the feed (an in-process subscription or a subscriber process), checked
+/// against the model's log: each entry is the next cursor, the model's entry in every field,
+/// delivered within the bound; an ending comes only, and in time, where the model says why.
 final class ChaosFollower {
   enum Source {
     case task(ChaosSubscriber)
@@ -331,7 +325,6 @@ final class ChaosSubscriber: Sendable {
   private let task = Mutex<Task<Void, Never>?>(nil)
   private let cancelled = Atomic(false)
 
-  /// Subscribes to `changes` and follows them.
   init(following changes: SessionSubscription) {
     start = changes.cursor.value
     snapshot = nil
@@ -339,7 +332,6 @@ final class ChaosSubscriber: Sendable {
     follow(changes)
   }
 
-  /// Follows a snapshot's changes.
   init(following feed: SessionSnapshotSubscription) {
     start = feed.cursor.value
     snapshot = ChaosState(feed.state)
@@ -347,7 +339,6 @@ final class ChaosSubscriber: Sendable {
     follow(feed.changes)
   }
 
-  /// Follows `values`.
   init(following values: SessionValues) {
     start = nil
     snapshot = nil
@@ -385,12 +376,10 @@ final class ChaosSubscriber: Sendable {
     task.withLock { $0 = started }
   }
 
-  /// The entries from `index` on.
   func entries(from index: Int) -> [ChaosDelivery] {
     record.withLock { Array($0.entries[min(index, $0.entries.count)...]) }
   }
 
-  /// The values from `index` on.
   func values(from index: Int) -> [ChaosValue] {
     record.withLock { Array($0.values[min(index, $0.values.count)...]) }
   }

@@ -176,14 +176,9 @@ struct ChaosScenario: TortureScenario {
   private func report(_ line: String) { FileHandle.standardError.write(Data((line + "\n").utf8)) }
 }
 
-/// The chaos driver's hang limit: a thread of its own that ends the process when a step
-/// (or the check after it) runs past its limit, so that a bug that blocks or spins fails
-/// the run with its seed instead of running for ever.
-///
-/// At the limit it prints what was armed (the seed, the step, the replay command) to
-/// standard error and a summary line to standard output, kills every process the driver
-/// started and still runs, and exits with 1. A blocked call cannot be cancelled from
-/// outside; ending the process is the only bounded way out.
+/// The hang limit: a thread that, when a step or its check runs past its limit, prints the
+/// seed and the replay command, kills the driver's processes and exits with 1. A blocked
+/// call cannot be cancelled from outside; ending the process is the bounded way out.
 final class ChaosWatchdog: Sendable {
   static let shared = ChaosWatchdog()
 

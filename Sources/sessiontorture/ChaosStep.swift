@@ -27,7 +27,6 @@ enum ChaosStep: Sendable, CustomStringConvertible {
       }
     }
 
-    /// Reads ``argument``.
     init?(argument: String) {
       let (verb, name) = (argument.prefix { $0 != "=" }, argument.drop { $0 != "=" }.dropFirst())
       switch verb {

@@ -21,7 +21,6 @@ enum Torture {
   static let long = Option<Double>(
     "long", placeholder: "seconds", help: "Run until this much time has passed instead of a fixed count.")
 
-  /// The tool's command.
   static let root = CommandSpec(
     "sessiontorture", abstract: "Runs the reliability scenarios against a SessionStorage database.",
     discussion: """
