@@ -31,8 +31,12 @@ let package = Package(
     // Internal: errno, EINTR retries, pipes, inotify records, limits; below FeedKit.
     .target(name: "SystemKit"),
     .target(name: "FeedKit", dependencies: ["SystemKit"]),
-    // Internal: the one way to start a child process (tests, sessionbench, sessiontorture).
+    // Internal: the one way to start a child process (sessionctl, tests, sessionbench, sessiontorture).
     .target(name: "ProcessKit", dependencies: ["SystemKit"]),
+    // Internal: what the tests, sessionbench and sessiontorture share and a shipped program
+    // does not need: the child-process line protocol, the PostgreSQL cluster, temporary
+    // directories, the seeded generator and the shrinker.
+    .target(name: "ToolingKit", dependencies: ["ProcessKit", "SystemKit"]),
     // Internal: the one argument parser, help and completion of the three executables.
     .target(name: "CommandLineKit"),
     .target(
@@ -57,25 +61,29 @@ let package = Package(
       name: "sessionbench",
       dependencies: [
         "CommandLineKit", "FeedKit", "SessionStorage", "SessionStoragePostgres", "CSQLite", "CLibPQ",
-        "ProcessKit", "SystemKit",
+        "ProcessKit", "SystemKit", "ToolingKit",
       ]),
     .executableTarget(
       name: "sessiontorture",
-      dependencies: ["CommandLineKit", "FeedKit", "SessionStorage", "SessionStoragePostgres", "ProcessKit"]),
-    .target(name: "TestSupport", dependencies: ["ProcessKit"], path: "Tests/TestSupport"),
+      dependencies: [
+        "CommandLineKit", "FeedKit", "SessionStorage", "SessionStoragePostgres", "ProcessKit", "SystemKit",
+        "ToolingKit",
+      ]),
+    // Re-exports ToolingKit: a test that imports TestSupport has the whole kit.
+    .target(name: "TestSupport", dependencies: ["ProcessKit", "ToolingKit"], path: "Tests/TestSupport"),
     .testTarget(name: "FeedKitTests", dependencies: ["FeedKit", "SystemKit", "TestSupport"]),
     .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
     .testTarget(
       name: "SessionStorageTests",
       dependencies: [
         "FeedKit", "SessionStorage", "SessionStoragePostgres", "CSQLite", "ProcessKit", "TestSupport",
-        "sessiontorture", "sessionbench",
+        "ToolingKit",
       ]
     ),
     .testTarget(
       name: "SessionStoragePostgresTests",
       dependencies: [
-        "SessionStoragePostgres", "SessionStorage", "FeedKit", "ProcessKit", "TestSupport", "sessiontorture",
+        "SessionStoragePostgres", "SessionStorage", "FeedKit", "ProcessKit", "TestSupport",
       ]),
     .testTarget(
       name: "SessionViewModelsTests",
@@ -85,6 +93,11 @@ let package = Package(
     .testTarget(
       name: "sessionctlTests",
       dependencies: ["sessionctl", "FeedKit", "SessionStorage", "ProcessKit", "TestSupport"]),
+    // The tooling's own tests; SessionStorageTests and SessionStoragePostgresTests run the
+    // built sessiontorture as a child writer or subscriber, which sessiontortureTests builds.
+    .testTarget(name: "ToolingKitTests", dependencies: ["ToolingKit", "ProcessKit", "TestSupport"]),
+    .testTarget(name: "sessionbenchTests", dependencies: ["sessionbench", "TestSupport"]),
+    .testTarget(name: "sessiontortureTests", dependencies: ["sessiontorture", "TestSupport"]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -26,7 +26,7 @@ enum InstructionCount {
       let raw = try perOperation(scenario, side: "raw")
       measurements.append(
         Measurement(scenario: scenario, metric: .instructionsPerOperation, ours: ours, baseline: raw))
-      // The benchmark issue's aims: 1.15× for a write and a read, 1.5× for a page.
+      // The aims: 1.15× for a write and a read, 1.5× for a page.
       let aim = scenario == "history" ? 1.5 : 1.15
       verdicts.append(
         Verdict(

@@ -1,5 +1,8 @@
 import CLibPQ
+import Foundation
 import SessionStoragePostgres
+import Synchronization
+import ToolingKit
 
 /// `pg-write`, `pg-read`, `pg-deliver-remote`: ``PostgresSessionStore`` against raw libpq
 /// doing the same statements, on the server of ``PostgresServer``, each scenario in fresh
@@ -92,5 +95,158 @@ enum PostgresScenarios {
           scenario: "pg-deliver-remote", aim: "p50 ≤ 1.5× raw", measured: String(format: "p50 %.2f×", ratio),
           met: ratio <= 1.5)
       ])
+  }
+}
+
+/// A `pg-*` scenario's scratch space on the server: two fresh schemas, one for our store and
+/// one for the baseline, so that a listener on one channel never wakes for the other's
+/// writes. Both get the store's schema by opening a `PostgresSessionStore` on them (the
+/// migrations); after that only raw libpq calls touch the baseline's. Both are dropped
+/// (`DROP SCHEMA … CASCADE`) when this is dropped.
+final class PostgresSchemas {
+  /// The server, without a `schema` parameter.
+  let server: String
+  /// Our store's schema.
+  let ours: String
+  /// The baseline's schema.
+  let raw: String
+  /// The connection that drops the schemas, opened first: an unreachable server fails here.
+  private let admin: RawPQ
+
+  init(server: String) throws {
+    self.server = server
+    admin = try RawPQ(url: server)
+    let tag = String((0..<8).map { _ in "abcdefghijklmnopqrstuvwxyz".randomElement() ?? "a" })
+    ours = "sessionbench_\(tag)_ours"
+    raw = "sessionbench_\(tag)_raw"
+    // Dropped by deinit, which also runs when this throws.
+    _ = try PostgresSessionStore(url: Self.url(server, schema: raw), options: .init(origin: "sessionbench"))
+  }
+
+  deinit {
+    do {
+      try admin.exec(
+        "DROP SCHEMA IF EXISTS \(RawPQ.quoted(ours)) CASCADE; DROP SCHEMA IF EXISTS \(RawPQ.quoted(raw)) CASCADE"
+      )
+    } catch {
+      SessionBench.warn("sessionbench: could not drop the schemas \(ours) and \(raw): \(error)")
+    }
+  }
+
+  /// The URL of the store in `schema` on `server`.
+  static func url(_ server: String, schema: String) -> String {
+    server + (server.contains("?") ? "&" : "?") + "schema=" + schema
+  }
+
+  /// Our store's URL.
+  var oursURL: String { Self.url(server, schema: ours) }
+
+  func store(origin: String = "sessionbench") throws -> PostgresSessionStore {
+    try PostgresSessionStore(url: oursURL, options: .init(origin: origin))
+  }
+
+  /// A raw connection with `search_path` set to the baseline's schema.
+  func rawConnection() throws -> RawPQ { try RawPQ(url: server, schema: raw) }
+}
+
+/// The PostgreSQL server of the `pg-*` scenarios: the one `--postgres URL` or
+/// `$SESSIONBENCH_POSTGRES_URL` names, or else a throwaway ``PostgresCluster`` started on
+/// first use (when sessionbench runs from its checkout and PostgreSQL is installed), shared
+/// by the run's `pg-*` scenarios and stopped by ``stop()``. Each scenario makes its own
+/// schemas on it (``PostgresSchemas``).
+final class PostgresServer: Sendable {
+  /// The environment variable that names a server when `--postgres` does not.
+  static let environmentVariable = "SESSIONBENCH_POSTGRES_URL"
+
+  /// Why there is no server: the `pg-*` scenarios cannot run. A full run skips them,
+  /// saying so; a run that names one of them fails with this.
+  struct Unavailable: Error, CustomStringConvertible {
+    let reason: String
+    var description: String {
+      "no PostgreSQL server: \(reason). Give one with --postgres postgresql://user@host:5432/db or "
+        + "$\(PostgresServer.environmentVariable) (each scenario makes and drops schemas of its own there)"
+    }
+  }
+
+  private enum State {
+    case given(String)
+    case notStarted
+    case started(PostgresCluster)
+    case failed(String)
+    case invalid(String)
+    case stopped
+  }
+
+  private let state: Mutex<State>
+
+  /// A server at `url` (from `--postgres` or ``fromEnvironment()``), or (nil) a throwaway
+  /// cluster started on first use. A `url` with a ``problem(with:)`` fails every `pg-*`
+  /// scenario, also in a full run, saying why.
+  init(url: String?) {
+    guard let url else {
+      state = Mutex(.notStarted)
+      return
+    }
+    state = Mutex(
+      Self.problem(with: url).map { .invalid("$\(Self.environmentVariable): \($0)") } ?? .given(url))
+  }
+
+  /// `$SESSIONBENCH_POSTGRES_URL`, when set and not empty.
+  static func fromEnvironment() -> String? {
+    ProcessInfo.processInfo.environment[environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
+  }
+
+  /// What is wrong with `url` as a server for the scenarios, or nil: it must be a
+  /// PostgreSQL URL without a `schema` parameter (each scenario names its own schemas).
+  static func problem(with url: String) -> String? {
+    let shown = PostgresSessionStore.redacted(url)
+    guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") else {
+      return "'\(shown)' is not a PostgreSQL URL: give postgresql://user@host:5432/db"
+    }
+    let parameters = url.split(separator: "?", maxSplits: 1).dropFirst().first?.split(separator: "&") ?? []
+    guard !parameters.contains(where: { $0 == "schema" || $0.hasPrefix("schema=") }) else {
+      return "'\(shown)' names a schema: give the server's URL alone (each scenario makes and drops "
+        + "schemas of its own)"
+    }
+    return nil
+  }
+
+  /// The server's URL, without a `schema` parameter; starts the throwaway cluster on first use.
+  /// - Throws: ``Unavailable`` when there is no server and none can be started.
+  func url() throws -> String {
+    try state.withLock { state in
+      switch state {
+      case .given(let url): return url
+      case .started(let cluster): return cluster.url
+      case .failed(let reason): throw Unavailable(reason: reason)
+      case .invalid(let problem): throw BenchError(problem)
+      case .stopped: throw Unavailable(reason: "the throwaway cluster was stopped")
+      case .notStarted:
+        SessionBench.warn(
+          "sessionbench: starting a throwaway PostgreSQL server with scripts/postgres-cluster")
+        do {
+          let cluster = try PostgresCluster.start(prefix: "sessionbench")
+          state = .started(cluster)
+          return cluster.url
+        } catch {
+          state = .failed("\(error)")
+          throw Unavailable(reason: "\(error)")
+        }
+      }
+    }
+  }
+
+  /// Stops the throwaway cluster, if one was started, and removes its directory.
+  func stop() {
+    let cluster = state.withLock { state -> PostgresCluster? in
+      guard case .started(let cluster) = state else { return nil }
+      state = .stopped
+      return cluster
+    }
+    do {
+      try cluster?.stop()
+    } catch {
+      SessionBench.warn("sessionbench: the throwaway PostgreSQL server did not stop: \(error)")
+    }
   }
 }

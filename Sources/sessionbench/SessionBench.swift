@@ -79,3 +79,78 @@ enum SessionBench {
     FileHandle.standardError.write(Data((message + "\n").utf8))
   }
 }
+
+/// The scenarios, by name, in the order a full run takes them.
+enum Scenarios {
+  static let names = [
+    "write-normal", "write-full", "read", "deliver-local", "deliver-remote", "deliver-external", "fanout",
+    "deliver-slow-fsync",
+    "idle",
+    "release",
+    "history",
+    "pg-write", "pg-read", "pg-deliver-remote",
+  ]
+
+  static func run(_ name: String, scale: Scale, postgres: PostgresServer) throws -> Outcome {
+    switch name {
+    case _ where PostgresScenarios.names.contains(name):
+      try PostgresScenarios.run(name, scale: scale, server: postgres)
+    case "write-normal": try WriteScenario.run(name, durability: .normal, scale: scale)
+    case "write-full": try WriteScenario.run(name, durability: .full, scale: scale)
+    case "read": try ReadScenario.run(scale: scale)
+    case "deliver-local": try DeliverScenario.local(scale: scale)
+    case "deliver-remote": try DeliverScenario.remote(external: false, scale: scale)
+    case "deliver-external": try DeliverScenario.remote(external: true, scale: scale)
+    case "fanout": try DeliverScenario.fanout(scale: scale)
+    case "deliver-slow-fsync": try SlowFsyncScenario.run(scale: scale)
+    case "idle": try IdleScenario.run(scale: scale)
+    case "history": try HistoryScenario.run(scale: scale)
+    case "release": try ReleaseScenario.run(scale: scale)
+    default: throw BenchError("unknown scenario \(name)")
+    }
+  }
+}
+
+/// How much work each scenario does: the full run, or `--quick` (seconds in all, for CI
+/// smoke tests; its figures are not meant to be quoted).
+struct Scale {
+  let quick: Bool
+  /// Alternating blocks per side for the throughput scenarios.
+  let rounds: Int
+  /// Length of one timed block of writes, in nanoseconds.
+  let writeBlock: UInt64
+  /// Length of one timed block of reads, in nanoseconds.
+  let readBlock: UInt64
+  /// Writes per side in the delivery scenarios.
+  let deliveries: Int
+  /// Writes per side in `fanout`.
+  let fanoutWrites: Int
+  /// How long `idle` watches the subscribers, in seconds.
+  let idleSeconds: Double
+  /// Changes in the log for `history`.
+  let historyChanges: Int
+
+  init(quick: Bool) {
+    self.quick = quick
+    rounds = quick ? 2 : 6
+    writeBlock = quick ? 100_000_000 : 500_000_000
+    readBlock = quick ? 50_000_000 : 250_000_000
+    deliveries = quick ? 200 : 5_000
+    fanoutWrites = quick ? 40 : 1_000
+    idleSeconds = quick ? 1 : 10
+    historyChanges = quick ? 10_000 : 1_000_000
+  }
+}
+
+/// What a scenario produced: figures, and the aims it checked.
+struct Outcome {
+  var measurements: [Measurement] = []
+  var verdicts: [Verdict] = []
+}
+
+/// A benchmark that could not run or produced an inconsistent result.
+struct BenchError: Error, CustomStringConvertible {
+  let description: String
+
+  init(_ description: String) { self.description = description }
+}

@@ -1,5 +1,7 @@
 import CommandLineKit
 import Foundation
+import Synchronization
+import ToolingKit
 
 /// `chaos`: random steps drawn from a seed — store instances opened and released (by
 /// path, symbolic link and relative path), writes through any of them, the sqlite3 shell,
@@ -140,7 +142,7 @@ struct ChaosScenario: TortureScenario {
       }
       seed &+= 1
     } while deadline.map { Date() < $0 } ?? false
-    Torture.emit(
+    ChildChannel.say(
       #"{"scenario":"chaos","seed":\#(self.seed),"runs":\#(runs),"steps":\#(totalSteps),"acknowledged":\#(total.acknowledged),"delivered":\#(total.delivered),"failedWrites":\#(total.failedWrites),"problems":\#(found?.failure.problems.count ?? 0)}"#
     )
     guard let found else { return 0 }
@@ -164,25 +166,69 @@ struct ChaosScenario: TortureScenario {
       try play(candidate, on: scratch, seed: seed, shrinking: true).failure != nil
     }
     defer { for suffix in ["", "-wal", "-shm", ".link", ".backup", ".stderr"] { unlink(scratch + suffix) } }
-    var current = steps
-    var chunk = max(1, current.count / 2)
-    while chunk >= 1, Date() < deadline {
-      var start = 0
-      var removedAny = false
-      while start < current.count, Date() < deadline {
-        var candidate = current
-        candidate.removeSubrange(start..<min(start + chunk, current.count))
-        if !candidate.isEmpty, try fails(candidate) {
-          current = candidate
-          removedAny = true
-        } else {
-          start += chunk
-        }
-      }
-      if !removedAny { chunk /= 2 }
+    var shrinker = Shrinker(steps)
+    while let candidate = shrinker.candidate, Date() < deadline {
+      shrinker.record(failed: try fails(candidate))
     }
-    return current
+    return shrinker.shortest
   }
 
   private func report(_ line: String) { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+}
+
+/// The hang limit: a thread that, when a step or its check runs past its limit, prints the
+/// seed and the replay command, kills the driver's processes and exits with 1. A blocked
+/// call cannot be cancelled from outside; ending the process is the bounded way out.
+final class ChaosWatchdog: Sendable {
+  static let shared = ChaosWatchdog()
+
+  private struct Armed {
+    var deadline: UInt64
+    var report: [String]
+    var summary: String
+  }
+
+  private let armed = Mutex<Armed?>(nil)
+  private let children = Mutex<Set<pid_t>>([])
+  private let started = Mutex(false)
+
+  /// Ends the process unless ``disarm()`` or another `arm` comes within `limit`; `report`
+  /// goes to standard error, `summary` to standard output.
+  func arm(_ limit: Duration, report: [String], summary: String) {
+    startIfNeeded()
+    let deadline = ChaosClock.now() + UInt64(limit.milliseconds) * 1_000_000
+    armed.withLock { $0 = Armed(deadline: deadline, report: report, summary: summary) }
+  }
+
+  func disarm() { armed.withLock { $0 = nil } }
+
+  /// A process to kill at the limit.
+  func track(_ pid: pid_t) { _ = children.withLock { $0.insert(pid) } }
+
+  /// A process that was reaped.
+  func untrack(_ pid: pid_t) { _ = children.withLock { $0.remove(pid) } }
+
+  private func startIfNeeded() {
+    let first = started.withLock { started in
+      defer { started = true }
+      return !started
+    }
+    guard first else { return }
+    let thread = Thread { [self] in
+      while true {
+        usleep(100_000)
+        let expired = armed.withLock { armed in armed.flatMap { ChaosClock.now() > $0.deadline ? $0 : nil } }
+        if let expired { end(expired) }
+      }
+    }
+    thread.name = "ChaosWatchdog"
+    thread.start()
+  }
+
+  private func end(_ armed: Armed) -> Never {
+    FileHandle.standardError.write(Data(armed.report.map { $0 + "\n" }.joined().utf8))
+    ChildChannel.say(armed.summary)
+    for pid in children.withLock({ $0 }) { kill(pid, SIGKILL) }
+    _exit(1)
+  }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ToolingKit
 
 /// One step of the chaos driver, drawn from the seed alone: the same seed gives the same
 /// steps, so a failing run replays, and any prefix of it is a run of its own. Indices pick
@@ -26,7 +27,6 @@ enum ChaosStep: Sendable, CustomStringConvertible {
       }
     }
 
-    /// Reads ``argument``.
     init?(argument: String) {
       let (verb, name) = (argument.prefix { $0 != "=" }, argument.drop { $0 != "=" }.dropFirst())
       switch verb {

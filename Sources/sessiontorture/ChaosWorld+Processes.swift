@@ -2,6 +2,7 @@ import FeedKit
 import Foundation
 import ProcessKit
 import SessionStorage
+import ToolingKit
 
 /// The steps another process takes: the sqlite3 shell, Python, sessionctl, the driver's own
 /// writer and subscriber processes (killed, failing their fsyncs, staying alive), each
@@ -17,6 +18,13 @@ extension ChaosWorld {
     let child = try ChildProcess(executable, arguments, stdin: stdin, stderr: stderr)
     ChaosWatchdog.shared.track(child.pid)
     return child
+  }
+
+  /// Starts this program again with a child command (``Children``), as ``spawn(_:_:stdin:stderr:)`` does.
+  static func spawnChild(
+    _ arguments: [String], stdin: ChildProcess.Input = .null, stderr: ChildProcess.Output = .inherit
+  ) throws -> ChildProcess {
+    try spawn(ChildProcess.currentExecutable, arguments, stdin: stdin, stderr: stderr)
   }
 
   /// Waits for a process of ``spawn(_:_:stdin:stderr:)`` to end; its status.
@@ -331,16 +339,11 @@ extension ChaosWorld {
 
   func startChildSubscriber() throws {
     guard followers.filter(\.isProcess).count < 2 else { return }
-    let child = try Self.spawn(
-      ChildProcess.currentExecutable,
-      [
-        "subscribe", "--db", path, "--count", "0", "--detail", "--safety-poll",
-        String(Double(Self.safetyPoll.milliseconds) / 1000),
-      ])
-    guard child.waitForLine(within: .seconds(30), where: { $0.hasPrefix("ready") }),
-      let ready = child.lines.first(where: { $0.hasPrefix("ready") }),
-      let cursor = Int64(ready.dropFirst("ready ".count))
-    else {
+    let child = try Self.spawnChild([
+      "subscribe", "--db", path, "--count", "0", "--detail", "--safety-poll",
+      String(Double(Self.safetyPoll.milliseconds) / 1000),
+    ])
+    guard let ready = try? child.awaitReady(), let cursor = Int64(ready) else {
       child.kill(SIGKILL)
       Self.reap(child)
       throw TortureFailure("a subscriber process did not start")
@@ -370,8 +373,7 @@ extension ChaosWorld {
   func crashWriter(writes: Int, instances count: Int, microseconds: Int) throws {
     let candidates = childWrites(writes, origin: "crash")
     let start = ChaosClock.wallMilliseconds()
-    let writer = try Self.spawn(
-      ChildProcess.currentExecutable,
+    let writer = try Self.spawnChild(
       ["write", "--db", path, "--count", String(writes), "--origin", "crash", "--instances", String(count)])
     _ = writer.waitForLine { _ in true }
     usleep(UInt32(microseconds))
@@ -466,8 +468,7 @@ extension ChaosWorld {
     let origin = "live"
     let writer = "the writer process that stays alive"
     let start = ChaosClock.wallMilliseconds()
-    let child = try Self.spawn(
-      ChildProcess.currentExecutable,
+    let child = try Self.spawnChild(
       ["apply", "--db", path, "--origin", origin, "--pause-ms", String(pause), "--hold"]
         + actions.map(\.argument),
       stdin: .pipe)
@@ -491,8 +492,7 @@ extension ChaosWorld {
     guard let store = instance(index) else { return }
     let candidates = childWrites(writes, origin: "load")
     let start = ChaosClock.wallMilliseconds()
-    let child = try Self.spawn(
-      ChildProcess.currentExecutable, ["write", "--db", path, "--count", String(writes), "--origin", "load"])
+    let child = try Self.spawnChild(["write", "--db", path, "--count", String(writes), "--origin", "load"])
     var snapshots: [SessionSnapshot] = []
     while child.status(within: .zero) == nil, snapshots.count < 20_000 {
       snapshots.append(try store.snapshot())

@@ -5,15 +5,9 @@ import SessionStorage
 import Synchronization
 
 /// The chaos driver's world: store instances, subscribers and processes on one file, and
-/// the ``ChaosModel`` the checker holds.
-///
-/// Every step's outcome is compared with the model as the step runs: a write that returns
-/// "no change" must be one the model calls a no-op, a write that returns an entry must
-/// return the model's entry in every field, a write that throws must leave the model as it
-/// was (the check after the step reads the file), a compaction must keep what the model
-/// computes, a subscription must start where the model says or throw the error it says.
-/// After every step ``check()`` reads the file with a fresh process and compares it, every
-/// instance and every follower of the feed with the model.
+/// the ``ChaosModel`` every outcome is compared with as the step runs (returned entries in
+/// every field, no-ops, errors, compactions, starts). After every step ``check()`` compares
+/// the file, read by a fresh process, and every instance and follower with the model.
 final class ChaosWorld {
   /// The safety poll of the driver's stores and subscriber processes: far above the
   /// delivery bound, so that a change that reaches a subscriber only through the poll
@@ -571,8 +565,7 @@ final class ChaosWorld {
       return
     }
     // Sharing the open connections is allowed; a new process must refuse.
-    let child = try Self.spawn(
-      ChildProcess.currentExecutable, ["read", "--db", path, "--count", "1"], stderr: .null)
+    let child = try Self.spawnChild(["read", "--db", path, "--count", "1"], stderr: .null)
     if Self.reap(child) == 0 { throw TortureFailure("a new process opened a file without its feed trigger") }
   }
 

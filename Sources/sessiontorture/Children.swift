@@ -1,8 +1,10 @@
+import CommandLineKit
 import FeedKit
 import Foundation
 import SessionStorage
 import SessionStoragePostgres
 import Synchronization
+import ToolingKit
 
 /// The processes the scenarios spawn.
 enum Children {
@@ -34,10 +36,10 @@ enum Children {
         default: entry = try store.rename(to: name)
         }
       } catch  where keepGoing {
-        Torture.emit("failed \(name): \(error)")
+        ChildChannel.say("failed \(name): \(error)")
         continue
       }
-      if let entry { Torture.emit(entry.cursor.description) }
+      if let entry { ChildChannel.say(entry.cursor.description) }
     }
     return 0
   }
@@ -66,7 +68,7 @@ enum Children {
       ? try PostgresSessionStore(url: path, options: .init(readOnly: true))
       : try SessionStore(path: path, options: .init(readOnly: true, safetyPollInterval: poll))
     let changes = try store.changes(from: .now)
-    Torture.emit(detail ? "ready \(changes.cursor)" : "ready")
+    ChildChannel.sayReady(detail ? changes.cursor.description : nil)
     let done = DispatchSemaphore(value: 0)
     let failure = Mutex<(any Error)?>(nil)
     Task {
@@ -76,9 +78,9 @@ enum Children {
         for try await entry in changes {
           if detail {
             let json = String(decoding: try encoder.encode(entry), as: UTF8.self)
-            Torture.emit("entry \(ChaosClock.now()) \(json)")
+            ChildChannel.say("entry \(ChaosClock.now()) \(json)")
           } else {
-            Torture.emit("\(entry.cursor) \(entry.origin)")
+            ChildChannel.say("\(entry.cursor) \(entry.origin)")
           }
           received += 1
           if received == count { break }
@@ -92,7 +94,7 @@ enum Children {
     switch failure.withLock({ $0 }) {
     case .none: return 0
     case .some(let error as FeedError):
-      Torture.emit(detail ? ChaosChildLine.ended(error) : "ended \(error)")
+      ChildChannel.say(detail ? ChaosChildLine.ended(error) : "ended \(error)")
       return 3
     case .some(let error): throw error
     }
@@ -110,7 +112,7 @@ enum Children {
       return action
     }
     let store = try SessionStore(path: path, options: .init(origin: origin))
-    Torture.emit("ready")
+    ChildChannel.sayReady()
     let encoder = JSONEncoder()
     for action in parsed {
       if pause > 0 { usleep(UInt32(pause) * 1000) }
@@ -123,21 +125,18 @@ enum Children {
           }
         let now = ChaosClock.now()
         if let entry {
-          Torture.emit("ok \(now) \(String(decoding: try encoder.encode(entry), as: UTF8.self))")
+          ChildChannel.say("ok \(now) \(String(decoding: try encoder.encode(entry), as: UTF8.self))")
         } else {
-          Torture.emit("none \(now)")
+          ChildChannel.say("none \(now)")
         }
       } catch {
-        Torture.emit(
+        ChildChannel.say(
           "error \(ChaosClock.now()) \(String(describing: error).split(whereSeparator: \.isNewline).joined(separator: " "))"
         )
       }
     }
-    Torture.emit("done")
-    if hold {
-      var byte: UInt8 = 0
-      while Glibc.read(0, &byte, 1) > 0 {}
-    }
+    ChildChannel.say("done")
+    if hold { ChildChannel.waitForEndOfInput() }
     return 0
   }
 }
@@ -175,4 +174,68 @@ enum ChaosChildLine {
     default: return .other(line)
     }
   }
+}
+
+/// The children's command lines: the options' help says what each does.
+extension Torture {
+  static let writes = Option<Int>(
+    "count", placeholder: "n", help: "How many writes (default 0: until killed).")
+  static let origin = Option<String>("origin", placeholder: "name", help: "The origin (default torture).")
+  static let instances = Option<Int>(
+    "instances", placeholder: "k", help: "How many instances to write through in turn (default 1).")
+  static let normalDurability = Flag(
+    "normal-durability", help: "Open with durability normal (synchronous=NORMAL) instead of full.")
+  static let keepGoing = Flag(
+    "keep-going", help: "Print \"failed NAME: MESSAGE\" for a write that fails and go on (default: exit).")
+  static let reads = Option<Int>("count", placeholder: "n", help: "How many reads (default 1000).")
+  static let changes = Option<Int>(
+    "count", placeholder: "n", help: "How many changes to print (default 1; 0: until stopped).")
+  static let detail = Flag(
+    "detail",
+    help: "Print \"entry NS JSON\" lines with the arrival time and the whole entry (the chaos driver's).")
+  static let safetyPoll = Option<Double>(
+    "safety-poll", placeholder: "seconds", help: "The store's safety poll interval (default 1).")
+  static let pause = Option<Int>(
+    "pause-ms", placeholder: "ms", help: "How long to wait before each write (default 0).")
+  static let hold = Flag("hold", help: "After the last write, stay alive until standard input ends.")
+  static let actions = Argument<String>(
+    "write", help: "login=NAME, logout or rename=NAME, made in this order.", isRepeating: true)
+
+  /// The processes the scenarios spawn (``Children``).
+  static let children = [
+    TortureCommand(
+      CommandSpec(
+        "write", abstract: "A child: login, rename and logout in turn; print each acknowledged cursor.",
+        options: [writes, origin, instances, normalDurability, keepGoing])
+    ) { arguments in
+      try Children.write(
+        path: arguments.required(db), count: arguments[writes] ?? 0, origin: arguments[origin] ?? "torture",
+        instances: arguments[instances] ?? 1, durability: arguments[normalDurability] ? .normal : .full,
+        keepGoing: arguments[keepGoing])
+    },
+    TortureCommand(CommandSpec("read", abstract: "A child: read the state <n> times.", options: [reads])) {
+      try Children.read(path: $0.required(db), count: $0[reads] ?? 1000)
+    },
+    TortureCommand(
+      CommandSpec(
+        "subscribe",
+        abstract:
+          "A child: print \"cursor origin\" for each of the next <n> changes (--db may be a postgresql:// URL).",
+        options: [changes, detail, safetyPoll])
+    ) {
+      try Children.subscribe(
+        path: $0.required(db), count: $0[changes] ?? 1, detail: $0[detail], safetyPoll: $0[safetyPoll])
+    },
+    TortureCommand(
+      CommandSpec(
+        "apply",
+        abstract:
+          "A child: make the given writes, printing \"ok NS JSON\", \"none NS\" or \"error NS WHY\" for each.",
+        arguments: [actions], options: [origin, pause, hold])
+    ) { arguments in
+      try Children.apply(
+        path: arguments.required(db), origin: arguments[origin] ?? "torture",
+        actions: try arguments.values(of: actions), pause: arguments[pause] ?? 0, hold: arguments[hold])
+    },
+  ]
 }

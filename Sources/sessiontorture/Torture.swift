@@ -1,5 +1,7 @@
 import CommandLineKit
+import FeedKit
 import Foundation
+import SessionStorage
 
 /// The driver's command line: the scenarios (a type each) and the children they spawn,
 /// listed once in ``commands``.
@@ -19,7 +21,6 @@ enum Torture {
   static let long = Option<Double>(
     "long", placeholder: "seconds", help: "Run until this much time has passed instead of a fixed count.")
 
-  /// The tool's command.
   static let root = CommandSpec(
     "sessiontorture", abstract: "Runs the reliability scenarios against a SessionStorage database.",
     discussion: """
@@ -52,10 +53,33 @@ enum Torture {
   static func deadline(_ arguments: ParsedArguments) throws(InvalidValue) -> Date? {
     try arguments[long].map { Date().addingTimeInterval($0) }
   }
+}
 
-  /// Writes one line to standard output at once (children report through pipes).
-  static func emit(_ line: String) {
-    let bytes = Array((line + "\n").utf8)
-    bytes.withUnsafeBytes { _ = Foundation.write(1, $0.baseAddress, $0.count) }
+/// A check or a step of a scenario that could not be carried out (exit 1); what the checks
+/// find is counted as problems instead.
+struct TortureFailure: Error, CustomStringConvertible {
+  let description: String
+
+  init(_ description: String) { self.description = description }
+}
+
+/// What must hold after any run: checked through a fresh store, independent of the writers.
+enum Verification {
+  /// Problems found: SQLite integrity, migration records, state vs. newest change, cursor
+  /// holes, and every acknowledged cursor present in the feed.
+  static func problems(path: String, acknowledged: Set<Int64>) throws -> [String] {
+    let store = try SessionStore(path: path, options: .init(origin: "verifier"))
+    var problems = try store.check().filter { $0.verdict == .failed }.map { "\($0.check): \($0.detail)" }
+    var kept = Set<Int64>()
+    var start = FeedStart.beginning
+    while true {
+      let page = try store.history(from: start, limit: 1000)
+      guard let last = page.last else { break }
+      kept.formUnion(page.map(\.cursor.value))
+      start = .after(last.cursor)
+    }
+    let lost = acknowledged.subtracting(kept)
+    if !lost.isEmpty { problems.append("acknowledged but missing: \(lost.sorted().prefix(10))") }
+    return problems
   }
 }

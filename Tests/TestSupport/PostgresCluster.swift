@@ -1,44 +1,33 @@
 import Foundation
 import Synchronization
 import Testing
+@_exported import ToolingKit
 
-/// A PostgreSQL server for tests: the one named by `$SESSIONSTORAGE_TEST_POSTGRES_URL`, or a
-/// throwaway cluster that `scripts/postgres-cluster` creates and starts (as `nobody` when the
-/// tests run as root).
-///
-/// Most tests use ``shared()`` and a store of their own in a fresh schema
-/// (``freshStoreURL(socket:)``). A test that stops or restarts the server takes a private one,
-/// stopped on every path when the closure returns:
-///
-/// ```swift
-/// try await PostgresCluster.withPrivateCluster { cluster in
-///   try await cluster.restart()
-/// }
-/// ```
-///
-/// Everything that runs `psql` or the script is `async` and awaits the child from a thread
-/// of its own (see ``ProcessRunner``); psql gets `PGCONNECT_TIMEOUT` and
-/// ``ProcessRunner/environment(_:home:)``, none of the caller's `PG*` variables or
-/// `~/.pgpass` (a server of your own that needs a password takes it in its URL).
-///
-/// A test process that dies before it stops a cluster leaves nothing behind either: the
-/// script watches this process and stops the cluster once it is gone.
-public struct PostgresCluster: Sendable {
-  /// The server over TCP: `postgresql://postgres@127.0.0.1:PORT/postgres`.
-  public var url: String
-  /// The same server through its Unix socket directory; `url` for a server named by
-  /// `$SESSIONSTORAGE_TEST_POSTGRES_URL` without `$SESSIONSTORAGE_TEST_POSTGRES_SOCKET_URL`.
-  public var socketURL: String
-  /// The directory of a private cluster; nil for the shared server.
-  private let directory: String?
+// The tests' PostgreSQL server: the one named by `$SESSIONSTORAGE_TEST_POSTGRES_URL`, or a
+// throwaway cluster of `PostgresCluster` (ToolingKit), started as `nobody` when the tests run
+// as root.
+//
+// Most tests use `shared()` and a store of their own in a fresh schema (`freshStoreURL`). A
+// test that stops or restarts the server takes a private one, stopped on every path when the
+// closure returns:
+//
+//     try await PostgresCluster.withPrivateCluster { cluster in
+//       try await cluster.restart()
+//     }
+//
+// Everything here is `async` and runs the script or psql from a thread of its own (see
+// `ProcessRunner`); psql gets `PGCONNECT_TIMEOUT` and `ProcessRunner.environment(_:home:)`,
+// none of the caller's `PG*` variables or `~/.pgpass` (a server of your own that needs a
+// password takes it in its URL).
 
+extension PostgresCluster {
   /// `$SESSIONSTORAGE_TEST_POSTGRES_URL`'s server if set, else one throwaway cluster started
   /// on first use per test process, shared by all its tests and stopped at exit.
   ///
   /// When PostgreSQL is not installed, or the server cannot start or does not answer: outside
   /// CI the calling test is skipped (`Test.cancel`), saying why; in CI (`CI=true`) this throws
   /// the reason, so that the test fails with it.
-  public static func shared() async throws -> PostgresCluster {
+  package static func shared() async throws -> PostgresCluster {
     switch await sharedCluster.value {
     case .success(let cluster): return cluster
     case .failure(let error): try unavailable(error.message)
@@ -48,7 +37,7 @@ public struct PostgresCluster: Sendable {
   /// Runs `body` with a private cluster (its own directory and port), for tests that stop
   /// or restart the server; stops it when `body` returns or throws. Unavailable PostgreSQL
   /// is handled as in ``shared()``.
-  public static func withPrivateCluster<Value>(_ body: (PostgresCluster) async throws -> Value) async throws
+  package static func withPrivateCluster<Value>(_ body: (PostgresCluster) async throws -> Value) async throws
     -> Value
   {
     let cluster: PostgresCluster
@@ -69,7 +58,7 @@ public struct PostgresCluster: Sendable {
 
   /// `url` (or `socketURL`) plus `schema=t_<random lowercase>`: the URL of a fresh store in a
   /// schema of its own, so that tests sharing a server do not meet.
-  public func freshStoreURL(socket: Bool = false) -> String {
+  package func freshStoreURL(socket: Bool = false) -> String {
     let base = socket ? socketURL : url
     let name = "t_" + String((0..<16).map { _ in "abcdefghijklmnopqrstuvwxyz".randomElement() ?? "a" })
     return base + (base.contains("?") ? "&" : "?") + "schema=" + name
@@ -81,7 +70,7 @@ public struct PostgresCluster: Sendable {
   /// - Returns: what psql printed: unaligned rows, `|` between columns.
   /// - Throws: an error carrying psql's standard error when it fails.
   @discardableResult
-  public func psql(_ sql: String, schema: String? = nil, socket: Bool = false) async throws -> String {
+  package func psql(_ sql: String, schema: String? = nil, socket: Bool = false) async throws -> String {
     let scratch = try TemporaryDirectory()
     let script = scratch.file("input.sql")
     let setPath = schema.map {
@@ -99,19 +88,15 @@ public struct PostgresCluster: Sendable {
     return result.stdout
   }
 
-  /// Restarts the server on the same port (only for private clusters); sessions connected
-  /// to it are ended. `immediate` stops it without a checkpoint, as a crash of the server
-  /// would: what its WAL had not written yet is lost.
-  public func restart(immediate: Bool = false) async throws {
-    guard let directory else {
-      throw ClusterError("restart() is only for private clusters, not the shared server")
-    }
-    _ = try await Self.script(["restart", directory] + (immediate ? ["--immediate"] : []))
+  /// Restarts a private cluster on the same port, as the blocking ``restart(immediate:)``
+  /// does, from a thread of its own.
+  package func restart(immediate: Bool = false) async throws {
+    try await onThreadOfItsOwn { try self.restart(immediate: immediate) }
   }
 
   /// Makes `role` log in over TCP with its password (`scram-sha-256`) instead of being
   /// trusted, as a server in production would (only for private clusters).
-  public func requirePassword(for role: String) async throws {
+  package func requirePassword(for role: String) async throws {
     guard let directory else {
       throw ClusterError("requirePassword(for:) is only for private clusters, not the shared server")
     }
@@ -123,36 +108,29 @@ public struct PostgresCluster: Sendable {
     _ = try await psql("SELECT pg_reload_conf()")
   }
 
-  /// Starts a hot standby of this server (only for private clusters): a copy that streams
-  /// its changes and serves read-only queries, in recovery until promoted
-  /// (`SELECT pg_promote()`). The caller stops it with ``stop()``.
-  public func startStandby() async throws -> PostgresCluster {
-    guard let directory else {
-      throw ClusterError("startStandby() is only for private clusters, not the shared server")
-    }
-    let standby = NSTemporaryDirectory() + "sessionstorage-pg-" + UUID().uuidString.prefix(8).lowercased()
-    let output = try await Self.script(["standby", standby, directory, "--owner", String(getpid())])
-    return try Self.cluster(from: output, directory: standby)
+  /// Starts a hot standby of a private cluster, as the blocking
+  /// ``startStandby(prefix:)`` does, from a thread of its own. The caller stops it with ``stop()``.
+  package func startStandby() async throws -> PostgresCluster {
+    try await onThreadOfItsOwn { try self.startStandby(prefix: "sessionstorage") }
   }
 
-  /// Stops the server and removes its directory (only for private clusters; nothing to do
-  /// once it is stopped). A failure is recorded as an issue of the running test.
-  public func stop() async {
-    guard let directory else {
+  /// Stops a private cluster and removes its directory (nothing to do once it is stopped).
+  /// A failure is recorded as an issue of the running test.
+  package func stop() async {
+    guard directory != nil else {
       Issue.record("stop() is only for private clusters, not the shared server")
       return
     }
-    guard FileManager.default.fileExists(atPath: directory) else { return }
     do {
-      _ = try await Self.script(["stop", directory])
+      try await onThreadOfItsOwn { try self.stop() }
     } catch {
-      Issue.record("The PostgreSQL cluster in \(directory) did not stop: \(error)")
+      Issue.record("The PostgreSQL cluster in \(directory ?? "") did not stop: \(error)")
     }
   }
 }
 
 extension PostgresCluster {
-  /// Why a server is not available, or what psql or the script said when they failed.
+  /// Why a server is not available, or what psql said when it failed.
   struct ClusterError: Error, CustomStringConvertible {
     var message: String
     init(_ message: String) { self.message = message }
@@ -163,16 +141,10 @@ extension PostgresCluster {
     }
   }
 
-  /// `scripts/postgres-cluster`, found from this file's place in the package.
-  private static let scriptPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-    .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
-      "scripts/postgres-cluster"
-    ).path
-
   /// psql from the directory of the PostgreSQL programs the script uses.
   private static let psqlPath = Once<Result<String, ClusterError>> {
     do {
-      return .success(try await script(["bindir"]).trimmingCharacters(in: .whitespacesAndNewlines) + "/psql")
+      return .success(try await onThreadOfItsOwn { try binDirectory() + "/psql" })
     } catch {
       return .failure(ClusterError.wrapping(error))
     }
@@ -190,8 +162,8 @@ extension PostgresCluster {
     }
   }
 
-  /// The directory of the shared cluster this process started, stopped at exit.
-  private static let sharedDirectory = Mutex<String?>(nil)
+  /// The shared cluster this process started, stopped at exit.
+  private static let sharedOwned = Mutex<PostgresCluster?>(nil)
 
   /// Skips the calling test outside CI, fails it in CI.
   private static func unavailable(_ reason: String) throws -> Never {
@@ -206,17 +178,17 @@ extension PostgresCluster {
       ))
   }
 
-  /// The server named by the environment, checked with `SELECT 1`; else a new cluster.
+  /// The server named by the environment, checked with `SELECT 1`; else a new cluster that
+  /// tests share as a borrowed handle (none of them can stop it).
   private static func startShared() async throws -> PostgresCluster {
     let environment = ProcessInfo.processInfo.environment
     guard let url = environment["SESSIONSTORAGE_TEST_POSTGRES_URL"], !url.isEmpty else {
       let cluster = try await startCluster()
-      sharedDirectory.withLock { $0 = cluster.directory }
+      sharedOwned.withLock { $0 = cluster }
       atexit { PostgresCluster.stopSharedAtExit() }
-      return PostgresCluster(url: cluster.url, socketURL: cluster.socketURL, directory: nil)
+      return cluster.borrowed
     }
-    let cluster = PostgresCluster(
-      url: url, socketURL: environment["SESSIONSTORAGE_TEST_POSTGRES_SOCKET_URL"] ?? url, directory: nil)
+    let cluster = PostgresCluster(url: url, socketURL: environment["SESSIONSTORAGE_TEST_POSTGRES_SOCKET_URL"])
     do {
       _ = try await cluster.psql("SELECT 1")
     } catch {
@@ -225,50 +197,15 @@ extension PostgresCluster {
     return cluster
   }
 
-  /// Creates and starts a cluster in a new directory, watched by the script: stopped when
-  /// this process ends without stopping it.
+  /// Creates and starts a cluster in a new directory, from a thread of its own.
   private static func startCluster() async throws -> PostgresCluster {
     _ = try await psqlPath.value.get()  // PostgreSQL is installed: a clear reason when it is not
-    let directory = NSTemporaryDirectory() + "sessionstorage-pg-" + UUID().uuidString.prefix(8).lowercased()
-    let output = try await script(["start", directory, "--owner", String(getpid())])
-    return try cluster(from: output, directory: directory)
+    return try await onThreadOfItsOwn { try start(prefix: "sessionstorage") }
   }
 
-  /// The cluster whose URLs the script printed in `output`.
-  private static func cluster(from output: String, directory: String) throws -> PostgresCluster {
-    var values: [String: String] = [:]
-    for line in output.split(separator: "\n") {
-      guard let equals = line.firstIndex(of: "=") else { continue }
-      values[String(line[..<equals])] = line[line.index(after: equals)...].trimmingCharacters(
-        in: CharacterSet(charactersIn: "'"))
-    }
-    guard let url = values["SESSIONSTORAGE_TEST_POSTGRES_URL"],
-      let socketURL = values["SESSIONSTORAGE_TEST_POSTGRES_SOCKET_URL"]
-    else {
-      throw ClusterError("scripts/postgres-cluster start printed no URLs: \(output)")
-    }
-    return PostgresCluster(url: url, socketURL: socketURL, directory: directory)
-  }
-
-  /// Runs `scripts/postgres-cluster` with `arguments`; its standard output.
-  private static func script(_ arguments: [String]) async throws -> String {
-    try scriptOutput(arguments, await ProcessRunner.run(scriptPath, arguments, timeout: .seconds(120)))
-  }
-
-  /// The script's standard output, or an error with what it said.
-  private static func scriptOutput(_ arguments: [String], _ result: ProcessResult) throws -> String {
-    guard result.status == 0 else {
-      throw ClusterError(
-        "scripts/postgres-cluster \(arguments.joined(separator: " ")) exited with \(result.status): "
-          + result.stderr.trimmingCharacters(in: .whitespacesAndNewlines))
-    }
-    return result.stdout
-  }
-
-  /// Stops the shared cluster this process started (an `atexit` handler).
+  /// Stops the shared cluster this process started (an `atexit` handler, off the pool).
   private static func stopSharedAtExit() {
-    guard let directory = sharedDirectory.withLock({ $0 }) else { return }
-    _ = try? ProcessRunner.runBlocking(scriptPath, ["stop", directory], timeout: .seconds(120))
+    try? sharedOwned.withLock { $0 }?.stop()
   }
 }
 

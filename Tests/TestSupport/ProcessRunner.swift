@@ -1,5 +1,6 @@
 import Foundation
 import ProcessKit
+import ToolingKit
 
 /// What a finished child process printed and how it ended.
 public struct ProcessResult: Sendable {

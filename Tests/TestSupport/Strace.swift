@@ -1,5 +1,6 @@
 import Foundation
 import ProcessKit
+import ToolingKit
 
 /// Runs a program under `strace` (`/usr/bin/strace`): to count its system calls, or to make
 /// some of them fail (`-e inject=fdatasync:error=EIO:when=3+`), as a failing disk would.

@@ -1,8 +1,10 @@
 import Foundation
 import TestSupport
 import Testing
+import ToolingKit
 
-/// The PostgreSQL server the tests use (`TestSupport.PostgresCluster`, `scripts/postgres-cluster`).
+/// The PostgreSQL server the tests use: `PostgresCluster` over `scripts/postgres-cluster`, with
+/// the shared server, private clusters and psql of TestSupport.
 @Suite struct PostgresClusterTests {
   @Test func sharedServerAnswersOverTCPAndTheSocket() async throws {
     let cluster = try await PostgresCluster.shared()

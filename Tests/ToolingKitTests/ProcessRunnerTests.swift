@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+import ToolingKit
 
 /// How the tests run child processes (`TestSupport.ProcessRunner`): awaited without holding
 /// a thread of the cooperative pool, and with an environment of their own.

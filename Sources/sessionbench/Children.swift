@@ -1,0 +1,144 @@
+import CLibPQ
+import Dispatch
+import Foundation
+import ProcessKit
+import SessionStorage
+import SessionStoragePostgres
+import SystemKit
+import ToolingKit
+
+// sessionbench's children speak ToolingKit's `ChildChannel` protocol: `ready CURSOR` once
+// subscribed, then `CURSOR NANOSECONDS` for each entry the moment it arrives
+// (``Monotonic/now()``, comparable across processes); the command `cpu` answers
+// `cpu NANOSECONDS` of the child's CPU time; the end of its standard input ends it.
+
+/// A child that a scenario starts: a subscriber or a raw watcher. Its `CURSOR NANOSECONDS`
+/// lines go to ``Arrivals`` as soon as they are read; its stderr is ours.
+final class BenchChild: Sendable {
+  private let process: ChildProcess
+
+  /// Starts `sessionbench ARGUMENTS…`, reporting received cursors to `arrivals`.
+  init(_ arguments: [String], arrivals: Arrivals?) throws {
+    do {
+      process = try ChildProcess.thisProgram(
+        arguments, stdin: .pipe, stdout: .collected(intercept: { Self.arrival($0, arrivals) }))
+    } catch {
+      throw BenchError("\(error)")
+    }
+  }
+
+  /// Hands a `CURSOR NANOSECONDS` line to `arrivals`; false for any other line.
+  private static func arrival(_ line: String, _ arrivals: Arrivals?) -> Bool {
+    guard line.utf8.first.map({ (0x30...0x39).contains($0) }) == true else { return false }
+    let fields = line.split(separator: " ")
+    guard fields.count == 2, let cursor = Int64(fields[0]), let time = UInt64(fields[1]) else { return false }
+    arrivals?.arrive(cursor, at: time)
+    return true
+  }
+
+  func waitUntilReady() throws {
+    do {
+      try process.awaitReady()
+    } catch {
+      throw BenchError(error.description)
+    }
+  }
+
+  /// The CPU time the child has used so far, in nanoseconds.
+  func cpuTime() throws -> UInt64 {
+    let line: String
+    do {
+      line = try process.ask("cpu")
+    } catch {
+      throw BenchError(error.description)
+    }
+    guard line.hasPrefix("cpu "), let value = UInt64(line.dropFirst(4)) else {
+      throw BenchError("child \(process.pid) answered '\(line)' to cpu")
+    }
+    return value
+  }
+
+  func finish() { process.finish() }
+
+  deinit { finish() }
+}
+
+extension ChildChannel {
+  /// Says `ready CURSOR` and serves the parent's `cpu` command.
+  static func serve(readyAfter cursor: Int64) {
+    sayReady(String(cursor))
+    serveInput { $0 == "cpu" ? "cpu \(Monotonic.processCPU())" : nil }
+  }
+}
+
+/// `sessionbench child-subscriber --db PATH`: subscribes to the store's changes from now,
+/// says `ready CURSOR`, then one `CURSOR NANOSECONDS` line per entry the moment the
+/// subscription hands it over (``Monotonic/now()``, comparable across processes).
+enum ChildSubscriber {
+  static func run(path: String) throws -> Never {
+    try serve(SessionStore(path: path, options: .init(origin: "sessionbench-child")))
+  }
+
+  /// Subscribes to `store`'s changes from now and reports them as ``run(path:)`` says.
+  static func serve(_ store: some SessionRepository) throws -> Never {
+    let changes = try store.changes(from: .now)
+    ChildChannel.serve(readyAfter: changes.cursor.value)
+    Task.detached {
+      do {
+        for try await entry in changes {
+          let now = Monotonic.now()
+          ChildChannel.say("\(entry.cursor.value) \(now)")
+        }
+      } catch {
+        ChildChannel.say("error \(error)")
+      }
+      _ = store
+    }
+    dispatchMain()
+  }
+}
+
+/// The child processes of `pg-deliver-remote`; same output as ``ChildSubscriber``.
+enum PostgresChildren {
+  /// `sessionbench child-pg-subscriber --postgres URL --schema NAME`: a
+  /// `PostgresSessionStore` on the schema and `changes(from: .now)`.
+  static func subscriber(server: String, schema: String) throws -> Never {
+    let store = try PostgresSessionStore(
+      url: PostgresSchemas.url(server, schema: schema), options: .init(origin: "sessionbench-child"))
+    try ChildSubscriber.serve(store)
+  }
+
+  /// `sessionbench child-pg-raw-listener --postgres URL --schema NAME`: the baseline, written
+  /// the way one would in C. `LISTEN` on the schema's channel; `poll` on `PQsocket` (1 s
+  /// timeout as the safety net), `PQconsumeInput`, `PQnotifies`, then the store's page
+  /// SELECT of the rows after the last one seen, with `PQexecParams`.
+  static func rawListener(server: String, schema: String) throws -> Never {
+    let connection = try RawPQ(url: server, schema: schema)
+    try connection.exec("LISTEN \(RawPQ.quoted("session_changes_" + schema))")
+    var last = try connection.integer("SELECT head FROM session WHERE id = 1")
+    ChildChannel.serve(readyAfter: last)
+    let socket = PQsocket(connection.handle)
+    while true {
+      var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+      let ready = try retryingOnInterrupt { poll(&descriptor, 1, 1000) }
+      if ready > 0 {
+        guard PQconsumeInput(connection.handle) == 1 else {
+          throw BenchError(
+            "the LISTEN connection was lost: \(String(cString: PQerrorMessage(connection.handle)))")
+        }
+        var notified = false
+        while let notification = PQnotifies(connection.handle) {
+          PQfreemem(notification)
+          notified = true
+        }
+        if !notified { continue }
+      }
+      try connection.query(RawPQReads.pageSQL, [String(last), "256"]) { result in
+        RawPQReads.readRows(result) { cursor in
+          last = cursor
+          ChildChannel.say("\(cursor) \(Monotonic.now())")
+        }
+      }
+    }
+  }
+}
