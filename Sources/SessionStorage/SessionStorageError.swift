@@ -109,6 +109,21 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
     }
   }
 
+  /// Throws `invalidArgument` unless `age` is from zero to ``Retention/maximumAge``, the
+  /// ages whose cutoff SQLite's date functions can compute; `name` names it in the message.
+  package static func requireAge(_ age: Duration, _ name: String) throws {
+    guard age >= .zero else {
+      throw SessionStorageError(.invalidArgument, "\(name) must be 0 or more, not \(age)")
+    }
+    guard age <= Retention.maximumAge else {
+      throw SessionStorageError(
+        .invalidArgument,
+        "\(name) must be at most \(Retention.format(Retention.maximumAge)) (the span from 0000-01-01 to "
+          + "1970-01-01: further back than that, SQLite's date functions cannot count), not "
+          + Retention.format(age))
+    }
+  }
+
   /// Whether SQLite could not open or create a file beside the database: `SQLITE_CANTOPEN`
   /// (any extended code), or `SQLITE_READONLY_DIRECTORY` (1544), which a user who owns the
   /// database but cannot write its directory gets when the `-wal` and `-shm` are missing.

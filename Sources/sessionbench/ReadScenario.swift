@@ -9,7 +9,7 @@ enum ReadScenario {
     try workspace.createRawSchema()
     let store = try SessionStore(
       path: workspace.ours, options: .init(durability: .normal, origin: "sessionbench"))
-    try store.logIn(as: "alice")
+    try store.blocking.logIn(as: "alice")
     let db = try RawDB(path: workspace.raw, synchronous: "NORMAL")
     try RawWriter(db: db).write(login: true)
     let select = try db.prepare("SELECT username, is_logged_in, updated_at FROM session WHERE id = 1")

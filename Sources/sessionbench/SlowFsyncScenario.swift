@@ -39,7 +39,7 @@ enum SlowFsyncScenario {
     }
     let workspace = try Workspace(name)
     let store = try SessionStore(path: workspace.ours, options: .init(origin: "sessionbench"))
-    try store.logIn(as: "start")
+    try store.blocking.logIn(as: "start")
 
     let ours = Mutex<[Int64: UInt64]>([:])
     let changes = try store.changes(from: .now)

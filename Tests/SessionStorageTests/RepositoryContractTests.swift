@@ -13,8 +13,8 @@ import Testing
   /// A store under test, with the maintenance calls the contract needs.
   struct Subject: Sendable {
     let repository: any SessionRepository
-    let compact: @Sendable (Int) throws -> SessionStore.Compaction
-    let compactBefore: @Sendable (Cursor) throws -> SessionStore.Compaction
+    let compact: @Sendable (Int) throws -> CompactionResult
+    let compactBefore: @Sendable (Cursor) throws -> CompactionResult
     let keep: TemporaryDirectory?
   }
 
@@ -238,9 +238,9 @@ import Testing
     #expect(try store.history(from: .beginning, limit: 1).first?.time == entry.time)
   }
 
-  @Test func aPreviewStoreRoundsTheTimeItIsGiven() {
+  @Test func aPreviewStoreRoundsTheTimeItIsGiven() throws {
     let state = SessionState(username: "a", isLoggedIn: true, updatedAt: Date(timeIntervalSince1970: 1.23456))
-    #expect(InMemorySessionStore(state: state).state.updatedAt == Date(timeIntervalSince1970: 1.235))
+    #expect(try InMemorySessionStore(state: state).state.updatedAt == Date(timeIntervalSince1970: 1.235))
     #expect(InMemorySessionStore(state: state).origin == "memory")
   }
 }
