@@ -48,6 +48,9 @@ public final class InMemorySessionStore: _SessionBackedStore, SessionBackend {
 
   package func currentState() -> SessionState { log.current.withLock { $0.state } }
 
+  /// Never throws: a store in memory is always writable.
+  package func requireWritable() {}
+
   /// None: a write never waits, and runs on its caller's task.
   package var writeQueue: DispatchQueue? { nil }
 

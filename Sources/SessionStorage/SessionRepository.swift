@@ -79,6 +79,9 @@ package protocol SessionBackend: Sendable {
   /// Where an `async` write waits for the backend's writer, off its caller's actor; nil
   /// for a backend whose writes never wait, which runs them on the caller's task.
   var writeQueue: DispatchQueue? { get }
+  /// Throws `readOnly` for a store opened read-only. The shared writes ask first: a write
+  /// the store refuses is refused alike whether or not its task is cancelled.
+  func requireWritable() throws
   /// Commits `write` and returns its entry, or nil when it changed nothing; wakes this
   /// process's subscribers for a committed entry. `isCancelled` turns true when the task of
   /// an `async` write is cancelled: a backend that can stop waiting for a lock does so and

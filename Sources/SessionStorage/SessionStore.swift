@@ -110,20 +110,19 @@ public final class SessionStore: _SessionBackedStore, SessionBackend {
     try database.withWriter(options) { try $0.scalarInt(sql) }
   }
 
-  func requireWritable() throws {
+  package func requireWritable() throws {
     guard !options.readOnly else {
       throw SessionStorageError(.readOnly, "the store was opened read-only", path: path)
     }
   }
 
-  /// Runs the write as one conditional UPDATE in an IMMEDIATE transaction and returns the
-  /// entry its trigger wrote, or nil when nothing changed. A wait for another connection's
+  /// Runs the write (on a writable instance) as one conditional UPDATE in an IMMEDIATE
+  /// transaction and returns the entry its trigger wrote, or nil when nothing changed. A wait for another connection's
   /// write lock stops as soon as `isCancelled` says so, and throws `CancellationError`.
   package func commit(_ write: SessionWrite, isCancelled: @escaping @Sendable () -> Bool) throws
     -> SessionEntry?
   {
     let (sql, bindings) = write.statement(origin: options.origin)
-    try requireWritable()
     let entry: SessionEntry?
     do {
       entry = try committed(sql, bindings, isCancelled: isCancelled)

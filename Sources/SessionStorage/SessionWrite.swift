@@ -64,10 +64,11 @@ extension _SessionBackedStore {
   /// entry: cancellation never undoes an acknowledged change.
   /// ``blocking`` offers the same writes for code that may block its thread.
   /// - Returns: the committed change, or nil when already signed in as that user.
-  /// - Throws: `SessionStorageError` (`invalidUsername` before anything is written; `busy`
-  ///   when another writer held the lock past the store's timeout, and nothing was written;
-  ///   `unavailable` when a PostgreSQL connection is lost, saying whether anything was
-  ///   written), or `CancellationError`.
+  /// - Throws: `SessionStorageError` (`invalidUsername` before anything is written;
+  ///   `readOnly` for a read-only store, cancelled or not; `busy` when another writer held
+  ///   the lock past the store's timeout, and nothing was written; `unavailable` when a
+  ///   PostgreSQL connection is lost, saying whether anything was written), or
+  ///   `CancellationError`.
   @discardableResult
   public func logIn(as username: String) async throws -> SessionEntry? {
     try await _core.write(.login(username: username))
@@ -123,13 +124,15 @@ public struct BlockingWrites: Sendable {
 extension _SessionStoreCore {
   /// Commits `write` on the calling thread.
   func write(_ write: SessionWrite) throws -> SessionEntry? {
-    try backend.commit(write, isCancelled: { false })
+    try backend.requireWritable()
+    return try backend.commit(write, isCancelled: { false })
   }
 
   /// Commits `write` off the caller's actor: on the backend's write queue, or on the
   /// caller's task for a backend whose writes never wait. Whichever it is, a task cancelled
   /// before the write starts writes nothing.
   func write(_ write: SessionWrite) async throws -> SessionEntry? {
+    try backend.requireWritable()
     guard let queue = backend.writeQueue else {
       try Task.checkCancellation()
       return try backend.commit(write, isCancelled: { false })

@@ -124,6 +124,12 @@ public final class PostgresSessionStore: _SessionBackedStore, SessionBackend {
 
   package func currentState() throws -> SessionState { try log.snapshot().state }
 
+  package func requireWritable() throws {
+    guard !options.readOnly else {
+      throw SessionStorageError(.readOnly, "the store was opened read-only", path: place.described)
+    }
+  }
+
   /// The store's write queue: `async` writes wait there for the writer connection, so the
   /// blocking libpq calls never hold a thread of the cooperative pool.
   package var writeQueue: DispatchQueue? { queue }
