@@ -9,18 +9,18 @@ internal import SystemKit
 /// differs only in its Unicode normalization is the same name), numbers entries with
 /// cursors that never repeat, keeps times to the millisecond as the file does, serves
 /// `.now`, `.beginning`, `.after(cursor)`, `.afterEntry(cursor, time:)`,
-/// snapshot-then-changes and values alike, compacts by count or cursor with the same
-/// ``SessionStore/Compaction`` result, and raises the same `FeedError`s. A differential test
+/// snapshot-then-changes and values alike, compacts by count, cursor or age with the same
+/// ``CompactionResult`` result, and raises the same `FeedError`s. A differential test
 /// applies random sequences of every operation to both stores and compares every result.
 ///
 /// What it cannot do: another process or the sqlite3 shell cannot change it, so it never
 /// records the origin `external`.
-public final class InMemorySessionStore: SessionRepository {
+public final class InMemorySessionStore: _SessionBackedStore, SessionBackend {
   /// The origin recorded on this store's writes.
   public let origin: String
   private let log: MemoryLog
   private let beacon = Beacon()
-  private let feed: Feed<SessionChange, SessionState>
+  package let feed: Feed<SessionChange, SessionState>
 
   /// Creates a store holding `state` (its time rounded to the millisecond) with an empty
   /// feed, whose writes record the origin `memory`: for previews.
@@ -43,102 +43,22 @@ public final class InMemorySessionStore: SessionRepository {
     feed = Feed(source: log, signal: beacon)
   }
 
-  /// The current state.
-  public var state: SessionState { log.current.withLock { $0.state } }
+  /// This store, as the shared public behaviour sees it.
+  public var _core: _SessionStoreCore { _SessionStoreCore(self) }
 
-  /// The state and its cursor, read atomically.
-  public func snapshot() throws -> SessionSnapshot { try feed.snapshot() }
+  package func currentState() -> SessionState { log.current.withLock { $0.state } }
 
-  /// Every change after `start`, once, in commit order, as it commits.
-  public func changes(from start: FeedStart = .now) throws -> SessionSubscription {
-    try feed.changes(from: start)
-  }
+  /// Never throws: a store in memory is always writable.
+  package func requireWritable() {}
 
-  /// The state and its cursor, then every change after it.
-  public func snapshotAndChanges() throws -> SessionSnapshotSubscription { try feed.snapshotAndChanges() }
+  /// None: a write never waits, and runs on its caller's task.
+  package var writeQueue: DispatchQueue? { nil }
 
-  /// The state now, then each new state.
-  public func values() -> SessionValues { feed.values() }
-
-  /// Up to `limit` changes after `start`, without waiting.
-  public func history(from start: FeedStart = .beginning, limit: Int = 100) throws -> [SessionEntry] {
-    try feed.checkedHistory(from: start, limit: limit)
-  }
-
-  /// Signs in as `username` (validated like ``SessionStore``'s).
-  @discardableResult
-  public func logIn(as username: String) throws -> SessionEntry? { try write(try .login(username: username)) }
-
-  /// Signs out, keeping the username.
-  @discardableResult
-  public func logOut() throws -> SessionEntry? { try write(.logout) }
-
-  /// Changes the username, keeping the login state.
-  @discardableResult
-  public func rename(to username: String) throws -> SessionEntry? { try write(try .rename(to: username)) }
-
-  /// Signs in as `username`, like the synchronous variant (memory does not block). As with
-  /// ``SessionStore``, a task cancelled before the write throws `CancellationError` (after
-  /// the username's validation) and writes nothing.
-  @discardableResult
-  public func logIn(as username: String) async throws -> SessionEntry? {
-    try write(try .login(username: username), unlessCancelled: true)
-  }
-
-  /// Signs out, keeping the username; a cancelled task writes nothing (see the `async`
-  /// `logIn(as:)`).
-  @discardableResult
-  public func logOut() async throws -> SessionEntry? { try write(.logout, unlessCancelled: true) }
-
-  /// Changes the username, keeping the login state; a cancelled task writes nothing (see the
-  /// `async` `logIn(as:)`).
-  @discardableResult
-  public func rename(to username: String) async throws -> SessionEntry? {
-    try write(try .rename(to: username), unlessCancelled: true)
-  }
-
-  /// The oldest kept cursor and the newest cursor.
-  public func bounds() -> FeedBounds { log.bounds() }
-
-  /// Deletes all but the newest `count` entries; cursors are never reused.
-  /// - Returns: what was deleted, as ``SessionStore/compact(keepingLast:)`` returns it.
-  /// - Throws: `invalidArgument` for a negative count, like ``SessionStore/compact(keepingLast:)``.
-  @discardableResult
-  public func compact(keepingLast count: Int) throws -> SessionStore.Compaction {
-    try SessionStorageError.requireNonNegative(count, "the number of entries to keep")
-    return try log.compact { $0.entries.dropLast(count).count }
-  }
-
-  /// Deletes every entry older than `cursor` (the entry at `cursor` is kept); cursors are
-  /// never reused.
-  /// - Returns: what was deleted, as ``SessionStore/compact(before:)`` returns it.
-  /// - Throws: `cursorAhead(requested:head:)` for a cursor beyond the log, like
-  ///   ``SessionStore/compact(before:)``.
-  @discardableResult
-  public func compact(before cursor: Cursor) throws -> SessionStore.Compaction {
-    try log.compact { log in
-      try FeedBounds(oldest: log.entries.first?.cursor, head: log.head).requireCompactable(before: cursor)
-      return log.entries.prefix { $0.cursor < cursor }.count
-    }
-  }
-
-  /// Deletes the oldest entries up to the first one younger than `age` (by the time each
-  /// was recorded), as ``SessionStore/compact(olderThan:)`` does.
-  /// - Throws: `invalidArgument` for a negative age or one above
-  ///   ``Retention/maximumAge``, like ``SessionStore/compact(olderThan:)``.
-  @discardableResult
-  public func compact(olderThan age: Duration) throws -> SessionStore.Compaction {
-    try SessionStorageError.requireAge(age, "the age")
-    let cutoff = Date().addingTimeInterval(-Double(age.milliseconds) / 1000)
-    return try log.compact { log in
-      log.entries.prefix { $0.time < cutoff }.count
-    }
-  }
-
-  /// Applies `write`; from an `async` variant (`unlessCancelled`), only if the task is not
-  /// cancelled, no-op or not, as ``SessionStore``'s `async` writes.
-  private func write(_ write: SessionWrite, unlessCancelled: Bool = false) throws -> SessionEntry? {
-    if unlessCancelled { try Task.checkCancellation() }
+  /// Applies `write` under the log's lock; nothing here can wait, so `isCancelled` is not
+  /// asked (the shared `async` writes check the task before they start).
+  package func commit(_ write: SessionWrite, isCancelled: @escaping @Sendable () -> Bool) throws
+    -> SessionEntry?
+  {
     let entry = try log.current.withLock { log throws -> SessionEntry? in
       guard let after = write.applied(to: log.state) else { return nil }
       guard let next = log.head.next else {
@@ -157,6 +77,22 @@ public final class InMemorySessionStore: SessionRepository {
     }
     if entry != nil { beacon.signal() }
     return entry
+  }
+
+  package func delete(_ deletion: Deletion) -> CompactionResult {
+    log.current.withLock { log in
+      let removed: Int
+      switch deletion {
+      case .keepingLast(let count): removed = log.entries.dropLast(count).count
+      case .before(let cursor): removed = log.entries.prefix { $0.cursor < cursor }.count
+      case .olderThan(let age):
+        let cutoff = Date().addingTimeInterval(-Double(age.milliseconds) / 1000)
+        removed = log.entries.prefix { $0.time < cutoff }.count
+      }
+      log.entries.removeFirst(removed)
+      return CompactionResult(
+        removed: removed, bounds: FeedBounds(oldest: log.entries.first?.cursor, head: log.head))
+    }
   }
 }
 
@@ -189,15 +125,4 @@ final class MemoryLog: FeedSource {
   }
 
   func snapshot() -> (state: SessionState, cursor: Cursor) { current.withLock { ($0.state, $0.head) } }
-
-  /// Deletes the oldest entries, as many as `count` says of the entries kept, and returns
-  /// what was deleted and the bounds afterwards.
-  func compact(_ count: (Contents) throws -> Int) throws -> SessionStore.Compaction {
-    try current.withLock { log in
-      let removed = try count(log)
-      log.entries.removeFirst(removed)
-      return SessionStore.Compaction(
-        removed: removed, bounds: FeedBounds(oldest: log.entries.first?.cursor, head: log.head))
-    }
-  }
 }

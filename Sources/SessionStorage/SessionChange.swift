@@ -140,7 +140,7 @@ extension SnapshotSubscription where Change == SessionChange, Snapshot == Sessio
 /// and encodes as its JSON state object:
 /// `{"username":"alice","isLoggedIn":true,"updatedAt":"2026-11-29T20:33:33.897Z"}`.
 public struct SessionState: Sendable, Hashable, Codable, CustomStringConvertible, SessionProviding {
-  /// The username, or nil when none was ever set. Kept on logout (see ``SessionStore/logOut()-obp``).
+  /// The username, or nil when none was ever set. Kept on logout (see ``SessionStore/logOut()``).
   public var username: String?
   /// Whether the user is signed in.
   public var isLoggedIn: Bool

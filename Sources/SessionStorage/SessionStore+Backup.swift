@@ -1,26 +1,6 @@
 import FeedKit
 import Foundation
 
-extension SessionStorageError.Code {
-  /// The target of ``SessionStore/backup(to:overwrite:)`` exists, and overwriting it was
-  /// not asked for (or its `-wal` holds commits). Nothing was written.
-  public static let fileExists = Self(rawValue: "fileExists")
-  /// A backup failed its verification: a new copy (nothing is left at the target), or the
-  /// file given to ``SessionStore/restore(from:)`` (the store was not changed). The message
-  /// names what failed: a verification of ``SessionStore/check()``, a pending migration,
-  /// or a page size that differs.
-  public static let invalidBackup = Self(rawValue: "invalidBackup")
-  /// The file given to ``SessionStore/backup(to:overwrite:)`` or
-  /// ``SessionStore/restore(from:)`` is one of the store's own: the database file, its
-  /// `-wal`, `-shm` or `-journal` (whether it exists or not), or a name that leads to one of
-  /// them through a symbolic link or a hard link. Nothing was touched.
-  public static let storeFile = Self(rawValue: "storeFile")
-  /// The target of ``SessionStore/backup(to:overwrite:)`` exists and is not a regular file
-  /// (a device such as `/dev/full`, a FIFO, a socket, a directory); it is never replaced,
-  /// also with `overwrite`. Nothing was written.
-  public static let notARegularFile = Self(rawValue: "notARegularFile")
-}
-
 extension SessionStore {
   /// What ``backup(to:overwrite:)`` wrote.
   public struct BackupResult: Sendable, Equatable {

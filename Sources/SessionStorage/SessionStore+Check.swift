@@ -1,26 +1,29 @@
 import FeedKit
 
-extension SessionStore {
-  /// One verification of ``check()``.
-  public enum Check: String, Sendable, Hashable, CaseIterable {
-    /// SQLite's `PRAGMA integrity_check`.
-    case integrity
-    /// The migration records, their checksums and `user_version`.
-    case migrations
-    /// The tables, indexes and triggers are exactly the ones the applied migrations create.
-    case schema
-    /// The session row is the state the newest change left.
-    case state
-    /// Every stored time is in the feed's format.
-    case times
-    /// Cursors have no hole above the compaction point, and the head never moved back.
-    case continuity
-    /// Every cursor lies between 1 and the largest integer.
-    case cursors
-    /// The stored username meets the rules of ``Username``.
-    case username
-  }
+/// One verification of a store's `check()`.
+public enum StoreCheck: String, Sendable, Hashable, CaseIterable {
+  /// SQLite's `PRAGMA integrity_check`.
+  case integrity
+  /// The migration records, their checksums and `user_version`.
+  case migrations
+  /// The tables, indexes and triggers (and, on PostgreSQL, the functions) are exactly the
+  /// ones the applied migrations create.
+  case schema
+  /// The session row is the state the newest change left.
+  case state
+  /// Every stored time is in the feed's format.
+  case times
+  /// Cursors have no hole above the compaction point, and the head never moved back.
+  case continuity
+  /// Every cursor lies between 1 and the largest integer.
+  case cursors
+  /// The stored username meets the rules of ``Username``.
+  case username
+}
 
+/// What one verification of a store's `check()` found: ``SessionStore/check()`` and
+/// `PostgresSessionStore.check()` return these alike.
+public struct CheckResult: Sendable, Hashable {
   /// Whether a verification passed.
   public enum Verdict: String, Sendable, Hashable {
     /// Nothing wrong was found.
@@ -29,23 +32,37 @@ extension SessionStore {
     case failed
   }
 
-  /// What one verification of ``check()`` found.
-  public struct CheckResult: Sendable, Hashable {
-    /// Which verification ran.
-    public var check: Check
-    /// Whether it passed.
-    public var verdict: Verdict
-    /// What was found, in a sentence.
-    public var detail: String
+  /// Which verification ran.
+  public var check: StoreCheck
+  /// Whether it passed.
+  public var verdict: Verdict
+  /// What was found, in a sentence.
+  public var detail: String
 
-    /// Creates a result.
-    public init(_ check: Check, _ verdict: Verdict, detail: String) {
-      self.check = check
-      self.verdict = verdict
-      self.detail = detail
-    }
+  /// Creates a result.
+  public init(_ check: StoreCheck, _ verdict: Verdict, detail: String) {
+    self.check = check
+    self.verdict = verdict
+    self.detail = detail
   }
 
+  /// Runs one verification on its own: its verdict and detail, or, when it cannot run (a
+  /// table edited away by hand, a server error), a failure that gives the reason, so that
+  /// the other verifications still run.
+  package static func running(_ check: StoreCheck, _ body: () throws -> (passed: Bool, detail: String))
+    -> CheckResult
+  {
+    do {
+      let (passed, detail) = try body()
+      return CheckResult(check, passed ? .passed : .failed, detail: detail)
+    } catch {
+      let reason = (error as? SessionStorageError)?.message ?? "\(error)"
+      return CheckResult(check, .failed, detail: "could not check: \(reason)")
+    }
+  }
+}
+
+extension SessionStore {
   /// Verifies the file without writing: SQLite's integrity check, the migration records,
   /// that the schema is exactly the one the applied migrations create, that `session` is
   /// the state the newest change left (also after compaction deleted that change: the
@@ -58,16 +75,7 @@ extension SessionStore {
   public func check() throws -> [CheckResult] {
     try log.reader.withLock { connection in
       try connection.transaction(.deferred) { () throws -> [CheckResult] in
-        func item(_ check: Check, _ body: () throws -> (passed: Bool, detail: String)) -> CheckResult {
-          do {
-            let (passed, detail) = try body()
-            return CheckResult(check, passed ? .passed : .failed, detail: detail)
-          } catch let error as SessionStorageError {
-            return CheckResult(check, .failed, detail: "could not check: \(error.message)")
-          } catch {
-            return CheckResult(check, .failed, detail: "could not check: \(error)")
-          }
-        }
+        let item = CheckResult.running
         return [
           item(.integrity) {
             let integrity = try connection.scalarText("PRAGMA integrity_check") ?? "no answer"
@@ -95,6 +103,13 @@ extension SessionStore {
         ]
       }
     }
+  }
+
+  /// Whether the file has `session_feed_tip`, the row that remembers the newest change
+  /// (compaction never deletes it); a file migrated only to 0001 has none.
+  private static func hasTip(on connection: Connection) throws -> Bool {
+    try connection.scalarInt(
+      "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'session_feed_tip'") == 1
   }
 
   private static func checkMigrations(on connection: Connection) throws -> (passed: Bool, detail: String) {
@@ -131,11 +146,9 @@ extension SessionStore {
     else { return (false, "the session row is missing") }
     let newest = try read(
       "SELECT seq, new_username, new_is_logged_in, at FROM session_changes ORDER BY seq DESC LIMIT 1")
-    let hasTip =
-      try connection.scalarInt(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'session_feed_tip'") == 1
-    guard hasTip else {
-      // A file from before migration 0002 (check() on it needs no tip): the newest change.
+    guard try hasTip(on: connection) else {
+      // A file migrated only to 0001 has no tip (check() runs on it unmigrated): compare
+      // with the newest change kept.
       guard let newest else { return (true, "no change kept to compare with") }
       let agrees = newest.row.username == session.username && newest.row.isLoggedIn == session.isLoggedIn
       return (
@@ -191,9 +204,7 @@ extension SessionStore {
       try $0.step() ? $0.lossyText(at: 0) : nil
     }
     inspect("session.updated_at", updatedAt)
-    if try connection.scalarInt(
-      "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'session_feed_tip'") == 1
-    {
+    if try hasTip(on: connection) {
       try connection.query("SELECT at FROM session_feed_tip") { statement in
         while try statement.step() { inspect("session_feed_tip.at", statement.lossyText(at: 0)) }
       }
@@ -221,10 +232,8 @@ extension SessionStore {
     // The tip remembers the newest cursor ever written; a head below it means the
     // sequence was reset (or the rows deleted and sqlite_sequence edited): cursors would be
     // handed out again, and subscribers that saw the old ones could not tell.
-    let hasTip =
-      try connection.scalarInt(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'session_feed_tip'") == 1
-    if hasTip, let tip = try connection.scalarInt("SELECT seq FROM session_feed_tip WHERE id = 1"),
+    if try hasTip(on: connection),
+      let tip = try connection.scalarInt("SELECT seq FROM session_feed_tip WHERE id = 1"),
       tip > bounds.head.value
     {
       return (

@@ -89,7 +89,7 @@ extension SessionStore {
   /// - Throws: `invalidArgument` for `keepLast` below 1, or `maxAge` below one second or
   ///   above ``Retention/maximumAge``; nothing is stored or deleted.
   @discardableResult
-  public func setRetention(_ policy: Retention) throws -> Compaction {
+  public func setRetention(_ policy: Retention) throws -> CompactionResult {
     try policy.validate()
     let keep: SQLiteValue = policy.keepLast.map { .integer(Int64($0)) } ?? .null
     let age: SQLiteValue = policy.maxAge.map { .integer($0.milliseconds) } ?? .null
@@ -100,45 +100,5 @@ extension SessionStore {
     return try maintain(
       first: ("UPDATE session_retention SET keep_last = ?, max_age_ms = ? WHERE id = 1", [keep, age]),
       deleting: deletes)
-  }
-
-  /// Deletes the oldest entries up to the first one younger than `age` (by the time each
-  /// was recorded; a clock stepped back keeps entries rather than leave a hole).
-  /// - Throws: `invalidArgument` for a negative age or one above ``Retention/maximumAge``
-  ///   (SQLite's date functions cannot count back that far); nothing is deleted.
-  @discardableResult
-  public func compact(olderThan age: Duration) throws -> Compaction {
-    try SessionStorageError.requireAge(age, "the age")
-    return try maintain(Self.olderThanSQL, [.integer(age.milliseconds)])
-  }
-
-  /// Deletes the oldest entries before the first one at most `?` milliseconds old; all of
-  /// them when none is. None when SQLite cannot compute the cutoff (it is NULL for an age
-  /// that reaches before its dates): an age the callers refuse must not delete everything
-  /// if one got through.
-  static let olderThanSQL = """
-    DELETE FROM session_changes WHERE seq <= coalesce(
-      (SELECT seq FROM session_changes
-       WHERE at >= strftime('%Y-%m-%dT%H:%M:%fZ', julianday('now') - ?1 / 86400000.0)
-       ORDER BY seq LIMIT 1) - 1,
-      (SELECT max(seq) FROM session_changes
-       WHERE strftime('%Y-%m-%dT%H:%M:%fZ', julianday('now') - ?1 / 86400000.0) IS NOT NULL))
-    """
-}
-
-extension SessionStorageError {
-  /// Throws `invalidArgument` unless `age` is from zero to ``Retention/maximumAge``, the
-  /// ages whose cutoff SQLite's date functions can compute; `name` names it in the message.
-  package static func requireAge(_ age: Duration, _ name: String) throws {
-    guard age >= .zero else {
-      throw SessionStorageError(.invalidArgument, "\(name) must be 0 or more, not \(age)")
-    }
-    guard age <= Retention.maximumAge else {
-      throw SessionStorageError(
-        .invalidArgument,
-        "\(name) must be at most \(Retention.format(Retention.maximumAge)) (the span from 0000-01-01 to "
-          + "1970-01-01: further back than that, SQLite's date functions cannot count), not "
-          + Retention.format(age))
-    }
   }
 }

@@ -1,6 +1,5 @@
 import FeedKit
 import Foundation
-import Synchronization
 
 /// Persists who is signed in in a SQLite file, and turns every committed change into one
 /// entry of an ordered, resumable feed, whichever process or tool made it.
@@ -8,7 +7,10 @@ import Synchronization
 /// A store is `Sendable`: share one instance between tasks and threads. It holds two
 /// connections (a writer and a reader) and, while anyone subscribes, a watcher that
 /// notices commits of other processes.
-public final class SessionStore: Sendable {
+///
+/// Its writes are `async` (``logIn(as:)``, ``logOut()``, ``rename(to:)``) and run off the
+/// caller's actor; ``blocking`` has the same writes for code that may block its thread.
+public final class SessionStore: _SessionBackedStore, SessionBackend {
   /// How durable a commit is.
   public enum Durability: Sendable, Hashable {
     /// `synchronous=FULL`: a commit survives power loss. The default.
@@ -69,8 +71,8 @@ public final class SessionStore: Sendable {
   /// The connections shared with every other instance on the same file in this process.
   let database: SharedDatabase
 
-  /// The feed of changes, for building subscriptions.
-  var feed: Feed<SessionChange, SessionState> { database.feed }
+  /// The file's feed, shared with the other instances on it.
+  package var feed: Feed<SessionChange, SessionState> { database.feed }
   var log: SessionLog { database.log }
   /// The wake-up signal of the file's subscribers (a restore wakes them; tests count wake-ups).
   var beacon: Beacon { database.beacon }
@@ -93,58 +95,14 @@ public final class SessionStore: Sendable {
     (self.path, database, appliedMigrations) = try Opener.open(path, options)
   }
 
-  /// The current state.
-  public var state: SessionState {
-    get throws { try log.state() }
-  }
+  /// This store, as the shared public behaviour sees it.
+  public var _core: _SessionStoreCore { _SessionStoreCore(self) }
 
-  /// The state and the cursor of the newest change it includes, read in one transaction:
-  /// resume with ``changes(from:)`` after ``SessionSnapshot/cursor`` and nothing is missed
-  /// or repeated.
-  public func snapshot() throws -> SessionSnapshot { try feed.snapshot() }
+  package func currentState() throws -> SessionState { try log.state() }
 
-  /// Signs in as `username` (validated, stored in NFC). Blocks the calling thread until the
-  /// commit is durable, and while another process holds the write lock (up to
-  /// ``Options/busyTimeout``); from an actor, use the `async` variant.
-  /// - Returns: the committed change, or nil when already signed in as that user.
-  /// - Throws: ``SessionStorageError`` (`invalidUsername` before anything is written).
-  @discardableResult
-  public func logIn(as username: String) throws -> SessionEntry? { try write(.login(username: username)) }
-
-  /// Signs out. The username is kept, so an app can offer "continue as …" and `status`
-  /// can say who signed out; the ``SessionEvent/loggedOut(username:)`` event names them.
-  /// Blocks the calling thread like the synchronous `logIn(as:)`.
-  /// - Returns: the committed change, or nil when nobody was signed in.
-  @discardableResult
-  public func logOut() throws -> SessionEntry? { try write(.logout) }
-
-  /// Changes the username and leaves the login state as it is. Blocks the calling thread
-  /// like the synchronous `logIn(as:)`.
-  /// - Returns: the committed change, or nil when the username is already `username`.
-  @discardableResult
-  public func rename(to username: String) throws -> SessionEntry? { try write(.rename(to: username)) }
-
-  /// Signs in as `username`, off the caller's actor: the main actor stays responsive while
-  /// the commit is made durable or waits for another process's write lock.
-  ///
-  /// Cancelling the task while the write waits for the lock stops the wait and throws
-  /// `CancellationError`; nothing is written. A write that already committed returns its
-  /// entry: cancellation never undoes an acknowledged change.
-  /// - Returns: the committed change, or nil when already signed in as that user.
-  @discardableResult
-  public func logIn(as username: String) async throws -> SessionEntry? {
-    try await write(.login(username: username))
-  }
-
-  /// Signs out, off the caller's actor (see the `async` `logIn(as:)`).
-  @discardableResult
-  public func logOut() async throws -> SessionEntry? { try await write(.logout) }
-
-  /// Changes the username, off the caller's actor (see the `async` `logIn(as:)`).
-  @discardableResult
-  public func rename(to username: String) async throws -> SessionEntry? {
-    try await write(.rename(to: username))
-  }
+  /// The file's write queue: `async` writes of every instance on the file wait there for
+  /// the one writer connection, off their callers' actors.
+  package var writeQueue: DispatchQueue? { database.writeQueue }
 
   /// Runs one statement on the writer connection and returns its first integer, for tests
   /// that bend SQLite's limits (`PRAGMA max_page_count`).
@@ -152,63 +110,25 @@ public final class SessionStore: Sendable {
     try database.withWriter(options) { try $0.scalarInt(sql) }
   }
 
-  private func requireWritable() throws {
+  package func requireWritable() throws {
     guard !options.readOnly else {
       throw SessionStorageError(.readOnly, "the store was opened read-only", path: path)
     }
   }
 
-  /// Runs a maintenance DELETE on the feed in an IMMEDIATE transaction.
-  func maintain(_ sql: String, _ bindings: [SQLiteValue]) throws -> Compaction {
-    try maintain(deleting: [(sql, bindings)])
-  }
-
-  /// Runs `first` (if any), then maintenance DELETEs on the feed, in one IMMEDIATE
-  /// transaction; the compaction counts the rows the DELETEs removed.
-  func maintain(first: (String, [SQLiteValue])? = nil, deleting deletes: [(String, [SQLiteValue])]) throws
-    -> Compaction
-  {
-    try requireWritable()
-    return try database.withWriter(options) { connection in
-      try Migrator.verifiedWrite(connection) {
-        if let (sql, bindings) = first { try connection.run(sql, bindings) }
-        var removed = 0
-        for (sql, bindings) in deletes {
-          try connection.run(sql, bindings)
-          removed += connection.changes
-        }
-        return Compaction(removed: removed, bounds: try SessionTables.bounds(on: connection))
-      }
-    }
-  }
-
-  /// Runs the write on the database's write queue, off the caller's actor; cancelling the
-  /// task stops a wait for the lock.
-  private func write(_ write: SessionWrite) async throws -> SessionEntry? {
-    let job = QueuedWrite(self)
-    return try await withTaskCancellationHandler {
-      try await withCheckedThrowingContinuation { continuation in
-        database.writeQueue.async { continuation.resume(with: job.run(write)) }
-      }
-    } onCancel: {
-      job.cancel()
-    }
-  }
-
-  /// Runs the write as one conditional UPDATE in an IMMEDIATE transaction and returns the
-  /// entry its trigger wrote, or nil when nothing changed (see ``committed(_:_:isCancelled:)``).
-  fileprivate func write(_ write: SessionWrite, isCancelled: (@Sendable () -> Bool)? = nil) throws
+  /// Runs the write (on a writable instance) as one conditional UPDATE in an IMMEDIATE
+  /// transaction and returns the entry its trigger wrote, or nil when nothing changed. A wait for another connection's
+  /// write lock stops as soon as `isCancelled` says so, and throws `CancellationError`.
+  package func commit(_ write: SessionWrite, isCancelled: @escaping @Sendable () -> Bool) throws
     -> SessionEntry?
   {
     let (sql, bindings) = write.statement(origin: options.origin)
-    try requireWritable()
-    if isCancelled?() == true { throw CancellationError() }
     let entry: SessionEntry?
     do {
       entry = try committed(sql, bindings, isCancelled: isCancelled)
     } catch is OnlyBytesChanged {
       return nil
-    } catch let error as SessionStorageError where error.code == .busy && isCancelled?() == true {
+    } catch let error as SessionStorageError where error.code == .busy && isCancelled() {
       throw CancellationError()
     }
     if let entry { database.wake(after: entry) }
@@ -227,7 +147,7 @@ public final class SessionStore: Sendable {
   /// entry with no events; the transaction is rolled back (``OnlyBytesChanged``), as
   /// ``InMemorySessionStore`` makes no entry for it. It costs nothing on the common path:
   /// the entry is read anyway.
-  private func committed(_ sql: SQL, _ bindings: [SQLiteValue], isCancelled: (@Sendable () -> Bool)?)
+  private func committed(_ sql: SQL, _ bindings: [SQLiteValue], isCancelled: @escaping @Sendable () -> Bool)
     throws -> SessionEntry?
   {
     try database.withWriter(options, isCancelled: isCancelled) { connection in
@@ -265,18 +185,25 @@ public final class SessionStore: Sendable {
   }
 }
 
-/// A write waiting on the write queue. It lets go of its store before the caller resumes, so
-/// that a store released right after `await store.logIn(as:)` closes its file at once.
-private final class QueuedWrite: Sendable {
-  private let store: Mutex<SessionStore?>
-  private let cancelled = Atomic(false)
-
-  init(_ store: SessionStore) { self.store = Mutex(store) }
-
-  func cancel() { cancelled.store(true, ordering: .relaxed) }
-
-  func run(_ write: SessionWrite) -> Result<SessionEntry?, any Error> {
-    guard let store = store.withLock({ $0.take() }) else { return .success(nil) }
-    return Result { try store.write(write, isCancelled: { [self] in cancelled.load(ordering: .relaxed) }) }
+extension SessionWrite {
+  /// The conditional UPDATE for this write by `origin`: it changes the row only when the
+  /// values differ, names the writer (the origin is bound last), and bumps the write token
+  /// so the trigger records that origin instead of `external`.
+  func statement(origin: String) -> (sql: SQL, bindings: [SQLiteValue]) {
+    switch self {
+    case .login(let name): (Self.loginSQL, [.text(name), .text(origin)])
+    case .logout: (Self.logoutSQL, [.text(origin)])
+    case .rename(let name): (Self.renameSQL, [.text(name), .text(origin)])
+    }
   }
+
+  // Built once; each connection prepares them once (see ``SQL``).
+  private static let stamp = "write_token = write_token + 1"
+  private static let loginSQL = SQL(
+    "UPDATE session SET username = ?1, is_logged_in = 1, updated_by = ?2, \(stamp) "
+      + "WHERE id = 1 AND (username IS NOT ?1 OR is_logged_in IS NOT 1)")
+  private static let logoutSQL = SQL(
+    "UPDATE session SET is_logged_in = 0, updated_by = ?1, \(stamp) WHERE id = 1 AND is_logged_in IS NOT 0")
+  private static let renameSQL = SQL(
+    "UPDATE session SET username = ?1, updated_by = ?2, \(stamp) WHERE id = 1 AND username IS NOT ?1")
 }

@@ -1,3 +1,6 @@
+import Foundation
+import Synchronization
+
 /// One of the three writes, with its username already validated.
 package enum SessionWrite: Sendable {
   case login(String)
@@ -23,5 +26,143 @@ package enum SessionWrite: Sendable {
     case .rename(let name): after = (name, state.isLoggedIn)
     }
     return after == (state.username, state.isLoggedIn) ? nil : after
+  }
+}
+
+/// The rules for the name a store records as the origin of its writes, the same for every
+/// store (``SessionStore/Options/origin``, ``InMemorySessionStore/origin``).
+package enum Origin {
+  /// The origin of every change made by a client other than this library (the sqlite3
+  /// shell, `psql`, another program); no store may take it.
+  package static let external = "external"
+
+  /// The most characters an origin may have.
+  static let maximumLength = 64
+
+  /// Throws `invalidOrigin` unless `origin` is 1 to 64 characters, none of them a control
+  /// character, and not `external`.
+  package static func validate(_ origin: String) throws {
+    guard !origin.isEmpty, origin.count <= maximumLength, origin != external,
+      origin.unicodeScalars.allSatisfy({ $0.properties.generalCategory != .control })
+    else {
+      throw SessionStorageError(
+        .invalidOrigin,
+        "origin '\(origin.escapedForTerminal)' must be 1 to \(maximumLength) printable characters and not "
+          + "'\(external)'")
+    }
+  }
+}
+
+extension _SessionBackedStore {
+  /// Signs in as `username` (validated, stored in Unicode NFC), off the caller's actor: the
+  /// main actor stays responsive while the commit is made durable or waits for another
+  /// writer's lock.
+  ///
+  /// Cancelling the task before the write starts throws `CancellationError` (after the
+  /// username's validation) and writes nothing; so does cancelling it while the write waits
+  /// for a SQLite file's write lock, which stops the wait. A write that committed returns its
+  /// entry: cancellation never undoes an acknowledged change.
+  /// ``blocking`` offers the same writes for code that may block its thread.
+  /// - Returns: the committed change, or nil when already signed in as that user.
+  /// - Throws: `SessionStorageError` (`invalidUsername` before anything is written;
+  ///   `readOnly` for a read-only store, cancelled or not; `busy` when another writer held
+  ///   the lock past the store's timeout, and nothing was written; `unavailable` when a
+  ///   PostgreSQL connection is lost, saying whether anything was written), or
+  ///   `CancellationError`.
+  @discardableResult
+  public func logIn(as username: String) async throws -> SessionEntry? {
+    try await _core.write(.login(username: username))
+  }
+
+  /// Signs out, off the caller's actor; cancellation as for ``logIn(as:)``. The username is
+  /// kept, so an app can offer "continue as …"; the `loggedOut(username:)` event names them.
+  /// - Returns: the committed change, or nil when nobody was signed in.
+  @discardableResult
+  public func logOut() async throws -> SessionEntry? { try await _core.write(.logout) }
+
+  /// Changes the username (validated, stored in Unicode NFC) and leaves the login state as it
+  /// is, off the caller's actor; cancellation as for ``logIn(as:)``.
+  /// - Returns: the committed change, or nil when the username is already `username`.
+  @discardableResult
+  public func rename(to username: String) async throws -> SessionEntry? {
+    try await _core.write(.rename(to: username))
+  }
+
+  /// The same writes, blocking the calling thread until they commit: for command-line
+  /// tools, scripts and benchmarks, never for a main thread.
+  public var blocking: BlockingWrites { BlockingWrites(core: _core) }
+}
+
+/// A store's writes that block the calling thread until the commit is durable, and while
+/// another writer holds the lock (up to the store's timeout): `try store.blocking.logIn(as:)`.
+///
+/// For code with a thread to spare (a command-line tool, a script, a benchmark). From an
+/// actor, use the store's `async` writes, which run off the caller's actor. Their name says
+/// they block, so a synchronous closure on the main thread cannot pick one by accident.
+public struct BlockingWrites: Sendable {
+  let core: _SessionStoreCore
+
+  /// Signs in as `username` (validated, stored in Unicode NFC) and blocks until it commits.
+  /// - Returns: the committed change, or nil when already signed in as that user.
+  /// - Throws: ``SessionStorageError`` (`invalidUsername` before anything is written).
+  @discardableResult
+  public func logIn(as username: String) throws -> SessionEntry? {
+    try core.write(.login(username: username))
+  }
+
+  /// Signs out, keeping the username, and blocks until it commits.
+  /// - Returns: the committed change, or nil when nobody was signed in.
+  @discardableResult
+  public func logOut() throws -> SessionEntry? { try core.write(.logout) }
+
+  /// Changes the username, keeping the login state, and blocks until it commits.
+  /// - Returns: the committed change, or nil when the username is already `username`.
+  @discardableResult
+  public func rename(to username: String) throws -> SessionEntry? { try core.write(.rename(to: username)) }
+}
+
+extension _SessionStoreCore {
+  /// Commits `write` on the calling thread.
+  func write(_ write: SessionWrite) throws -> SessionEntry? {
+    try backend.requireWritable()
+    return try backend.commit(write, isCancelled: { false })
+  }
+
+  /// Commits `write` off the caller's actor: on the backend's write queue, or on the
+  /// caller's task for a backend whose writes never wait. Whichever it is, a task cancelled
+  /// before the write starts writes nothing.
+  func write(_ write: SessionWrite) async throws -> SessionEntry? {
+    try backend.requireWritable()
+    guard let queue = backend.writeQueue else {
+      try Task.checkCancellation()
+      return try backend.commit(write, isCancelled: { false })
+    }
+    let job = QueuedWrite(backend)
+    return try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation { continuation in
+        queue.async { continuation.resume(with: job.run(write)) }
+      }
+    } onCancel: {
+      job.cancel()
+    }
+  }
+}
+
+/// A write waiting on a write queue. It lets go of its backend before the caller resumes,
+/// so that a store released right after `await store.logIn(as:)` closes its file or
+/// connections at once.
+private final class QueuedWrite: Sendable {
+  private let backend: Mutex<(any SessionBackend)?>
+  private let cancelled = Atomic(false)
+
+  init(_ backend: any SessionBackend) { self.backend = Mutex(backend) }
+
+  func cancel() { cancelled.store(true, ordering: .relaxed) }
+
+  func run(_ write: SessionWrite) -> Result<SessionEntry?, any Error> {
+    guard let backend = backend.withLock({ $0.take() }) else { return .success(nil) }
+    let isCancelled: @Sendable () -> Bool = { [self] in cancelled.load(ordering: .relaxed) }
+    if isCancelled() { return .failure(CancellationError()) }
+    return Result { try backend.commit(write, isCancelled: isCancelled) }
   }
 }

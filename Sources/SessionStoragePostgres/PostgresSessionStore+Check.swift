@@ -13,22 +13,22 @@ extension PostgresSessionStore {
   ///
   /// Each verification runs on its own: one that cannot run fails with the server's
   /// reason, and the others still run.
-  public func check() throws -> [SessionStore.CheckResult] {
+  public func check() throws -> [CheckResult] {
     try log.read(refusing: false) { connection in
       try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
       defer { try? connection.execute("ROLLBACK") }
-      func item(_ check: SessionStore.Check, _ body: () throws -> (passed: Bool, detail: String))
-        -> SessionStore.CheckResult
-      {
-        do {
-          try connection.execute("SAVEPOINT item")
-          defer { try? connection.execute("RELEASE SAVEPOINT item") }
-          let (passed, detail) = try body()
-          return .init(check, passed ? .passed : .failed, detail: detail)
-        } catch {
-          try? connection.execute("ROLLBACK TO SAVEPOINT item")
-          let reason = (error as? SessionStorageError)?.message ?? "\(error)"
-          return .init(check, .failed, detail: "could not check: \(reason)")
+      // Each verification in a savepoint: one the server fails aborts only its own part
+      // of the transaction.
+      func item(_ check: StoreCheck, _ body: () throws -> (passed: Bool, detail: String)) -> CheckResult {
+        .running(check) {
+          do {
+            try connection.execute("SAVEPOINT item")
+            defer { try? connection.execute("RELEASE SAVEPOINT item") }
+            return try body()
+          } catch {
+            try? connection.execute("ROLLBACK TO SAVEPOINT item")
+            throw error
+          }
         }
       }
       return [

@@ -2,6 +2,7 @@ import FeedKit
 import Foundation
 import SessionStorage
 import Synchronization
+internal import SystemKit
 
 /// The session store on PostgreSQL, for several machines sharing one session: the same
 /// contract as `SessionStore` (its feed's promises included), in one schema of a server.
@@ -15,7 +16,7 @@ import Synchronization
 /// A store is `Sendable`. It holds a writer and a reader connection and, while anyone
 /// subscribes, a `LISTEN` connection whose notifications wake subscribers; see
 /// <doc:GaplessCursors> for why cursors stay gapless and in commit order.
-public final class PostgresSessionStore: SessionRepository, Sendable {
+public final class PostgresSessionStore: _SessionBackedStore, SessionBackend {
   /// How a store connects.
   public struct Options: Sendable {
     /// The origin recorded on this store's writes; `external` is reserved. The server shows
@@ -65,9 +66,8 @@ public final class PostgresSessionStore: SessionRepository, Sendable {
   let log: PostgresLog
   /// Wakes subscribers: this store's writes, and the `LISTEN` connection for everyone's.
   let beacon: Beacon
-  let feed: Feed<SessionChange, SessionState>
-  /// Where `async` writes wait for the writer, off their callers' actors.
-  private let writeQueue = DispatchQueue(label: "SessionStoragePostgres.write")
+  package let feed: Feed<SessionChange, SessionState>
+  private let queue = DispatchQueue(label: "SessionStoragePostgres.write")
 
   /// Connects to the store at `url`, creating its schema and tables and applying pending
   /// migrations (unless ``Options/readOnly``).
@@ -119,82 +119,75 @@ public final class PostgresSessionStore: SessionRepository, Sendable {
   /// Whether `url` holds a password.
   package static func containsPassword(_ url: String) -> Bool { PostgresPasswords.containsPassword(url) }
 
-  /// The current state.
-  public var state: SessionState {
-    get throws { try log.snapshot().state }
+  /// This store, as the shared public behaviour sees it.
+  public var _core: _SessionStoreCore { _SessionStoreCore(self) }
+
+  package func currentState() throws -> SessionState { try log.snapshot().state }
+
+  package func requireWritable() throws {
+    guard !options.readOnly else {
+      throw SessionStorageError(.readOnly, "the store was opened read-only", path: place.described)
+    }
   }
 
-  /// The state and the cursor of the newest change it includes, read in one statement.
-  public func snapshot() throws -> SessionSnapshot { try feed.snapshot() }
+  /// The store's write queue: `async` writes wait there for the writer connection, so the
+  /// blocking libpq calls never hold a thread of the cooperative pool.
+  package var writeQueue: DispatchQueue? { queue }
 
-  /// A live subscription to every change after `start`, once, in commit order, as it
-  /// commits (from this store, other stores and `psql`).
-  /// - Throws: `FeedError` for a compacted cursor or one ahead of the log.
-  public func changes(from start: FeedStart = .now) throws -> SessionSubscription {
-    try feed.changes(from: start)
+  /// Runs the write in one transaction (``PostgresWrite``). A write that started runs to
+  /// its end: libpq's round trips are not interrupted, so `isCancelled` is not asked.
+  /// Errors: `unavailable` when the connection is lost, saying whether anything was
+  /// written; `busy` when another transaction held the session row longer than
+  /// ``Options/lockTimeout`` (nothing was written).
+  package func commit(_ write: SessionWrite, isCancelled: @escaping @Sendable () -> Bool) throws
+    -> SessionEntry?
+  {
+    let token = String(Int64.random(in: 1...Int64.max))
+    let entry = try withWriter { connection in
+      try PostgresWrite(write: write, origin: options.origin, token: token).commit(on: connection)
+    }
+    if entry != nil { beacon.signal() }  // this process's subscribers need no NOTIFY round trip
+    return entry
   }
 
-  /// The state and its cursor, read in one statement, then every change after it.
-  public func snapshotAndChanges() throws -> SessionSnapshotSubscription { try feed.snapshotAndChanges() }
-
-  /// The state now, then each new state; consecutive equal states are dropped.
-  public func values() -> SessionValues { feed.values() }
-
-  /// Up to `limit` committed changes after `start`, oldest first, without waiting.
-  /// - Throws: `FeedError` for a compacted cursor or one ahead of the log.
-  public func history(from start: FeedStart = .beginning, limit: Int = 100) throws -> [SessionEntry] {
-    try feed.checkedHistory(from: start, limit: limit)
+  /// The DELETE of each compaction, in a transaction; the head stays in the session row,
+  /// so cursors are never reused.
+  package func delete(_ deletion: Deletion) throws -> CompactionResult {
+    switch deletion {
+    case .keepingLast(let count):
+      try maintain(
+        "DELETE FROM session_changes WHERE seq <= "
+          + "(SELECT seq FROM session_changes ORDER BY seq DESC LIMIT 1 OFFSET $1)",
+        [String(count)])
+    case .before(let cursor):
+      try maintain("DELETE FROM session_changes WHERE seq < $1", [String(cursor.value)])
+    case .olderThan(let age):
+      // Clamped to about 3,000 years: further back than that is before every entry, and
+      // stays within timestamptz's range.
+      try maintain(
+        """
+        DELETE FROM session_changes WHERE seq <= coalesce(
+          (SELECT seq FROM session_changes WHERE at >= clock_timestamp() - $1::bigint * interval '1 millisecond'
+           ORDER BY seq LIMIT 1) - 1,
+          (SELECT max(seq) FROM session_changes))
+        """, [String(min(age.milliseconds, 100_000_000_000_000))])
+    }
   }
 
-  /// The oldest kept cursor and the newest cursor.
-  public func bounds() throws -> FeedBounds { try log.bounds() }
-
-  // MARK: Writes
-
-  /// Signs in as `username` (validated, stored in NFC). Blocks the calling thread until
-  /// the server confirms the commit; from an actor, use the `async` variant.
-  /// - Returns: the committed change, or nil when already signed in as that user.
-  /// - Throws: `SessionStorageError` (`invalidUsername` before anything is written;
-  ///   `unavailable` when the connection is lost, saying whether anything was written;
-  ///   `busy` when another transaction held the session row longer than
-  ///   ``Options/lockTimeout``: nothing was written).
-  @discardableResult
-  public func logIn(as username: String) throws -> SessionEntry? { try write(try .login(username: username)) }
-
-  /// Signs out, keeping the username. Blocks like the synchronous `logIn(as:)`.
-  /// - Returns: the committed change, or nil when nobody was signed in.
-  @discardableResult
-  public func logOut() throws -> SessionEntry? { try write(.logout) }
-
-  /// Changes the username, keeping the login state. Blocks like the synchronous `logIn(as:)`.
-  /// - Returns: the committed change, or nil when the username is already `username`.
-  @discardableResult
-  public func rename(to username: String) throws -> SessionEntry? { try write(try .rename(to: username)) }
-
-  /// Signs in as `username`, off the caller's actor. A task cancelled before the write
-  /// starts throws `CancellationError` (after the username's validation) and writes
-  /// nothing; a write that started runs to its end.
-  @discardableResult
-  public func logIn(as username: String) async throws -> SessionEntry? {
-    try await queued(try .login(username: username))
-  }
-
-  /// Signs out, off the caller's actor (see the `async` `logIn(as:)`).
-  @discardableResult
-  public func logOut() async throws -> SessionEntry? { try await queued(.logout) }
-
-  /// Changes the username, off the caller's actor (see the `async` `logIn(as:)`).
-  @discardableResult
-  public func rename(to username: String) async throws -> SessionEntry? {
-    try await queued(try .rename(to: username))
-  }
-
-  /// Runs the write on the write queue, so the blocking libpq call never holds a thread of
-  /// the cooperative pool.
-  private func queued(_ write: SessionWrite) async throws -> SessionEntry? {
-    try Task.checkCancellation()
-    return try await withCheckedThrowingContinuation { continuation in
-      writeQueue.async { continuation.resume(with: Result { try self.write(write) }) }
+  /// Runs a DELETE on the feed in a transaction and returns what it removed and the bounds
+  /// afterwards.
+  private func maintain(_ sql: String, _ values: [String?]) throws -> CompactionResult {
+    try withWriter { connection in
+      try connection.begin()
+      do {
+        let removed = try connection.query(sql, values).changed
+        let bounds = try connection.query(PostgresTables.boundsSQL).rows.first.map(PostgresTables.bounds)
+        try connection.execute("COMMIT")
+        return CompactionResult(removed: removed, bounds: bounds ?? FeedBounds(oldest: nil, head: .zero))
+      } catch {
+        if !connection.isBroken { try? connection.execute("ROLLBACK") }
+        throw error
+      }
     }
   }
 
@@ -207,14 +200,5 @@ public final class PostgresSessionStore: SessionRepository, Sendable {
       if connection.isBroken { try connection.reconnect() }
       return try body(connection)
     }
-  }
-
-  private func write(_ write: SessionWrite) throws -> SessionEntry? {
-    let token = String(Int64.random(in: 1...Int64.max))
-    let entry = try withWriter { connection in
-      try PostgresWrite(write: write, origin: options.origin, token: token).commit(on: connection)
-    }
-    if entry != nil { beacon.signal() }  // this process's subscribers need no NOTIFY round trip
-    return entry
   }
 }

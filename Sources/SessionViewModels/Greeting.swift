@@ -1,3 +1,6 @@
+import Observation
+import SessionStorage
+
 /// The text a screen shows for a session, shared by the view models.
 ///
 /// - Signed in: "Hello, alice".
@@ -14,5 +17,19 @@ public enum Greeting {
     guard isLoggedIn else { return "Signed out" }
     guard let username else { return "Hello!" }
     return "Hello, \(username)"
+  }
+}
+
+/// Greets whoever the injected session names, once: it needs only `SessionProviding`,
+/// so any two-line struct can stand in for the store in a test or a preview.
+@Observable
+@MainActor
+public final class GreetingViewModel {
+  /// "Hello, <username>", or what ``Greeting`` says for a signed-out session.
+  public private(set) var greeting: String
+
+  /// Reads the greeting from `session`.
+  public init(session: any SessionProviding) {
+    greeting = Greeting.text(username: session.username, isLoggedIn: session.isLoggedIn)
   }
 }

@@ -123,7 +123,7 @@ enum DeliverScenario {
   /// Login/logout alternating through the store; returns the cursor it reported.
   private static func storeWrites(_ store: SessionStore) -> (Int) throws -> Int64? {
     { index in
-      let entry = index.isMultiple(of: 2) ? try store.logIn(as: "alice") : try store.logOut()
+      let entry = index.isMultiple(of: 2) ? try store.blocking.logIn(as: "alice") : try store.blocking.logOut()
       guard let entry else { throw BenchError("write \(index) through the store changed nothing") }
       return entry.cursor.value
     }
@@ -291,7 +291,7 @@ enum SlowFsyncScenario {
     }
     let workspace = try Workspace(name)
     let store = try SessionStore(path: workspace.ours, options: .init(origin: "sessionbench"))
-    try store.logIn(as: "start")
+    try store.blocking.logIn(as: "start")
 
     let ours = Mutex<[Int64: UInt64]>([:])
     let changes = try store.changes(from: .now)

@@ -80,7 +80,8 @@ enum InstructionCount {
         switch scenario {
         case "read": _ = try store.state
         case "history": _ = try store.history(from: .after(newest), limit: page)
-        default: _ = index.isMultiple(of: 2) ? try store.logIn(as: "alice") : try store.logOut()
+        default:
+          _ = index.isMultiple(of: 2) ? try store.blocking.logIn(as: "alice") : try store.blocking.logOut()
         }
       }
       return

@@ -27,7 +27,7 @@ enum PostgresScenarios {
     let raw = RawPQWriter(try schemas.rawConnection())
     return try WriteScenario.alternating(
       "pg-write", scale: scale,
-      ours: { login in try (login ? store.logIn(as: "alice") : store.logOut()) != nil },
+      ours: { login in try (login ? store.blocking.logIn(as: "alice") : store.blocking.logOut()) != nil },
       raw: { login in try raw.write(login: login) != nil })
   }
 
@@ -35,7 +35,7 @@ enum PostgresScenarios {
   /// `PQexecParams`, looking at its four columns. No aim: reported only.
   private static func read(_ schemas: PostgresSchemas, scale: Scale) throws -> Outcome {
     let store = try schemas.store()
-    try store.logIn(as: "alice")
+    try store.blocking.logIn(as: "alice")
     let raw = try schemas.rawConnection()
     try RawPQWriter(raw).write(login: true)
     let (ours, baseline) = try Paired.blocks(
@@ -73,7 +73,8 @@ enum PostgresScenarios {
     (ours.subscribers, raw.subscribers) = (1, 1)
     ours.head = try store.bounds().head.value
     ours.write = { index in
-      let entry = index.isMultiple(of: 2) ? try store.logIn(as: "alice") : try store.logOut()
+      let entry =
+        index.isMultiple(of: 2) ? try store.blocking.logIn(as: "alice") : try store.blocking.logOut()
       guard let entry else { throw BenchError("write \(index) through the store changed nothing") }
       return entry.cursor.value
     }

@@ -49,7 +49,7 @@ enum WriteScenario {
     let raw = try RawWriter(
       db: RawDB(path: workspace.raw, synchronous: durability == .full ? "FULL" : "NORMAL"))
     return try alternating(
-      name, scale: scale, ours: { login in try (login ? store.logIn(as: "alice") : store.logOut()) != nil },
+      name, scale: scale, ours: { login in try (login ? store.blocking.logIn(as: "alice") : store.blocking.logOut()) != nil },
       raw: { login in try raw.write(login: login) })
   }
 
@@ -88,7 +88,7 @@ enum ReadScenario {
     try workspace.createRawSchema()
     let store = try SessionStore(
       path: workspace.ours, options: .init(durability: .normal, origin: "sessionbench"))
-    try store.logIn(as: "alice")
+    try store.blocking.logIn(as: "alice")
     let db = try RawDB(path: workspace.raw, synchronous: "NORMAL")
     try RawWriter(db: db).write(login: true)
     let select = try db.prepare("SELECT username, is_logged_in, updated_at FROM session WHERE id = 1")

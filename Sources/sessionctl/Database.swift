@@ -91,7 +91,7 @@ protocol AdministeredStore: SessionRepository {
   /// The migrations this open applied (empty when the schema was up to date).
   var appliedMigrations: [Migration] { get }
   /// Every verification, one result each.
-  func check() throws -> [SessionStore.CheckResult]
+  func check() throws -> [CheckResult]
 }
 
 extension SessionStore: AdministeredStore {}

@@ -112,7 +112,7 @@ extension SessionCtl {
 
 extension Presenter {
   /// `check`: one line per verification.
-  func check(_ results: [SessionStore.CheckResult]) -> [String] {
+  func check(_ results: [CheckResult]) -> [String] {
     if json {
       return results.map {
         ([

@@ -168,7 +168,7 @@ extension SessionCtl {
 
 extension Presenter {
   /// `compact`.
-  func compaction(_ compaction: SessionStore.Compaction) -> String {
+  func compaction(_ compaction: CompactionResult) -> String {
     let bounds = compaction.bounds
     if json {
       let value: JSONValue = [

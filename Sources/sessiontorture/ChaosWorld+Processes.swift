@@ -329,7 +329,7 @@ extension ChaosWorld {
     }
     let oldest = applied.oldest ?? (applied.head + 1)
     try applyRetention(
-      SessionStore.Compaction(
+      CompactionResult(
         removed: applied.removed,
         bounds: FeedBounds(oldest: applied.oldest.map(Cursor.init), head: Cursor(applied.head))),
       policy: policy, window: window, by: "sessionctl \(arguments.joined(separator: " ")) (oldest \(oldest))")

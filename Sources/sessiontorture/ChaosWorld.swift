@@ -263,9 +263,9 @@ final class ChaosWorld {
   ) throws -> SessionEntry? {
     guard mode != .sync else {
       switch action {
-      case .login(let name): return try store.logIn(as: name)
-      case .logout: return try store.logOut()
-      case .rename(let name): return try store.rename(to: name)
+      case .login(let name): return try store.blocking.logIn(as: name)
+      case .logout: return try store.blocking.logOut()
+      case .rename(let name): return try store.blocking.rename(to: name)
       }
     }
     let outcome = AsyncOutcome()
@@ -322,7 +322,7 @@ final class ChaosWorld {
   /// Checks a compaction's answer against the range the model computed for the oldest
   /// cursor, then makes that range the model's (the check reads which one the file holds).
   private func apply(
-    _ compaction: SessionStore.Compaction, range: ClosedRange<Int64>, from before: Int64, by what: String
+    _ compaction: CompactionResult, range: ClosedRange<Int64>, from before: Int64, by what: String
   )
     throws
   {
@@ -353,7 +353,7 @@ final class ChaosWorld {
     let what = "compact \(kind) through instance #\(index % instances.count)"
     let before = model.firstAvailable
     let start = ChaosClock.wallMilliseconds()
-    let compaction: SessionStore.Compaction
+    let compaction: CompactionResult
     let range: ClosedRange<Int64>
     switch kind {
     case .keepingLast(let count):
@@ -401,7 +401,7 @@ final class ChaosWorld {
   }
 
   func applyRetention(
-    _ compaction: SessionStore.Compaction, policy: ChaosPolicy, window: ClosedRange<Int64>, by what: String
+    _ compaction: CompactionResult, policy: ChaosPolicy, window: ClosedRange<Int64>, by what: String
   )
     throws
   {
@@ -554,7 +554,7 @@ final class ChaosWorld {
     defer { _ = try? Self.sqlite3(path, trigger + ";") }  // the repair; the check after the step verifies it
     if let store = instance(index), !store.options.readOnly {
       do {
-        let entry = try store.rename(to: "tampered")
+        let entry = try store.blocking.rename(to: "tampered")
         throw TortureFailure(
           "a write on a file without its feed trigger succeeded: \(String(describing: entry))")
       } catch let error as SessionStorageError where error.code == .tamperedSchema {}
@@ -581,7 +581,7 @@ final class ChaosWorld {
     let renamed = ChaosClock.now()
     if let store = instance(index), !store.options.readOnly {
       do {
-        let entry = try store.rename(to: "lost")
+        let entry = try store.blocking.rename(to: "lost")
         throw TortureFailure("a write into a replaced file succeeded: \(String(describing: entry))")
       } catch let error as SessionStorageError where error.code == .fileReplaced {}
     }

@@ -30,10 +30,10 @@ enum Children {
       let entry: SessionEntry?
       do {
         switch step % 4 {
-        case 0: entry = try store.logIn(as: name)
+        case 0: entry = try store.blocking.logIn(as: name)
         // Another writer may have signed out first: then sign in under the new name instead.
-        case 3: entry = try store.logOut() ?? store.logIn(as: name)
-        default: entry = try store.rename(to: name)
+        case 3: entry = try store.blocking.logOut() ?? store.blocking.logIn(as: name)
+        default: entry = try store.blocking.rename(to: name)
         }
       } catch  where keepGoing {
         ChildChannel.say("failed \(name): \(error)")
@@ -119,9 +119,9 @@ enum Children {
       do {
         let entry: SessionEntry? =
           switch action {
-          case .login(let name): try store.logIn(as: name)
-          case .logout: try store.logOut()
-          case .rename(let name): try store.rename(to: name)
+          case .login(let name): try store.blocking.logIn(as: name)
+          case .logout: try store.blocking.logOut()
+          case .rename(let name): try store.blocking.rename(to: name)
           }
         let now = ChaosClock.now()
         if let entry {

@@ -37,7 +37,7 @@ import Testing
 
       // The write waits for the standby, past the statement timeout.
       try await standby.require()
-      let write = Outcome { try patient.rename(to: "bob") }
+      let write = Outcome { try patient.blocking.rename(to: "bob") }
       let waiting = try #require(
         try await waitingBackend(of: "\(origin)/writer", on: cluster, for: "SyncRep"))
       try await Task.sleep(for: .seconds(2))
@@ -60,7 +60,7 @@ import Testing
       let hasty = try PostgresSessionStore(
         url: url, options: .init(origin: origin + "_h", lockTimeout: .milliseconds(500)))
       try await standby.require()
-      let cut = Outcome { try hasty.rename(to: "carol") }
+      let cut = Outcome { try hasty.blocking.rename(to: "carol") }
       let held = try #require(try await waitingBackend(of: "\(origin)_h/writer", on: cluster, for: "SyncRep"))
       try #require(shutDownTCPConnections(localPort: held.port) == 1, "the connection is cut")
       let error = await #expect(throws: SessionStorageError.self) { try await cut.value() }

@@ -403,7 +403,7 @@ private final class Writer: Sendable {
     while !progress.withLock({ $0.stop }) {
       do {
         // nil: a retried write whose first attempt committed after all.
-        if let entry = try store.rename(to: "w\(index)") {
+        if let entry = try store.blocking.rename(to: "w\(index)") {
           progress.withLock { $0.acknowledged.append(entry) }
         }
         index += 1

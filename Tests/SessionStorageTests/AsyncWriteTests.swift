@@ -48,6 +48,6 @@ import Testing
     } catch SessionStorageError.Code.busy {
       // The code is a catch pattern.
     }
-    #expect(throws: SessionStorageError.self) { try store.logIn(as: "alice") }
+    #expect(throws: SessionStorageError.self) { try store.blocking.logIn(as: "alice") }
   }
 }

@@ -19,7 +19,7 @@ import Testing
   }
 
   @Test func aBackupNamesItsHeadAndEntriesAndOpensAsAStoreOfItsOwn() throws {
-    for name in ["a", "b", "c"] { try store.rename(to: name) }
+    for name in ["a", "b", "c"] { try store.blocking.rename(to: name) }
     try store.compact(keepingLast: 2)
     let target = dir.file("backup.db")
     let result = try store.backup(to: target)
@@ -37,7 +37,7 @@ import Testing
 
     let exists = #expect(throws: SessionStorageError.self) { try store.backup(to: target) }
     #expect(exists?.code == .fileExists)
-    try store.rename(to: "d")
+    try store.blocking.rename(to: "d")
     #expect(try store.backup(to: target, overwrite: true).head == Cursor(4))
   }
 
@@ -69,7 +69,7 @@ import Testing
   }
 
   @Test func aReadOnlyStoreRestoresNothing() throws {
-    try store.rename(to: "a")
+    try store.blocking.rename(to: "a")
     let backup = try store.backup(to: dir.file("backup.db"))
     let reader = try SessionStore(path: path, options: .init(origin: "test", readOnly: true))
     let refused = #expect(throws: SessionStorageError.self) { try reader.restore(from: backup.path) }

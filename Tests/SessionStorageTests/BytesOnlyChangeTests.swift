@@ -39,9 +39,9 @@ import Testing
     try await ProcessRunner.sqlite3(path, "UPDATE session SET username = \(value), is_logged_in = 1")
     #expect(try await stored() == bytes)
     for name in [Self.composed, Self.decomposed] {
-      #expect(try synchronously { try store.logIn(as: name) } == nil)
+      #expect(try synchronously { try store.blocking.logIn(as: name) } == nil)
       #expect(try await store.logIn(as: name) == nil)
-      #expect(try synchronously { try store.rename(to: name) } == nil)
+      #expect(try synchronously { try store.blocking.rename(to: name) } == nil)
       #expect(try await store.rename(to: name) == nil)
     }
     #expect(try await stored() == bytes, "nothing was written")
@@ -50,7 +50,7 @@ import Testing
     #expect(try store.state.username == Self.composed)
 
     // Signed out, logging in is a plain login, which stores the name in NFC.
-    let logout = try #require(try synchronously { try store.logOut() })
+    let logout = try #require(try synchronously { try store.blocking.logOut() })
     #expect(logout.events == [.loggedOut(username: Self.composed)])
     let login = try #require(try await store.logIn(as: Self.decomposed))
     #expect(login.events == [.loggedIn(username: Self.composed)])
@@ -62,19 +62,20 @@ import Testing
     let state = SessionState(username: Self.decomposed, isLoggedIn: true, updatedAt: Date())
     let store = try InMemorySessionStore(state: state, origin: "app")
     for name in [Self.composed, Self.decomposed] {
-      #expect(try synchronously { try store.logIn(as: name) } == nil)
+      #expect(try synchronously { try store.blocking.logIn(as: name) } == nil)
       #expect(try await store.logIn(as: name) == nil)
-      #expect(try synchronously { try store.rename(to: name) } == nil)
+      #expect(try synchronously { try store.blocking.rename(to: name) } == nil)
       #expect(try await store.rename(to: name) == nil)
     }
     #expect(try store.history().isEmpty)
-    #expect(store.state.username.map { Array($0.unicodeScalars) } == Array(Self.decomposed.unicodeScalars))
-    let logout = try #require(try synchronously { try store.logOut() })
+    #expect(
+      try store.state.username.map { Array($0.unicodeScalars) } == Array(Self.decomposed.unicodeScalars))
+    let logout = try #require(try synchronously { try store.blocking.logOut() })
     #expect(logout.events == [.loggedOut(username: Self.composed)])
     let login = try #require(try await store.logIn(as: Self.decomposed))
     #expect(login.events == [.loggedIn(username: Self.composed)])
     #expect(login.cursor == Cursor(2))
-    #expect(store.state.username.map { Array($0.unicodeScalars) } == Array(Self.composed.unicodeScalars))
+    #expect(try store.state.username.map { Array($0.unicodeScalars) } == Array(Self.composed.unicodeScalars))
   }
 
   @Test(arguments: ["'Jose' || char(769)", "CAST(username AS BLOB)"])

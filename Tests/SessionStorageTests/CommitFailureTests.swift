@@ -38,7 +38,7 @@ import Testing
     let changes = try store.changes(from: .now)
     try await refusingCommits(of: store) {
       // The blocking write and the `async` one.
-      #expect(throws: SessionStorageError.self) { try synchronously { try store.rename(to: "bob") } }
+      #expect(throws: SessionStorageError.self) { try synchronously { try store.blocking.rename(to: "bob") } }
       await #expect(throws: SessionStorageError.self) { try await store.rename(to: "bob") }
       do {
         try await store.logOut()

@@ -87,7 +87,7 @@ import Testing
   @Test func aWriteAtTheLargestCursorSaysWhatIsWrong() async throws {
     let store = try await makeStore(seq: .max - 1)
     #expect(try await store.logIn(as: "bob")?.cursor == Cursor(.max))
-    let error = try #require(throws: SessionStorageError.self) { try store.logOut() }
+    let error = try #require(throws: SessionStorageError.self) { try store.blocking.logOut() }
     #expect(error.code == .cursorsExhausted)
     #expect(error.message.contains("reached the largest integer"))
     #expect(error.message.contains("inserted by hand"))

@@ -33,7 +33,7 @@ import Testing
     }
     #expect(!FileManager.default.fileExists(atPath: dir.file(".local")))
     let store = try SessionStore(path: path, options: .init(createsMissingDirectories: true))
-    try store.logIn(as: "alice")
+    try store.blocking.logIn(as: "alice")
     for directory in [".local", ".local/share", ".local/share/sessionctl"] {
       var info = stat()
       #expect(stat(dir.file(directory), &info) == 0)

@@ -337,8 +337,8 @@ extension DifferentialTests {
     let logOut: @Sendable () throws -> SessionEntry?
     let rename: @Sendable (String) throws -> SessionEntry?
     let bounds: @Sendable () throws -> FeedBounds
-    let compactKeepingLast: @Sendable (Int) throws -> SessionStore.Compaction
-    let compactBefore: @Sendable (Cursor) throws -> SessionStore.Compaction
+    let compactKeepingLast: @Sendable (Int) throws -> CompactionResult
+    let compactBefore: @Sendable (Cursor) throws -> CompactionResult
     let historyWithDefaults: @Sendable () throws -> [SessionEntry]
     let changesWithDefault: @Sendable () throws -> SessionSubscription
 
@@ -346,8 +346,9 @@ extension DifferentialTests {
       // Durability does not change a result; `.normal` spares a sync per commit.
       let store = try SessionStore(path: path, options: .init(durability: .normal, origin: origin))
       return Subject(
-        repository: store, logIn: { try store.logIn(as: $0) }, logOut: { try store.logOut() },
-        rename: { try store.rename(to: $0) }, bounds: { try store.bounds() },
+        repository: store, logIn: { try store.blocking.logIn(as: $0) },
+        logOut: { try store.blocking.logOut() },
+        rename: { try store.blocking.rename(to: $0) }, bounds: { try store.bounds() },
         compactKeepingLast: { try store.compact(keepingLast: $0) },
         compactBefore: { try store.compact(before: $0) },
         historyWithDefaults: { try store.history() }, changesWithDefault: { try store.changes() })
@@ -356,8 +357,9 @@ extension DifferentialTests {
     static func memory(origin: String) throws -> Subject {
       let store = try InMemorySessionStore(origin: origin)
       return Subject(
-        repository: store, logIn: { try store.logIn(as: $0) }, logOut: { try store.logOut() },
-        rename: { try store.rename(to: $0) }, bounds: { store.bounds() },
+        repository: store, logIn: { try store.blocking.logIn(as: $0) },
+        logOut: { try store.blocking.logOut() },
+        rename: { try store.blocking.rename(to: $0) }, bounds: { try store.bounds() },
         compactKeepingLast: { try store.compact(keepingLast: $0) },
         compactBefore: { try store.compact(before: $0) },
         historyWithDefaults: { try store.history() }, changesWithDefault: { try store.changes() })

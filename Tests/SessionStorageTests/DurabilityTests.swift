@@ -28,7 +28,7 @@ import Testing
     // On the connection that creates the file, and on one that opens it.
     let creator = try SessionStore(path: path, options: .init(durability: durability))
     #expect(try creator.writerInteger("PRAGMA synchronous") == Self.level(durability))
-    try creator.logIn(as: "alice")
+    try creator.blocking.logIn(as: "alice")
     #expect(try creator.writerInteger("PRAGMA synchronous") == Self.level(durability))
   }
 
@@ -37,16 +37,16 @@ import Testing
     let normal = try SessionStore(path: path, options: .init(durability: .normal))
     // They share one writer, switched to each instance's level for its writes.
     for _ in 0..<2 {
-      try normal.rename(to: "n\(UUID())")
+      try normal.blocking.rename(to: "n\(UUID())")
       #expect(try normal.writerInteger("PRAGMA synchronous") == 1)
-      try full.rename(to: "f\(UUID())")
+      try full.blocking.rename(to: "f\(UUID())")
       #expect(try full.writerInteger("PRAGMA synchronous") == 2)
     }
     // A store opened first as normal: a full instance after it still syncs.
     let path2 = dir.file("normal-first.db")
     let first = try SessionStore(path: path2, options: .init(durability: .normal))
     let second = try SessionStore(path: path2, options: .init(durability: .full))
-    try second.logIn(as: "alice")
+    try second.blocking.logIn(as: "alice")
     #expect(try second.writerInteger("PRAGMA synchronous") == 2)
     #expect(try first.writerInteger("PRAGMA synchronous") == 1)
   }

@@ -25,7 +25,8 @@ import Testing
   func write(_ count: Int, on store: SessionStore? = nil) throws -> [Cursor] {
     let store = store ?? self.store
     return try (0..<count).map { index in
-      let entry = index.isMultiple(of: 2) ? try store.logIn(as: "user\(index)") : try store.logOut()
+      let entry =
+        index.isMultiple(of: 2) ? try store.blocking.logIn(as: "user\(index)") : try store.blocking.logOut()
       return try #require(entry).cursor
     }
   }
@@ -169,10 +170,10 @@ import Testing
     (String(repeating: "y", count: 1_000_000), "longer than 256"),
   ])
   func invalidUsernamesAreRefusedAndChangeNothing(_ name: String, _ rule: String) throws {
-    try store.logIn(as: "alice")
+    try store.blocking.logIn(as: "alice")
     let before = try store.state
     let head = try store.bounds().head
-    for attempt in [{ try store.logIn(as: name) }, { try store.rename(to: name) }] {
+    for attempt in [{ try store.blocking.logIn(as: name) }, { try store.blocking.rename(to: name) }] {
       let error = try #require(throws: SessionStorageError.self) { try attempt() }
       #expect(error.code == .invalidUsername)
       #expect(error.message.contains(rule), "\(error.message)")

@@ -18,7 +18,7 @@ import Testing
   @Test func aTruncatedDatabaseIsRefusedUntouched() throws {
     do {
       let store = try SessionStore(path: path, options: .init(durability: .normal))
-      for step in 0..<2000 { try store.rename(to: "user\(step)") }
+      for step in 0..<2000 { try store.blocking.rename(to: "user\(step)") }
     }
     let whole = try #require(fileBytes(path))
     #expect(whole.count > 16 * 4096)
@@ -33,7 +33,7 @@ import Testing
   @Test func aWALLeftBehindByACrashIsRecovered() throws {
     let crashed = dir.file("crashed.db")
     let store = try SessionStore(path: path, options: .init(durability: .normal))
-    for step in 0..<50 { try store.rename(to: "user\(step)") }
+    for step in 0..<50 { try store.blocking.rename(to: "user\(step)") }
     // Copy the files while the store is open: the commits are in the WAL, not yet in the file.
     #expect(
       (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? NSNumber)?.intValue ?? 0
@@ -128,7 +128,7 @@ import Testing
   @Test func aReadOnlyLocationRefusesWritesButServesReads() async throws {
     guard
       let place = try await ReadOnlyPlace(
-        in: dir.path, prepare: { try SessionStore(path: $0 + "/session.db").logIn(as: "alice") })
+        in: dir.path, prepare: { try SessionStore(path: $0 + "/session.db").blocking.logIn(as: "alice") })
     else {
       Issue.record("could not make a read-only directory here")
       return

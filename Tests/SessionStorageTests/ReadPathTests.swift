@@ -59,9 +59,9 @@ import Testing
   }
 
   @Test func everyEntryHoldsTheValuesOfItsOwnBytes() throws {
-    try store.logIn(as: "alice")
-    try store.logOut()
-    try store.logIn(as: "Jos\u{E9}")
+    try store.blocking.logIn(as: "alice")
+    try store.blocking.logOut()
+    try store.blocking.logIn(as: "Jos\u{E9}")
     // Values that repeat the row before in Swift's eyes but not in bytes, invalid UTF-8
     // and the text it is repaired to, times in the short form, typed by hand, or all NULs.
     let rows = [
@@ -100,7 +100,7 @@ import Testing
   }
 
   @Test func theStateIsReadFromItsOwnBytes() throws {
-    try store.logIn(as: "Jos\u{E9}")
+    try store.blocking.logIn(as: "Jos\u{E9}")
     #expect(try store.state.username.map { Array($0.utf8) } == Array("Jos\u{E9}".utf8))
     try shell.run("UPDATE session SET username = 'Jose' || char(769)")
     #expect(try store.state.username.map { Array($0.utf8) } == Array("Jose\u{301}".utf8))
@@ -114,11 +114,11 @@ import Testing
   }
 
   @Test func boundsFollowEveryCommitOfAnotherConnection() throws {
-    try store.logIn(as: "alice")
-    try store.logOut()
+    try store.blocking.logIn(as: "alice")
+    try store.blocking.logOut()
     #expect(try store.bounds() == FeedBounds(oldest: Cursor(1), head: Cursor(2)))
     #expect(try store.bounds() == FeedBounds(oldest: Cursor(1), head: Cursor(2)))
-    try store.logIn(as: "bob")  // the store's writer is another connection than its reader
+    try store.blocking.logIn(as: "bob")  // the store's writer is another connection than its reader
     #expect(try store.bounds() == FeedBounds(oldest: Cursor(1), head: Cursor(3)))
     try shell.run("DELETE FROM session_changes WHERE seq = 1")
     #expect(try store.bounds() == FeedBounds(oldest: Cursor(2), head: Cursor(3)))

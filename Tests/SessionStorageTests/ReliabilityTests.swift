@@ -17,14 +17,14 @@ import Testing
 
   @Test func aFullDatabaseFailsTheWriteClearlyAndRecovers() throws {
     let store = try SessionStore(path: path)
-    try store.logIn(as: "alice")
+    try store.blocking.logIn(as: "alice")
     let pages = try #require(try store.writerInteger("PRAGMA page_count"))
     #expect(try store.writerInteger("PRAGMA max_page_count = \(pages)") == pages)
     // Each change row is small; a long name fills the last page quickly.
     var failure: SessionStorageError?
     for index in 0..<500 where failure == nil {
       do {
-        try store.rename(to: String(repeating: "n", count: 250) + "\(index)")
+        try store.blocking.rename(to: String(repeating: "n", count: 250) + "\(index)")
       } catch let error as SessionStorageError {
         failure = error
       }
@@ -37,7 +37,7 @@ import Testing
     #expect(try store.check().allSatisfy { $0.verdict == .passed })
 
     _ = try store.writerInteger("PRAGMA max_page_count = 1073741823")
-    let next = try #require(try store.rename(to: "back"))
+    let next = try #require(try store.blocking.rename(to: "back"))
     #expect(next.cursor == head.next)
     #expect(try store.check().allSatisfy { $0.verdict == .passed })
   }
@@ -47,7 +47,7 @@ import Testing
     let cursors = try await withThrowingTaskGroup(of: [Cursor].self) { group in
       for (index, store) in stores.enumerated() {
         group.addTask {
-          try (0..<100).compactMap { step in try store.rename(to: "w\(index)-\(step)")?.cursor }
+          try (0..<100).compactMap { step in try store.blocking.rename(to: "w\(index)-\(step)")?.cursor }
         }
       }
       return try await group.reduce(into: []) { $0 += $1 }

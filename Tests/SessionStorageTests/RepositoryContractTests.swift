@@ -13,8 +13,8 @@ import Testing
   /// A store under test, with the maintenance calls the contract needs.
   struct Subject: Sendable {
     let repository: any SessionRepository
-    let compact: @Sendable (Int) throws -> SessionStore.Compaction
-    let compactBefore: @Sendable (Cursor) throws -> SessionStore.Compaction
+    let compact: @Sendable (Int) throws -> CompactionResult
+    let compactBefore: @Sendable (Cursor) throws -> CompactionResult
     let keep: TemporaryDirectory?
   }
 
@@ -164,7 +164,8 @@ import Testing
     #expect(try await store.rename(to: "e")?.cursor == Cursor(5))
   }
 
-  /// The crash of issue 18 (`prefix` with a negative count) and the silent emptying.
+  /// A negative limit or count is refused on every store: never a trap (`prefix` with a
+  /// negative count) and never a compaction that empties the feed.
   @Test(arguments: Kind.allCases)
   func negativeLimitsAndCountsAreInvalidArguments(_ kind: Kind) async throws {
     let subject = try await kind.make()
@@ -198,7 +199,8 @@ import Testing
     #expect(try await store.logIn(as: "a")?.origin == origin)
   }
 
-  /// Found by the differential test (seed 1): memory wrote from a cancelled task.
+  /// A write from a task cancelled before it starts writes nothing, on every store, no-op or
+  /// not; the username is validated first.
   @Test(arguments: Kind.allCases)
   func anAsyncWriteFromACancelledTaskThrowsAndWritesNothing(_ kind: Kind) async throws {
     let subject = try await kind.make()
@@ -238,9 +240,9 @@ import Testing
     #expect(try store.history(from: .beginning, limit: 1).first?.time == entry.time)
   }
 
-  @Test func aPreviewStoreRoundsTheTimeItIsGiven() {
+  @Test func aPreviewStoreRoundsTheTimeItIsGiven() throws {
     let state = SessionState(username: "a", isLoggedIn: true, updatedAt: Date(timeIntervalSince1970: 1.23456))
-    #expect(InMemorySessionStore(state: state).state.updatedAt == Date(timeIntervalSince1970: 1.235))
+    #expect(try InMemorySessionStore(state: state).state.updatedAt == Date(timeIntervalSince1970: 1.235))
     #expect(InMemorySessionStore(state: state).origin == "memory")
   }
 }

@@ -40,7 +40,7 @@ import Testing
     }
   }
 
-  func failedChecks(_ store: SessionStore) throws -> [SessionStore.CheckResult] {
+  func failedChecks(_ store: SessionStore) throws -> [CheckResult] {
     try store.check().filter { $0.verdict != .passed }
   }
 
@@ -58,19 +58,19 @@ import Testing
   @Test func aNewFileHasNoPolicyAndKeepsEverything() throws {
     let store = try SessionStore(path: path)
     #expect(try store.retention() == .off)
-    for index in 0..<20 { try store.logIn(as: "u\(index)") }
+    for index in 0..<20 { try store.blocking.logIn(as: "u\(index)") }
     #expect(try cursors(store) == Array(1...20))
   }
 
   @Test func keepLastKeepsExactlyTheNewestEntriesAfterEveryWrite() throws {
     let store = try SessionStore(path: path)
-    for index in 0..<5 { try store.logIn(as: "a\(index)") }
+    for index in 0..<5 { try store.blocking.logIn(as: "a\(index)") }
     let applied = try store.setRetention(Retention(keepLast: 3))
     #expect(applied.removed == 2)
     #expect(try store.retention() == Retention(keepLast: 3))
     #expect(try cursors(store) == [3, 4, 5])
     for index in 0..<10 {
-      let entry = try #require(try store.rename(to: "b\(index)"))
+      let entry = try #require(try store.blocking.rename(to: "b\(index)"))
       let head = entry.cursor.value
       #expect(try cursors(store) == [head - 2, head - 1, head])
     }
@@ -114,7 +114,7 @@ import Testing
     let store = try SessionStore(path: path)
     try store.setRetention(Retention(keepLast: 1))
     try store.setRetention(.off)
-    for index in 0..<5 { try store.logIn(as: "u\(index)") }
+    for index in 0..<5 { try store.blocking.logIn(as: "u\(index)") }
     #expect(try cursors(store) == [1, 2, 3, 4, 5])
   }
 
@@ -196,14 +196,14 @@ import Testing
       let compaction = #expect(throws: SessionStorageError.self) { try memory.compact(olderThan: age) }
       #expect(compaction?.code == .invalidArgument)
     }
-    #expect(memory.bounds() == FeedBounds(oldest: Cursor(1), head: Cursor(1)))
+    #expect(try memory.bounds() == FeedBounds(oldest: Cursor(1), head: Cursor(1)))
   }
 
   /// The age DELETE itself deletes nothing when SQLite cannot compute its cutoff (the date
   /// an age beyond the range gives is NULL), instead of every entry.
   @Test func anAgeWhoseCutoffSQLiteCannotComputeDeletesNothing() throws {
     let store = try SessionStore(path: path)
-    try store.logIn(as: "alice")
+    try store.blocking.logIn(as: "alice")
     #expect(try store.maintain(SessionStore.olderThanSQL, [.integer(Int64.max)]).removed == 0)
     #expect(try store.maintain(SessionStore.olderThanSQL, [.integer(3_000_000 * 86_400_000)]).removed == 0)
     #expect(try cursors(store) == [1])
@@ -216,7 +216,7 @@ import Testing
     #expect(try store.compact(olderThan: .seconds(3600)).removed == 0)
     try await Task.sleep(for: .milliseconds(20))
     let all = try store.compact(olderThan: .milliseconds(10))
-    #expect(all == SessionStore.Compaction(removed: 2, bounds: FeedBounds(oldest: nil, head: Cursor(2))))
+    #expect(all == CompactionResult(removed: 2, bounds: FeedBounds(oldest: nil, head: Cursor(2))))
     #expect(throws: SessionStorageError.self) { try store.compact(olderThan: .seconds(-1)) }
   }
 

@@ -21,7 +21,7 @@ import Testing
   }
 
   func rename(_ names: [String]) throws {
-    for name in names { try store.rename(to: name) }
+    for name in names { try store.blocking.rename(to: name) }
   }
 
   /// Consumes `count` entries, then returns how the iterator ends: its error, or nil
@@ -131,7 +131,7 @@ import Testing
       return
     }
     #expect(reason.contains("replaced"))
-    let write = try #require(throws: SessionStorageError.self) { try store.rename(to: "lost") }
+    let write = try #require(throws: SessionStorageError.self) { try store.blocking.rename(to: "lost") }
     #expect(write.code == .fileReplaced)
     #expect(write.message.contains("open the store again"))
   }
@@ -150,7 +150,7 @@ import Testing
       return
     }
     #expect(reason.contains("-wal file beside it was deleted"))
-    let write = try #require(throws: SessionStorageError.self) { try store.rename(to: "lost") }
+    let write = try #require(throws: SessionStorageError.self) { try store.blocking.rename(to: "lost") }
     #expect(write.code == .fileReplaced)
   }
 

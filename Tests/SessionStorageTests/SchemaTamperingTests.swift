@@ -19,7 +19,7 @@ import Testing
 
   /// A closed store where alice logged in (change 1).
   func makeClosedStore() throws {
-    try SessionStore(path: path, options: .init(origin: "test")).logIn(as: "alice")
+    try SessionStore(path: path, options: .init(origin: "test")).blocking.logIn(as: "alice")
   }
 
   /// The SQL of migration 0001, as a user would copy it from the repository.
@@ -126,7 +126,7 @@ import Testing
     #expect(first.cursor == Cursor(1))
     // Changed while the store is open: the write must not report change 1 as its own.
     try await ProcessRunner.sqlite3(path, "DROP TRIGGER session_feed")
-    let error = try #require(throws: SessionStorageError.self) { try store.rename(to: "bob") }
+    let error = try #require(throws: SessionStorageError.self) { try store.blocking.rename(to: "bob") }
     #expect(error.code == .tamperedSchema)
     #expect(error.message.contains("session_feed"))
     #expect(try await ProcessRunner.sqlite3(path, "SELECT username FROM session") == "alice\n")

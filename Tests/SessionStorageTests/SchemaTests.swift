@@ -90,7 +90,7 @@ import Testing
 
   @Test(arguments: refusals)
   func refusedFilesStayByteIdentical(_ refusal: Refusal) async throws {
-    try makeClosedStore { try $0.logIn(as: "alice") }
+    try makeClosedStore { try $0.blocking.logIn(as: "alice") }
     try await refusal.spoil(path)
     let before = try #require(fileBytes(path))
     let error = try #require(throws: SessionStorageError.self) { try SessionStore(path: path) }
@@ -139,12 +139,12 @@ import Testing
   }
 
   @Test func aLibraryWriteNamesItsOrigin() async throws {
-    try makeClosedStore { try $0.logIn(as: "alice") }
+    try makeClosedStore { try $0.blocking.logIn(as: "alice") }
     #expect(try await ProcessRunner.sqlite3(path, "SELECT origin FROM session_changes") == "test\n")
   }
 
   @Test func aNoOpUpdateAddsNoRow() async throws {
-    try makeClosedStore { try $0.logIn(as: "alice") }
+    try makeClosedStore { try $0.blocking.logIn(as: "alice") }
     try await ProcessRunner.sqlite3(
       path, "UPDATE session SET username = username, is_logged_in = is_logged_in")
     try await ProcessRunner.sqlite3(path, "UPDATE session SET updated_by = 'someone'")
@@ -184,7 +184,7 @@ import Testing
 
   @Test func newFilesAreCreatedPrivate() throws {
     let store = try SessionStore(path: path)
-    try store.logIn(as: "alice")
+    try store.blocking.logIn(as: "alice")
     for file in [path, path + "-wal", path + "-shm"] {
       let attributes = try FileManager.default.attributesOfItem(atPath: file)
       #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600, "\(file)")

@@ -96,16 +96,16 @@ import Testing
 
   @Test func instancesOnOneFileShareOneSetOfConnections() throws {
     let first = try SessionStore(path: path)
-    try first.logIn(as: "alice")
+    try first.blocking.logIn(as: "alice")
     let alone = descriptors(on: path)
     #expect(alone > 0)
     let second = try SessionStore(path: try spelled(.symbolicLink), options: .init(origin: "second"))
     let third = try SessionStore(path: try spelled(.relativePath), options: .init(readOnly: true))
     #expect(descriptors(on: path) == alone)
     // Each instance writes with its own origin through the shared writer.
-    #expect(try second.rename(to: "bob")?.origin == "second")
+    #expect(try second.blocking.rename(to: "bob")?.origin == "second")
     #expect(try third.state.username == "bob")
-    #expect(throws: SessionStorageError.self) { try third.logOut() }
+    #expect(throws: SessionStorageError.self) { try third.blocking.logOut() }
     withExtendedLifetime((first, second, third)) {}
   }
 
@@ -128,11 +128,11 @@ import Testing
   /// A read-only instance opened first, then a writable one: the writable one can write,
   /// and the read-only one still refuses.
   @Test func aWritableInstanceAfterAReadOnlyOneWrites() throws {
-    try SessionStore(path: path).logIn(as: "alice")
+    try SessionStore(path: path).blocking.logIn(as: "alice")
     let reader = try SessionStore(path: path, options: .init(readOnly: true))
     let writer = try SessionStore(path: path, options: .init(durability: .normal))
-    #expect(try writer.rename(to: "bob") != nil)
+    #expect(try writer.blocking.rename(to: "bob") != nil)
     #expect(try reader.state.username == "bob")
-    #expect(throws: SessionStorageError.self) { try reader.rename(to: "carol") }
+    #expect(throws: SessionStorageError.self) { try reader.blocking.rename(to: "carol") }
   }
 }

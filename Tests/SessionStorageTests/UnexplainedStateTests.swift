@@ -46,7 +46,7 @@ import Testing
     },
   ]
 
-  func state(_ store: SessionStore) throws -> SessionStore.CheckResult {
+  func state(_ store: SessionStore) throws -> CheckResult {
     try #require(try store.check().first { $0.check == .state })
   }
 

@@ -134,7 +134,7 @@ import Testing
     try await store.logIn(as: "alice")
     let before = try store.state
     let head = try store.bounds().head
-    for attempt in [{ try store.logIn(as: name) }, { try store.rename(to: name) }] {
+    for attempt in [{ try store.blocking.logIn(as: name) }, { try store.blocking.rename(to: name) }] {
       let error = try #require(throws: SessionStorageError.self) { try attempt() }
       #expect(error.code == .invalidUsername)
       #expect(error.message == "invalid username: " + reason)
@@ -159,7 +159,7 @@ import Testing
 
   @Test(arguments: valid)
   func usernamesOfEveryScriptAndEmojiAreAccepted(_ name: String) throws {
-    let entry = try #require(try store.logIn(as: name))
+    let entry = try #require(try store.blocking.logIn(as: name))
     #expect(entry.after.username == name.precomposedStringWithCanonicalMapping)
     #expect(try store.state.username == name.precomposedStringWithCanonicalMapping)
     #expect(try store.check().allSatisfy { $0.verdict == .passed })

@@ -61,7 +61,7 @@ import Testing
     let subscription = try store.changes(from: .now)
     let writes = 200
     let writing = Task.detached {
-      for index in 0..<writes { try store.rename(to: "user\(index)") }
+      for index in 0..<writes { try store.blocking.rename(to: "user\(index)") }
     }
     try await ProcessRunner.sqlite3(
       path, "PRAGMA busy_timeout = 10000; UPDATE session SET username = 'shell'")

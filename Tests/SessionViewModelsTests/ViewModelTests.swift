@@ -24,8 +24,8 @@ import Testing
 
   @Test func greetingReadsAnInMemoryStore() throws {
     let store = InMemorySessionStore()
-    try store.logIn(as: "ada")
-    #expect(GreetingViewModel(session: store.state).greeting == "Hello, ada")
+    try store.blocking.logIn(as: "ada")
+    #expect(GreetingViewModel(session: try store.state).greeting == "Hello, ada")
   }
 
   /// The stores a view model can be handed; the view models cannot tell them apart.
@@ -203,9 +203,9 @@ import Testing
     func values() -> SessionValues { InMemorySessionStore().values() }
     func history(from start: FeedStart, limit: Int) throws -> [SessionEntry] { throw Unreadable() }
     func bounds() throws -> FeedBounds { throw Unreadable() }
-    func compact(keepingLast count: Int) throws -> SessionStore.Compaction { throw Unreadable() }
-    func compact(before cursor: Cursor) throws -> SessionStore.Compaction { throw Unreadable() }
-    func compact(olderThan age: Duration) throws -> SessionStore.Compaction { throw Unreadable() }
+    func compact(keepingLast count: Int) throws -> CompactionResult { throw Unreadable() }
+    func compact(before cursor: Cursor) throws -> CompactionResult { throw Unreadable() }
+    func compact(olderThan age: Duration) throws -> CompactionResult { throw Unreadable() }
     func logIn(as username: String) async throws -> SessionEntry? { throw Unreadable() }
     func logOut() async throws -> SessionEntry? { throw Unreadable() }
     func rename(to username: String) async throws -> SessionEntry? { throw Unreadable() }

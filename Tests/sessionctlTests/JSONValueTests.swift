@@ -157,7 +157,7 @@ import Testing
   }
 
   @Test func checkDetailsAreShownEscaped() {
-    let item = SessionStore.CheckResult(.state, .failed, detail: "session (a\u{202E}b) differs")
+    let item = CheckResult(.state, .failed, detail: "session (a\u{202E}b) differs")
     #expect(Presenter(json: false).check([item]) == ["FAIL  state  session (a\\u{202E}b) differs"])
   }
 }
