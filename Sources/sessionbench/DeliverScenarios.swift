@@ -123,7 +123,8 @@ enum DeliverScenario {
   /// Login/logout alternating through the store; returns the cursor it reported.
   private static func storeWrites(_ store: SessionStore) -> (Int) throws -> Int64? {
     { index in
-      let entry = index.isMultiple(of: 2) ? try store.blocking.logIn(as: "alice") : try store.blocking.logOut()
+      let entry =
+        index.isMultiple(of: 2) ? try store.blocking.logIn(as: "alice") : try store.blocking.logOut()
       guard let entry else { throw BenchError("write \(index) through the store changed nothing") }
       return entry.cursor.value
     }

@@ -49,7 +49,8 @@ enum WriteScenario {
     let raw = try RawWriter(
       db: RawDB(path: workspace.raw, synchronous: durability == .full ? "FULL" : "NORMAL"))
     return try alternating(
-      name, scale: scale, ours: { login in try (login ? store.blocking.logIn(as: "alice") : store.blocking.logOut()) != nil },
+      name, scale: scale,
+      ours: { login in try (login ? store.blocking.logIn(as: "alice") : store.blocking.logOut()) != nil },
       raw: { login in try raw.write(login: login) })
   }
 
