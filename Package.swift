@@ -28,15 +28,14 @@ let package = Package(
       capability: .buildTool(),
       dependencies: ["EmbedMigrationsTool"]
     ),
-    // Internal: errno, EINTR retries, pipes, inotify records, limits; below FeedKit.
+    // Internal: POSIX in one place (errno, EINTR retries, close-on-exec pipes, inotify records,
+    // limits, and ChildProcess, the one way to start a program); below FeedKit.
     .target(name: "SystemKit"),
     .target(name: "FeedKit", dependencies: ["SystemKit"]),
-    // Internal: the one way to start a child process (sessionctl, tests, sessionbench, sessiontorture).
-    .target(name: "ProcessKit", dependencies: ["SystemKit"]),
     // Internal: what the tests, sessionbench and sessiontorture share and a shipped program
     // does not need: the child-process line protocol, the PostgreSQL cluster, temporary
     // directories, the seeded generator and the shrinker.
-    .target(name: "ToolingKit", dependencies: ["ProcessKit", "SystemKit"]),
+    .target(name: "ToolingKit", dependencies: ["SystemKit"]),
     // Internal: the one argument parser, help and completion of the three executables.
     .target(name: "CommandLineKit"),
     .target(
@@ -55,47 +54,44 @@ let package = Package(
       name: "sessionctl",
       dependencies: [
         "CommandLineKit", "FeedKit", "SessionStorage", "SessionStoragePostgres", "SessionViewModels",
-        "SystemKit", "ProcessKit",
+        "SystemKit",
       ]),
     .executableTarget(
       name: "sessionbench",
       dependencies: [
         "CommandLineKit", "FeedKit", "SessionStorage", "SessionStoragePostgres", "CSQLite", "CLibPQ",
-        "ProcessKit", "SystemKit", "ToolingKit",
+        "SystemKit", "ToolingKit",
       ]),
     .executableTarget(
       name: "sessiontorture",
       dependencies: [
-        "CommandLineKit", "FeedKit", "SessionStorage", "SessionStoragePostgres", "ProcessKit", "SystemKit",
-        "ToolingKit",
+        "CommandLineKit", "FeedKit", "SessionStorage", "SessionStoragePostgres", "SystemKit", "ToolingKit",
       ]),
     // Re-exports ToolingKit: a test that imports TestSupport has the whole kit.
-    .target(name: "TestSupport", dependencies: ["ProcessKit", "ToolingKit"], path: "Tests/TestSupport"),
+    .target(name: "TestSupport", dependencies: ["SystemKit", "ToolingKit"], path: "Tests/TestSupport"),
     .testTarget(name: "FeedKitTests", dependencies: ["FeedKit", "SystemKit", "TestSupport"]),
     .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
     .testTarget(
       name: "SessionStorageTests",
       dependencies: [
-        "FeedKit", "SessionStorage", "SessionStoragePostgres", "CSQLite", "ProcessKit", "TestSupport",
+        "FeedKit", "SessionStorage", "SessionStoragePostgres", "CSQLite", "SystemKit", "TestSupport",
         "ToolingKit",
       ]
     ),
     .testTarget(
       name: "SessionStoragePostgresTests",
-      dependencies: [
-        "SessionStoragePostgres", "SessionStorage", "FeedKit", "ProcessKit", "TestSupport",
-      ]),
+      dependencies: ["SessionStoragePostgres", "SessionStorage", "FeedKit", "SystemKit", "TestSupport"]),
     .testTarget(
       name: "SessionViewModelsTests",
       dependencies: [
-        "SessionViewModels", "SessionStorage", "SessionStoragePostgres", "ProcessKit", "TestSupport",
+        "SessionViewModels", "SessionStorage", "SessionStoragePostgres", "SystemKit", "TestSupport",
       ]),
     .testTarget(
       name: "sessionctlTests",
-      dependencies: ["sessionctl", "FeedKit", "SessionStorage", "ProcessKit", "TestSupport"]),
+      dependencies: ["sessionctl", "FeedKit", "SessionStorage", "SystemKit", "TestSupport"]),
     // The tooling's own tests; SessionStorageTests and SessionStoragePostgresTests run the
     // built sessiontorture as a child writer or subscriber, which sessiontortureTests builds.
-    .testTarget(name: "ToolingKitTests", dependencies: ["ToolingKit", "ProcessKit", "TestSupport"]),
+    .testTarget(name: "ToolingKitTests", dependencies: ["ToolingKit", "SystemKit", "TestSupport"]),
     .testTarget(name: "sessionbenchTests", dependencies: ["sessionbench", "TestSupport"]),
     .testTarget(name: "sessiontortureTests", dependencies: ["sessiontorture", "TestSupport"]),
   ],

@@ -10,7 +10,7 @@ import Synchronization
 
 /// Pipes that no child process inherits by accident. Swift's Glibc has no `pipe2`, so a
 /// pipe is made and then marked close-on-exec, and a process started in between would
-/// inherit it; both steps happen under one lock, and ProcessKit starts its processes
+/// inherit it; both steps happen under one lock, and ChildProcess starts its processes
 /// under the same lock.
 package enum Pipes {
   private static let lock = Mutex(())

@@ -1,5 +1,4 @@
 import Foundation
-import ProcessKit
 import SystemKit
 
 // The line protocol between a tool (sessionbench, sessiontorture) and the copies of itself it

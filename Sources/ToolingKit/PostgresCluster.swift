@@ -1,5 +1,5 @@
 import Foundation
-import ProcessKit
+import SystemKit
 
 /// A PostgreSQL server for the tests and sessionbench: a throwaway cluster that
 /// `scripts/postgres-cluster` runs (as `nobody` when we are root), or a server given by URL.

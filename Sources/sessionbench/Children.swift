@@ -1,7 +1,6 @@
 import CLibPQ
 import Dispatch
 import Foundation
-import ProcessKit
 import SessionStorage
 import SessionStoragePostgres
 import SystemKit

@@ -1,8 +1,8 @@
 import CSQLite
 import FeedKit
 import Foundation
-import ProcessKit
 import SessionStorage
+import SystemKit
 
 /// `sessionbench --instructions`: instructions per operation, ours and raw, counted by
 /// valgrind's callgrind. Unlike times they do not move with the machine's load, so they

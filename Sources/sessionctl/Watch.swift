@@ -1,6 +1,5 @@
 import CommandLineKit
 import Foundation
-import ProcessKit
 import SessionStorage
 import SessionStoragePostgres
 import Synchronization

@@ -1,8 +1,8 @@
 import FeedKit
 import Foundation
-import ProcessKit
 import SessionStorage
 import Synchronization
+import SystemKit
 
 /// One follower of the feed (an in-process subscription or a subscriber process), checked
 /// against the model's log: each entry is the next cursor, the model's entry in every field,

@@ -1,7 +1,7 @@
 import FeedKit
 import Foundation
-import ProcessKit
 import SessionStorage
+import SystemKit
 import ToolingKit
 
 /// The steps another process takes: the sqlite3 shell, Python, sessionctl, the driver's own

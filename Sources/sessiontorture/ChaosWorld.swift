@@ -1,8 +1,8 @@
 import FeedKit
 import Foundation
-import ProcessKit
 import SessionStorage
 import Synchronization
+import SystemKit
 
 /// The chaos driver's world: store instances, subscribers and processes on one file, and
 /// the ``ChaosModel`` every outcome is compared with as the step runs (returned entries in

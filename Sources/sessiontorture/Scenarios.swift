@@ -1,8 +1,8 @@
 import CommandLineKit
 import Foundation
-import ProcessKit
 import SessionStorage
 import Synchronization
+import SystemKit
 import ToolingKit
 
 /// A writer killed with SIGKILL at random moments loses nothing it acknowledged.

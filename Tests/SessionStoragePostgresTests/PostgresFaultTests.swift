@@ -1,9 +1,9 @@
 import FeedKit
 import Foundation
-import ProcessKit
 import SessionStorage
 import SessionStoragePostgres
 import Synchronization
+import SystemKit
 import TestSupport
 import Testing
 

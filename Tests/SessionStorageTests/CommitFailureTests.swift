@@ -1,7 +1,7 @@
 import CSQLite
 import FeedKit
 import Foundation
-import ProcessKit
+import SystemKit
 import TestSupport
 import Testing
 

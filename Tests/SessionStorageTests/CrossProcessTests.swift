@@ -1,6 +1,6 @@
 import FeedKit
 import Foundation
-import ProcessKit
+import SystemKit
 import TestSupport
 import Testing
 

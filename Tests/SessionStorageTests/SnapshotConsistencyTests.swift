@@ -1,7 +1,7 @@
 import FeedKit
 import Foundation
-import ProcessKit
 import SessionStorage
+import SystemKit
 import TestSupport
 import Testing
 

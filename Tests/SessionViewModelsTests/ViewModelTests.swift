@@ -1,8 +1,8 @@
 import Foundation
-import ProcessKit
 import SessionStorage
 import SessionStoragePostgres
 import SessionViewModels
+import SystemKit
 import TestSupport
 import Testing
 

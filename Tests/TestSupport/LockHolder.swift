@@ -1,5 +1,5 @@
 import Foundation
-import ProcessKit
+import SystemKit
 
 /// Another process (Python's sqlite3 module) holding a database's write lock: it begins an
 /// IMMEDIATE transaction and keeps it until it is released (killed, which releases every

@@ -1,5 +1,5 @@
 import Foundation
-import ProcessKit
+import SystemKit
 import ToolingKit
 
 /// What a finished child process printed and how it ended.

@@ -1,5 +1,5 @@
 import Foundation
-import ProcessKit
+import SystemKit
 
 /// Another process (Python's sqlite3 module) that keeps one connection to a database open
 /// and runs the statements it is sent, each in its own transaction. While it lives, the

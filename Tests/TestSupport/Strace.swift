@@ -1,5 +1,5 @@
 import Foundation
-import ProcessKit
+import SystemKit
 import ToolingKit
 
 /// Runs a program under `strace` (`/usr/bin/strace`): to count its system calls, or to make

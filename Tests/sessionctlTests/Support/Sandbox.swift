@@ -1,5 +1,5 @@
 import Foundation
-import ProcessKit
+import SystemKit
 import TestSupport
 import Testing
 

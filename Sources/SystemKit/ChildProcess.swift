@@ -1,6 +1,5 @@
 import Foundation
 import Synchronization
-import SystemKit
 
 #if canImport(Glibc)
   import Glibc

@@ -1,5 +1,3 @@
-import SystemKit
-
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Musl)
@@ -110,7 +108,7 @@ extension ChildProcess {
   /// of hanging.
   private func drainOutput() {
     guard output?.collects == true, !waitForEndOfOutput(timeout: .seconds(5)) else { return }
-    let name = CommandLine.arguments[0].split(separator: "/").last.map(String.init) ?? "ProcessKit"
+    let name = CommandLine.arguments[0].split(separator: "/").last.map(String.init) ?? "SystemKit"
     try? writeAll(
       STDERR_FILENO, Array("\(name): the output of \(executable) stayed open after it exited\n".utf8))
   }
