@@ -5,7 +5,7 @@ import Testing
 
 @testable import SessionStorage
 
-/// Issue 18, point 4: a change that alters only the bytes of a username (another Unicode
+/// A change that alters only the bytes of a username (another Unicode
 /// normalization of the same name, or the same text stored as a BLOB) is no change to Swift,
 /// whose `String` equality is canonical equivalence. A library write that would make only
 /// such a change is a no-op in both stores; such a change by another client reaches
