@@ -77,18 +77,16 @@ extension FeedEntry: CustomStringConvertible where Change == SessionChange {
 
 extension FeedEntry where Change == SessionChange {
   /// The entry of a `session_changes` row, its columns in the order of every store's
-  /// schema (times as the feed's text, read by ``Timestamp/stored(_:)``): the same
-  /// decoding for the SQLite and the PostgreSQL store.
+  /// schema, its times read by ``Timestamp/stored(_:)``: the same decoding for the SQLite
+  /// and the PostgreSQL store.
   package init(
-    seq: Int64, at: String?, origin: String?, oldUsername: String?, newUsername: String?,
-    oldIsLoggedIn: Bool, newIsLoggedIn: Bool, oldUpdatedAt: String?
+    seq: Int64, at time: Date, origin: String?, oldUsername: String?, newUsername: String?,
+    oldIsLoggedIn: Bool, newIsLoggedIn: Bool, oldUpdatedAt: Date
   ) {
-    let time = Timestamp.stored(at)
     self.init(
       cursor: Cursor(seq), time: time, origin: origin ?? Origin.external,
       change: SessionChange(
-        before: SessionState(
-          username: oldUsername, isLoggedIn: oldIsLoggedIn, updatedAt: Timestamp.stored(oldUpdatedAt)),
+        before: SessionState(username: oldUsername, isLoggedIn: oldIsLoggedIn, updatedAt: oldUpdatedAt),
         after: SessionState(username: newUsername, isLoggedIn: newIsLoggedIn, updatedAt: time)))
   }
 }

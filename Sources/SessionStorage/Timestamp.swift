@@ -48,7 +48,13 @@ public enum Timestamp {
   /// Parses `YYYY-MM-DDTHH:MM:SSZ` or `YYYY-MM-DDTHH:MM:SS.mmmZ`; nil for anything else
   /// (e.g. typed by hand).
   public static func parse(_ text: String) -> Date? {
-    let bytes = Array(text.utf8)
+    // A native string's UTF-8 is contiguous: read in place, with no copy per time read (a
+    // page of history reads two hundred).
+    text.utf8.withContiguousStorageIfAvailable(parse) ?? Array(text.utf8).withUnsafeBufferPointer(parse)
+  }
+
+  /// Parses UTF-8 bytes in the same format as `parse(_:)` reads from a string.
+  static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Date? {
     guard bytes.count == 20 || bytes.count == 24 else { return nil }
     func number(_ start: Int, _ width: Int) -> Int? {
       var value = 0

@@ -76,15 +76,15 @@ enum SessionTables {
   static func state(_ statement: Statement) -> SessionState {
     SessionState(
       username: statement.lossyText(at: 0), isLoggedIn: statement.int64(at: 1) != 0,
-      updatedAt: Timestamp.stored(statement.lossyText(at: 2)))
+      updatedAt: statement.time(at: 2))
   }
 
   /// The entry in the current row of a statement selecting ``changeColumns``.
   static func entry(_ statement: Statement) -> SessionEntry {
     SessionEntry(
-      seq: statement.int64(at: 0), at: statement.lossyText(at: 1), origin: statement.lossyText(at: 2),
+      seq: statement.int64(at: 0), at: statement.time(at: 1), origin: statement.lossyText(at: 2),
       oldUsername: statement.lossyText(at: 3), newUsername: statement.lossyText(at: 4),
       oldIsLoggedIn: statement.int64(at: 5) != 0, newIsLoggedIn: statement.int64(at: 6) != 0,
-      oldUpdatedAt: statement.lossyText(at: 7))
+      oldUpdatedAt: statement.time(at: 7))
   }
 }

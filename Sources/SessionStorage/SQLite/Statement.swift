@@ -1,4 +1,5 @@
 import CSQLite
+import Foundation
 
 /// A prepared statement with typed bindings and columns.
 final class Statement {
@@ -67,6 +68,12 @@ final class Statement {
   /// values someone else may have written, which are read and reported, never trusted.
   func lossyText(at index: Int32) -> String? {
     utf8(at: index).map { String(decoding: $0, as: UTF8.self) }
+  }
+
+  /// Column `index` as a time, read as ``Timestamp/stored(_:)`` reads its text, from
+  /// SQLite's bytes with no `String` made in between.
+  func time(at index: Int32) -> Date {
+    utf8(at: index).flatMap(Timestamp.parse) ?? Date(timeIntervalSince1970: 0)
   }
 
   /// Column `index` as the bytes of its text, or nil for NULL: SQLite's own buffer, valid
