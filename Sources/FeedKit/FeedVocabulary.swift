@@ -75,8 +75,9 @@ public enum FeedStart: Sendable, Equatable {
 /// One committed change: where it sits in the feed, when and by whom it was made, and the
 /// typed change. Members of the change can be read on the entry directly (`entry.after`).
 ///
-/// Only a feed's source creates entries: the cursor, time and origin are what the log
-/// recorded. Tests and previews get real ones from a store (for sessions, the in-memory store).
+/// Entries come from a feed's source (or from decoding what one encoded): the cursor, time
+/// and origin are what the log recorded. Tests and previews get real ones from a store (for
+/// sessions, the in-memory store).
 @dynamicMemberLookup
 public struct FeedEntry<Change: Sendable>: Sendable {
   /// The entry's position; resume after it with ``FeedStart/after(_:)``.

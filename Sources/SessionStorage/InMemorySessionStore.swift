@@ -48,6 +48,12 @@ public final class InMemorySessionStore: _SessionBackedStore, SessionBackend {
 
   package func currentState() -> SessionState { log.current.withLock { $0.state } }
 
+  /// The current state. Reading memory cannot fail, so a preview needs no `try`.
+  public var state: SessionState { currentState() }
+
+  /// The oldest kept cursor and the newest cursor; reading memory cannot fail.
+  public func bounds() -> FeedBounds { log.bounds() }
+
   /// Never throws: a store in memory is always writable.
   package func requireWritable() {}
 

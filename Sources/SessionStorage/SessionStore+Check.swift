@@ -40,7 +40,7 @@ public struct CheckResult: Sendable, Hashable {
   public var detail: String
 
   /// Creates a result.
-  public init(_ check: StoreCheck, _ verdict: Verdict, detail: String) {
+  package init(_ check: StoreCheck, _ verdict: Verdict, detail: String) {
     self.check = check
     self.verdict = verdict
     self.detail = detail

@@ -116,12 +116,15 @@ public final class SessionStore: _SessionBackedStore, SessionBackend {
     }
   }
 
-  /// Runs the write (on a writable instance) as one conditional UPDATE in an IMMEDIATE
-  /// transaction and returns the entry its trigger wrote, or nil when nothing changed. A wait for another connection's
-  /// write lock stops as soon as `isCancelled` says so, and throws `CancellationError`.
+  /// Runs the write as one conditional UPDATE in an IMMEDIATE transaction and returns the
+  /// entry its trigger wrote, or nil when nothing changed. A read-only instance refuses it,
+  /// also when it shares its connections with a writable one. A wait for another
+  /// connection's write lock stops as soon as `isCancelled` says so, and throws
+  /// `CancellationError`.
   package func commit(_ write: SessionWrite, isCancelled: @escaping @Sendable () -> Bool) throws
     -> SessionEntry?
   {
+    try requireWritable()
     let (sql, bindings) = write.statement(origin: options.origin)
     let entry: SessionEntry?
     do {

@@ -104,7 +104,8 @@ public struct BlockingWrites: Sendable {
 
   /// Signs in as `username` (validated, stored in Unicode NFC) and blocks until it commits.
   /// - Returns: the committed change, or nil when already signed in as that user.
-  /// - Throws: ``SessionStorageError`` (`invalidUsername` before anything is written).
+  /// - Throws: ``SessionStorageError``, as the `async` `logIn(as:)` throws it
+  ///   (`invalidUsername` before anything is written, `readOnly`, `busy`, `unavailable`).
   @discardableResult
   public func logIn(as username: String) throws -> SessionEntry? {
     try core.write(.login(username: username))
@@ -112,11 +113,13 @@ public struct BlockingWrites: Sendable {
 
   /// Signs out, keeping the username, and blocks until it commits.
   /// - Returns: the committed change, or nil when nobody was signed in.
+  /// - Throws: ``SessionStorageError``, as ``logIn(as:)`` does.
   @discardableResult
   public func logOut() throws -> SessionEntry? { try core.write(.logout) }
 
   /// Changes the username, keeping the login state, and blocks until it commits.
   /// - Returns: the committed change, or nil when the username is already `username`.
+  /// - Throws: ``SessionStorageError``, as ``logIn(as:)`` does.
   @discardableResult
   public func rename(to username: String) throws -> SessionEntry? { try core.write(.rename(to: username)) }
 }

@@ -40,10 +40,19 @@ public enum Timestamp {
   }
 
   /// A time read from a store: text not in the feed's format (typed by hand), or none,
-  /// reads as the epoch, and `check` reports it. Every store reads its times through this.
+  /// reads as the epoch, and `check` reports it. Every store reads its times through this
+  /// or its byte form.
   package static func stored(_ text: String?) -> Date {
-    text.flatMap(parse) ?? Date(timeIntervalSince1970: 0)
+    text.flatMap(parse) ?? epoch
   }
+
+  /// A time read from a store as UTF-8 bytes (SQLite's own buffer), read as
+  /// `stored(_:)` reads its text, with no `String` made in between.
+  static func stored(_ bytes: UnsafeBufferPointer<UInt8>?) -> Date {
+    bytes.flatMap(parse) ?? epoch
+  }
+
+  private static let epoch = Date(timeIntervalSince1970: 0)
 
   /// Parses `YYYY-MM-DDTHH:MM:SSZ` or `YYYY-MM-DDTHH:MM:SS.mmmZ`; nil for anything else
   /// (e.g. typed by hand).

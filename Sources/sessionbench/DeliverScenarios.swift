@@ -4,6 +4,7 @@ import Foundation
 import SessionStorage
 import Synchronization
 import SystemKit
+import ToolingKit
 
 /// `deliver-local`, `deliver-remote`, `deliver-external` and `fanout`: one write at a
 /// time, timed from just before the write call until every subscriber has the entry.

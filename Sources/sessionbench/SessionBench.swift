@@ -1,5 +1,6 @@
 import CommandLineKit
 import Foundation
+import ToolingKit
 
 /// The program: parses the command line, runs the scenarios or a hidden child command.
 enum SessionBench {

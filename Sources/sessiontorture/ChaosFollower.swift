@@ -3,6 +3,7 @@ import Foundation
 import SessionStorage
 import Synchronization
 import SystemKit
+import ToolingKit
 
 /// One follower of the feed (an in-process subscription or a subscriber process), checked
 /// against the model's log: each entry is the next cursor, the model's entry in every field,
@@ -51,7 +52,7 @@ final class ChaosFollower {
     self.number = number
     self.kind = kind
     self.source = source
-    startedAt = ChaosClock.now()
+    startedAt = Monotonic.now()
     last = start
     lastSerial = serial
     lastTime = time
@@ -75,7 +76,7 @@ final class ChaosFollower {
   func resume(with subscriber: ChaosSubscriber, serial: Int?) {
     source = .task(subscriber)
     looked = 0
-    startedAt = ChaosClock.now()
+    startedAt = Monotonic.now()
     cancelled = false
     lastSerial = serial
   }
@@ -221,7 +222,7 @@ final class ChaosFollower {
     }
   }
 
-  /// What the follower must do next, and by when (``ChaosClock/now()``); nil when it is
+  /// What the follower must do next, and by when (``Monotonic/now()``); nil when it is
   /// where the model is.
   func requirement(_ model: ChaosModel, bound: UInt64) -> (deadline: UInt64, what: String)? {
     guard isLive else { return nil }
@@ -292,7 +293,7 @@ enum ChaosEnding: Sendable, CustomStringConvertible {
   }
 }
 
-/// An entry as a subscriber received it, and when (``ChaosClock/now()``).
+/// An entry as a subscriber received it, and when (``Monotonic/now()``).
 struct ChaosDelivery: Sendable {
   var entry: SessionEntry
   var receivedAt: UInt64
@@ -345,7 +346,7 @@ final class ChaosSubscriber: Sendable {
     wakeMode = nil
     run {
       for try await value in values {
-        let received = ChaosValue(state: ChaosState(value), receivedAt: ChaosClock.now())
+        let received = ChaosValue(state: ChaosState(value), receivedAt: Monotonic.now())
         self.record.withLock { $0.values.append(received) }
       }
     }
@@ -354,7 +355,7 @@ final class ChaosSubscriber: Sendable {
   private func follow(_ changes: SessionSubscription) {
     run {
       for try await entry in changes {
-        let received = ChaosDelivery(entry: entry, receivedAt: ChaosClock.now())
+        let received = ChaosDelivery(entry: entry, receivedAt: Monotonic.now())
         self.record.withLock { $0.entries.append(received) }
       }
     }

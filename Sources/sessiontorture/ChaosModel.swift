@@ -1,6 +1,7 @@
 import FeedKit
 import Foundation
 import SessionStorage
+import ToolingKit
 
 /// A state as the chaos model holds it: the two values a write decides on, and when the
 /// state last changed (milliseconds since 1970, as the file stores it).
@@ -47,7 +48,7 @@ struct ChaosEntry: Sendable {
   /// Which entry this is, unique across histories: an entry that a restore brings back keeps
   /// its serial, another one written later at the same cursor gets a new one.
   var serial: Int
-  /// When subscribers could first read it (``ChaosClock/now()``): when its write was
+  /// When subscribers could first read it (``Monotonic/now()``): when its write was
   /// acknowledged, or when a restore brought it back.
   var availableAt: UInt64
 
@@ -316,13 +317,6 @@ struct ChaosModel: Sendable {
 /// The clocks the driver compares: a monotonic one shared by every process of the machine
 /// (`CLOCK_MONOTONIC`), for delivery times, and the wall clock SQLite stamps entries with.
 enum ChaosClock {
-  /// Nanoseconds on `CLOCK_MONOTONIC`, comparable between processes.
-  static func now() -> UInt64 {
-    var time = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &time)
-    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
-  }
-
   /// The wall clock in milliseconds since 1970.
   static func wallMilliseconds() -> Int64 { milliseconds(Date()) }
 

@@ -196,7 +196,7 @@ final class ChaosWatchdog: Sendable {
   /// goes to standard error, `summary` to standard output.
   func arm(_ limit: Duration, report: [String], summary: String) {
     startIfNeeded()
-    let deadline = ChaosClock.now() + UInt64(limit.milliseconds) * 1_000_000
+    let deadline = Monotonic.now() + UInt64(limit.milliseconds) * 1_000_000
     armed.withLock { $0 = Armed(deadline: deadline, report: report, summary: summary) }
   }
 
@@ -217,7 +217,7 @@ final class ChaosWatchdog: Sendable {
     let thread = Thread { [self] in
       while true {
         usleep(100_000)
-        let expired = armed.withLock { armed in armed.flatMap { ChaosClock.now() > $0.deadline ? $0 : nil } }
+        let expired = armed.withLock { armed in armed.flatMap { Monotonic.now() > $0.deadline ? $0 : nil } }
         if let expired { end(expired) }
       }
     }

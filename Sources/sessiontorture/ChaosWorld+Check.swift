@@ -1,6 +1,7 @@
 import FeedKit
 import Foundation
 import SessionStorage
+import ToolingKit
 
 /// The check after every step: the file read by a fresh process, every instance and every
 /// follower of the feed, each against the model.
@@ -57,7 +58,7 @@ extension ChaosWorld {
     if let count, count != head - first + 1 {
       problems.append("\(count) rows from \(first) to \(head): a hole")
     }
-    if let problem = model.learn(firstAvailable: first, at: ChaosClock.now()) { problems.append(problem) }
+    if let problem = model.learn(firstAvailable: first, at: Monotonic.now()) { problems.append(problem) }
     let policyFields = output[4].split(separator: "|", omittingEmptySubsequences: false)
     let policy = ChaosPolicy(
       keepLast: policyFields.first.flatMap { Int($0) },
@@ -122,7 +123,7 @@ extension ChaosWorld {
       guard problems.isEmpty else { return problems }
       let pending = followers.compactMap { $0.requirement(model, bound: bound) }
       if pending.isEmpty { return [] }
-      let now = ChaosClock.now()
+      let now = Monotonic.now()
       let late = pending.filter { now > $0.deadline }
       if !late.isEmpty {
         return late.map { "\($0.what) within \(ChaosFollower.milliseconds(bound)) ms" }

@@ -210,7 +210,7 @@ extension ChaosWorld {
     let output = try Self.sqlite3(path, "BEGIN IMMEDIATE; \(update); \(select); COMMIT;")
     try settleOutside(
       action, printed: output.split(separator: "\n"), window: start...ChaosClock.wallMilliseconds(),
-      ackedAt: ChaosClock.now(), by: "sqlite3 shell")
+      ackedAt: Monotonic.now(), by: "sqlite3 shell")
   }
 
   func pythonWrite(_ action: ChaosStep.Action, through prefix: [String] = ["/usr/bin/env"]) throws {
@@ -230,7 +230,7 @@ extension ChaosWorld {
     guard Self.reap(python) == 0 else { throw TortureFailure("the python client failed") }
     try settleOutside(
       action, printed: python.lines.map { Substring($0) }, window: start...ChaosClock.wallMilliseconds(),
-      ackedAt: ChaosClock.now(), by: "python sqlite3")
+      ackedAt: Monotonic.now(), by: "python sqlite3")
   }
 
   /// What `sessionctl --json` prints for a write that changed nothing.
@@ -260,7 +260,7 @@ extension ChaosWorld {
     }
     let start = ChaosClock.wallMilliseconds()
     let lines = try runSessionctl(sessionctl, command)
-    let (window, ackedAt) = (start...ChaosClock.wallMilliseconds(), ChaosClock.now())
+    let (window, ackedAt) = (start...ChaosClock.wallMilliseconds(), Monotonic.now())
     guard lines.count == 1, let line = lines.first else {
       throw TortureFailure("sessionctl \(action) printed \(lines)")
     }
@@ -387,7 +387,7 @@ extension ChaosWorld {
     }
     try adopt(
       candidates, required: printed.count, window: start...ChaosClock.wallMilliseconds(),
-      ackedAt: ChaosClock.now(),
+      ackedAt: Monotonic.now(),
       by: "the killed writer")
   }
 
@@ -452,7 +452,7 @@ extension ChaosWorld {
         note("the writer with failing fsyncs did not run (status \(status)): \(stderr.prefix(200))")
       }
       // It could not open the store (a failing fsync there): it wrote nothing.
-      return try adopt([], required: 0, window: window, ackedAt: ChaosClock.now(), by: writer)
+      return try adopt([], required: 0, window: window, ackedAt: Monotonic.now(), by: writer)
     }
     let reported = try settleReports(
       lines, actions, origin: origin, window: window, by: writer, failuresAllowed: true)
@@ -460,7 +460,7 @@ extension ChaosWorld {
       let next = model.predict(actions[reported], origin: origin, time: ChaosState.unknown)
     {
       // It died in the middle of a write (its outcome unknown): the file says.
-      try adopt([next], required: 0, window: window, ackedAt: ChaosClock.now(), by: writer)
+      try adopt([next], required: 0, window: window, ackedAt: Monotonic.now(), by: writer)
     }
   }
 
@@ -505,7 +505,7 @@ extension ChaosWorld {
     }
     try adopt(
       candidates, required: candidates.count, window: start...ChaosClock.wallMilliseconds(),
-      ackedAt: ChaosClock.now(), by: "the writer process")
+      ackedAt: Monotonic.now(), by: "the writer process")
     var previous: Int64 = 0
     for snapshot in snapshots {
       let (cursor, state) = (snapshot.cursor.value, ChaosState(snapshot.state))

@@ -3,6 +3,7 @@ import Foundation
 import SessionStorage
 import Synchronization
 import SystemKit
+import ToolingKit
 
 /// The chaos driver's world: store instances, subscribers and processes on one file, and
 /// the ``ChaosModel`` every outcome is compared with as the step runs (returned entries in
@@ -49,7 +50,7 @@ final class ChaosWorld {
     guard initial.username == nil, !initial.isLoggedIn else {
       throw TortureFailure("a new store holds \(initial), not (nil, out)")
     }
-    model = ChaosModel(initial: initial, at: ChaosClock.now())
+    model = ChaosModel(initial: initial, at: Monotonic.now())
     guard symlink(path, path + ".link") == 0 else { throw TortureFailure("cannot link to \(path)") }
   }
 
@@ -96,7 +97,7 @@ final class ChaosWorld {
 
   /// Compares what a write of `action` by `origin` returned with the model's prediction,
   /// then commits it. `window`: the wall clock (ms) around the write; `ackedAt`: when it
-  /// was acknowledged (``ChaosClock/now()``).
+  /// was acknowledged (``Monotonic/now()``).
   func settle(
     _ action: ChaosStep.Action, origin: String, returned entry: SessionEntry?, window: ClosedRange<Int64>,
     ackedAt: UInt64, by writer: String
@@ -150,7 +151,7 @@ final class ChaosWorld {
   /// the history rewritten now.
   func rewound(to backup: ChaosModel) -> ChaosModel {
     var model = backup
-    let now = ChaosClock.now()
+    let now = Monotonic.now()
     for cursor in model.log.keys { model.log[cursor]?.availableAt = now }
     model.rewrittenAt = now
     model.stateSince = now
@@ -316,7 +317,7 @@ final class ChaosWorld {
     }
     try settle(
       action, origin: store.options.origin, returned: entry, window: start...ChaosClock.wallMilliseconds(),
-      ackedAt: ChaosClock.now(), by: writer)
+      ackedAt: Monotonic.now(), by: writer)
   }
 
   /// Checks a compaction's answer against the range the model computed for the oldest
@@ -345,7 +346,7 @@ final class ChaosWorld {
         "reports the oldest \(String(describing: compaction.bounds.oldest)) for an oldest cursor \(found)")
     }
     guard problems.isEmpty else { throw TortureFailure("\(what) " + problems.joined(separator: "; ")) }
-    model.allow(range, at: ChaosClock.now())
+    model.allow(range, at: Monotonic.now())
   }
 
   private func compact(_ index: Int, _ kind: ChaosStep.Compaction) throws {
@@ -578,7 +579,7 @@ final class ChaosWorld {
     let copy = path + ".replacement"
     _ = try Self.sqlite3(backupPath, ".backup '\(copy)'")
     guard Glibc.rename(copy, path) == 0 else { throw TortureFailure("cannot rename over \(path)") }
-    let renamed = ChaosClock.now()
+    let renamed = Monotonic.now()
     if let store = instance(index), !store.options.readOnly {
       do {
         let entry = try store.blocking.rename(to: "lost")
@@ -590,7 +591,7 @@ final class ChaosWorld {
     let subscribers = live.compactMap { follower -> ChaosSubscriber? in
       if case .task(let subscriber) = follower.source { subscriber } else { nil }
     }
-    while subscribers.contains(where: { $0.ending == nil }), ChaosClock.now() < renamed + bound {
+    while subscribers.contains(where: { $0.ending == nil }), Monotonic.now() < renamed + bound {
       usleep(1000)
     }
     let endings = subscribers.map(\.ending)

@@ -56,7 +56,7 @@ enum Children {
   /// may be a PostgreSQL URL (`postgresql://…`): the child then follows that store.
   ///
   /// With `detail` (the chaos driver's subscriber processes) it prints "ready CURSOR", then
-  /// "entry NS JSON" for each entry (NS: ``ChaosClock/now()`` when it arrived, JSON: the
+  /// "entry NS JSON" for each entry (NS: ``Monotonic/now()`` when it arrived, JSON: the
   /// entry as `sessionctl --json` prints it), and on a `FeedError` one line of
   /// ``ChaosChildLine``. `safetyPoll` sets the store's safety poll (seconds).
   static func subscribe(path: String, count: Int, detail: Bool = false, safetyPoll: Double? = nil) throws
@@ -78,7 +78,7 @@ enum Children {
         for try await entry in changes {
           if detail {
             let json = String(decoding: try encoder.encode(entry), as: UTF8.self)
-            ChildChannel.say("entry \(ChaosClock.now()) \(json)")
+            ChildChannel.say("entry \(Monotonic.now()) \(json)")
           } else {
             ChildChannel.say("\(entry.cursor) \(entry.origin)")
           }
@@ -123,7 +123,7 @@ enum Children {
           case .logout: try store.blocking.logOut()
           case .rename(let name): try store.blocking.rename(to: name)
           }
-        let now = ChaosClock.now()
+        let now = Monotonic.now()
         if let entry {
           ChildChannel.say("ok \(now) \(String(decoding: try encoder.encode(entry), as: UTF8.self))")
         } else {
@@ -131,7 +131,7 @@ enum Children {
         }
       } catch {
         ChildChannel.say(
-          "error \(ChaosClock.now()) \(String(describing: error).split(whereSeparator: \.isNewline).joined(separator: " "))"
+          "error \(Monotonic.now()) \(String(describing: error).split(whereSeparator: \.isNewline).joined(separator: " "))"
         )
       }
     }
@@ -147,7 +147,7 @@ enum ChaosChildLine {
   /// "ended NS KIND …" for a `FeedError`: `compacted REQUESTED OLDEST`, `rewritten CURSOR
   /// REASON`, `ahead REQUESTED HEAD`, or `other DESCRIPTION`.
   static func ended(_ error: FeedError) -> String {
-    let now = ChaosClock.now()
+    let now = Monotonic.now()
     switch error {
     case .cursorCompacted(let requested, let oldest): return "ended \(now) compacted \(requested) \(oldest)"
     case .historyRewritten(let cursor, let reason): return "ended \(now) rewritten \(cursor) \(reason)"

@@ -344,19 +344,14 @@ extension DifferentialTests {
 
     static func sqlite(origin: String, path: String) throws -> Subject {
       // Durability does not change a result; `.normal` spares a sync per commit.
-      let store = try SessionStore(path: path, options: .init(durability: .normal, origin: origin))
-      return Subject(
-        repository: store, logIn: { try store.blocking.logIn(as: $0) },
-        logOut: { try store.blocking.logOut() },
-        rename: { try store.blocking.rename(to: $0) }, bounds: { try store.bounds() },
-        compactKeepingLast: { try store.compact(keepingLast: $0) },
-        compactBefore: { try store.compact(before: $0) },
-        historyWithDefaults: { try store.history() }, changesWithDefault: { try store.changes() })
+      of(try SessionStore(path: path, options: .init(durability: .normal, origin: origin)))
     }
 
-    static func memory(origin: String) throws -> Subject {
-      let store = try InMemorySessionStore(origin: origin)
-      return Subject(
+    static func memory(origin: String) throws -> Subject { of(try InMemorySessionStore(origin: origin)) }
+
+    /// `store` with its blocking writes and the default arguments of its own reads.
+    private static func of(_ store: some _SessionBackedStore) -> Subject {
+      Subject(
         repository: store, logIn: { try store.blocking.logIn(as: $0) },
         logOut: { try store.blocking.logOut() },
         rename: { try store.blocking.rename(to: $0) }, bounds: { try store.bounds() },

@@ -199,6 +199,34 @@ import Testing
     #expect(try await store.logIn(as: "a")?.origin == origin)
   }
 
+  /// A read-only store refuses every write with `readOnly`, also from a cancelled task: the
+  /// refusal says why nothing can be written, whatever the task. (A store in memory is
+  /// always writable.)
+  @Test(arguments: [Kind.sqlite, .postgres])
+  func aReadOnlyStoreRefusesWritesAlsoFromACancelledTask(_ kind: Kind) async throws {
+    let directory = try TemporaryDirectory()
+    let store: any SessionRepository
+    switch kind {
+    case .sqlite, .memory:
+      let path = directory.file("session.db")
+      _ = try SessionStore(path: path)
+      store = try SessionStore(path: path, options: .init(readOnly: true))
+    case .postgres:
+      let url = try await PostgresCluster.shared().freshStoreURL()
+      _ = try PostgresSessionStore(url: url)
+      store = try PostgresSessionStore(url: url, options: .init(readOnly: true))
+    }
+    for cancelled in [false, true] {
+      let task = Task {
+        if cancelled { withUnsafeCurrentTask { $0?.cancel() } }
+        return try await store.logIn(as: "b")
+      }
+      let error = await #expect(throws: SessionStorageError.self) { try await task.value }
+      #expect(error?.code == .readOnly, "cancelled: \(cancelled)")
+    }
+    #expect(try store.history(from: .beginning, limit: 10).isEmpty)
+  }
+
   /// A write from a task cancelled before it starts writes nothing, on every store, no-op or
   /// not; the username is validated first.
   @Test(arguments: Kind.allCases)

@@ -50,7 +50,7 @@ import Testing
     }
   }
 
-  /// The sequence: a second instance (released or held), another process that
+  /// A second instance (released or held), another process that
   /// writes and exits, then 20 acknowledged writes through the first instance. A fresh
   /// process must see every one of them.
   @Test(arguments: Spelling.allCases, Visitor.allCases)

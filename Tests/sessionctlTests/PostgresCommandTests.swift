@@ -109,8 +109,8 @@ import Testing
       try await sandbox.run(db: url, ["--json", "migrate"]).jsonLines.first?["created"] as? Bool == false)
   }
 
-  /// The "done when": one `watch` process receives a login of another `sessionctl`
-  /// and an `UPDATE` typed in `psql`, all over TCP.
+  /// One `watch` process receives a login of another `sessionctl` and an `UPDATE` typed in
+  /// `psql`, all over TCP.
   @Test func watchReceivesAnotherSessionctlsLoginAndAPsqlUpdate() async throws {
     let server = try await PostgresCluster.shared()
     let url = server.freshStoreURL()

@@ -70,11 +70,8 @@ final class Statement {
     utf8(at: index).map { String(decoding: $0, as: UTF8.self) }
   }
 
-  /// Column `index` as a time, read as ``Timestamp/stored(_:)`` reads its text, from
-  /// SQLite's bytes with no `String` made in between.
-  func time(at index: Int32) -> Date {
-    utf8(at: index).flatMap(Timestamp.parse) ?? Date(timeIntervalSince1970: 0)
-  }
+  /// Column `index` as a time, as `Timestamp.stored(_:)` reads it.
+  func time(at index: Int32) -> Date { Timestamp.stored(utf8(at: index)) }
 
   /// Column `index` as the bytes of its text, or nil for NULL: SQLite's own buffer, valid
   /// until the next step or reset.

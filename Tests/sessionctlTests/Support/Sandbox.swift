@@ -30,6 +30,8 @@ struct Outcome: CustomStringConvertible {
 /// `ProcessRunner` awaits them, never blocking a thread of the cooperative pool.
 final class Sandbox {
   /// The directory, removed when the sandbox is dropped.
+  private let directory: TemporaryDirectory
+  /// The directory's path.
   let root: String
   /// `$HOME` of the commands run here (`<root>/home`, created).
   let home: String
@@ -44,17 +46,14 @@ final class Sandbox {
   static let sqlite3 = "/usr/bin/sqlite3"
 
   init() throws {
-    var template = Array((NSTemporaryDirectory() + "sessionctl-tests-XXXXXX").utf8CString)
-    guard let created = mkdtemp(&template) else { throw POSIXError(.EIO) }
-    root = String(cString: created)
+    directory = try TemporaryDirectory(prefix: "sessionctl-tests")
+    root = directory.path
     home = root + "/home"
     try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: false)
     chmod(home, 0o755)  // whatever the umask: a home others may write is refused as a default location
     try FileManager.default.createDirectory(atPath: root + "/io", withIntermediateDirectories: false)
     environment = ["HOME": home, "PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"]
   }
-
-  deinit { try? FileManager.default.removeItem(atPath: root) }
 
   /// A path inside the sandbox.
   func path(_ name: String) -> String { root + "/" + name }
