@@ -13,23 +13,10 @@ internal import SystemKit
 #endif
 
 /// Wakes a store's subscribers when any client commits a change: a `LISTEN` connection of
-/// its own on the schema's channel, read by a thread that polls its socket and a stop pipe.
-/// Runs only while the store has subscribers (the ``Beacon``'s activate and deactivate).
-///
-/// A notification's payload is only a hint: subscribers re-read the log from their cursor.
-/// So the thread signals on each notification, on every safety-poll timeout, and after
-/// every reconnect (a notification may have been lost with the connection).
-///
-/// While it does not listen, the mode is `.polling(interval:reason:)` with the safety poll's
-/// interval, which is how often subscribers are then woken, and a reason that says why and
-/// when it tries again:
-/// - a lost connection, or a server that cannot be reached, is connected again at once, then
-///   with back-off (50 ms doubling to 2 s);
-/// - a server that refuses the login (`refused`: the role lost `LOGIN`, say) is asked again
-///   every 10 s only;
-/// - a hot standby (in recovery, where `LISTEN` is not available) keeps its connection, and
-///   the thread looks every poll whether the server was promoted, then listens: it does not
-///   reconnect, so the server logs no error for it.
+/// its own, read by a thread, while the store has subscribers. A notification is only a hint
+/// (subscribers re-read from their cursor), so the thread also wakes them on every safety
+/// poll and after every reconnect. How it reconnects, backs off and waits on a hot standby:
+/// the "Faults" article.
 final class PostgresListener: Sendable {
   private let place: PostgresPlace
   private let pollInterval: Duration

@@ -1,24 +1,10 @@
 import FeedKit
 import SessionStorage
 
-/// One write as PostgreSQL runs it: `BEGIN`, a conditional UPDATE of the session row that
-/// sets a fresh write token (so the trigger records the origin instead of `external`) and
-/// returns the change, `COMMIT` — the three round trips of a raw client's write.
-///
-/// The UPDATE returns its own entry: the row it locked before (`old`, read `FOR UPDATE`, so
-/// under the same lock the trigger's `OLD` is) and the row the trigger made (`NEW.head`,
-/// `updated_at` and `updated_by` are the feed row's `seq`, `at` and `origin`); in the same
-/// round trip the feed's entry at the new head is read back. A head that did not move by
-/// one, or a feed without that very entry, means the trigger that numbers entries (or the
-/// feed's guard) is missing or was changed: the write is rolled back.
-///
-/// A write is never reported as done unless it committed: when the connection is lost
-/// before COMMIT was sent, nothing was written; when it is lost while committing, the
-/// store connects again, waits until the old transaction has let go of the session row
-/// (it may still be committing on the server), and looks: its token still in the row, or
-/// its entry at its cursor, means it committed; a head below its cursor means it did not;
-/// otherwise, or when the row is held past the lock timeout, the outcome is unknown and the
-/// error says so.
+/// One write as PostgreSQL runs it: `BEGIN`, a conditional UPDATE that sets a fresh write
+/// token and returns its own change and feed entry (a head that did not move by one, or a
+/// feed without that entry, rolls it back), `COMMIT`. A write is reported done only when it
+/// committed; a connection lost while committing is resolved as the "Faults" article says.
 package struct PostgresWrite {
   let write: SessionWrite
   let origin: String
