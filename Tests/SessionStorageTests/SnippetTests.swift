@@ -73,9 +73,10 @@ import Testing
   /// with a path dependency on this checkout for the `url:` line (as the README says to write
   /// for a local checkout), and one executable target more for each other block.
   static func manifest(_ fragment: String, targets: [String]) -> String {
-    let dependency = fragment.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+    var dependency = fragment.split(separator: "\n").map { line in
       line.contains(".package(url:") ? "  .package(path: \"\(root)\")," : String(line)
     }.joined(separator: "\n")
+    if !dependency.hasSuffix(",") { dependency += "," }  // more arguments follow
     let products = ["SessionStorage", "SessionViewModels", "SessionStoragePostgres"].map {
       ".product(name: \"\($0)\", package: \"SessionStorage\")"
     }.joined(separator: ", ")
@@ -103,7 +104,7 @@ import Testing
     try #require(manifests.count == 1, "one Package.swift block")
     let programs = blocks.filter { !$0.isManifest }
     #expect(Set(programs.map(\.name)).isSuperset(of: ["library", "viewmodels"]))
-    #expect(programs.contains(where: \.needsSwiftUI), "the SwiftUI block")
+    #expect(programs.contains { $0.needsSwiftUI }, "the SwiftUI block")
     #expect(programs.count >= 4, "\(programs.map(\.name))")
 
     let dir = try TemporaryDirectory()
