@@ -6,7 +6,8 @@ import Foundation
 /// or hide text, with spaces, punctuation, symbols and emoji allowed (`🧑‍💻 dev`): stored in
 /// NFC; no control, format, default-ignorable, unassigned, noncharacter or private-use code
 /// point, except the joiners, variation selectors and tags emoji need where they need them;
-/// bounded in characters, bytes and code points per character. The README lists each rule.
+/// bounded in characters, bytes and code points per character. The article "Using the
+/// store" lists each rule.
 /// The error names the rule broken, the code point and its position: `invalid username: it
 /// contains the invisible format character U+200B (ZERO WIDTH SPACE) at position 6`.
 public enum Username {

@@ -177,7 +177,8 @@ struct Presenter: Sendable {
   }
 }
 
-/// sessionctl's exit statuses (documented in `sessionctl --help` and the README).
+/// sessionctl's exit statuses (documented in `sessionctl --help` and the article "The sessionctl
+/// command line").
 enum ExitCode: Int32, Sendable {
   /// Done.
   case success = 0

@@ -55,7 +55,7 @@ struct ChaosEntry: Sendable {
   /// When it committed, in milliseconds since 1970.
   var time: Int64 { after.updatedAt }
 
-  /// The events the README defines for a change from `before` to `after`, derived here
+  /// The events the documentation defines for a change from `before` to `after`, derived here
   /// independently of the library: a logout first, then a rename, then a login.
   var events: [SessionEvent] {
     var events: [SessionEvent] = []

@@ -5,20 +5,24 @@ import Testing
 @testable import sessionctl
 
 /// The library's `Codable` conformances and descriptions are sessionctl's lines: one
-/// definition of each shape, checked against the README's own examples.
+/// definition of each shape, checked against the examples of the README and of the article
+/// "The sessionctl command line".
 @Suite struct LibraryFormsTests {
-  /// Every JSON change and snapshot line the README shows, and each change's text line.
-  static let readme: String = {
-    let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
-      "../../README.md")
+  /// The README and the article: every JSON change and snapshot line they show, and each
+  /// change's text line.
+  static let examples: String = [
+    "../../README.md", "../../Sources/SessionStorage/Documentation.docc/CommandLine.md",
+  ]
+  .map { path in
+    let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(path)
     return (try? String(contentsOf: url, encoding: .utf8)) ?? ""
-  }()
+  }.joined(separator: "\n")
 
   static func jsonLines(_ type: String) -> [String] {
-    readme.split(separator: "\n").map(String.init).filter { $0.hasPrefix(#"{"type":"\#(type)""#) }
+    examples.split(separator: "\n").map(String.init).filter { $0.hasPrefix(#"{"type":"\#(type)""#) }
   }
 
-  @Test func theReadmeShowsLinesOfEachKind() {
+  @Test func theDocumentationShowsLinesOfEachKind() {
     #expect(Self.jsonLines("change").count >= 3)
     #expect(Self.jsonLines("snapshot").count >= 1)
   }
@@ -29,9 +33,9 @@ import Testing
     #expect(try JSONValue(encoding: entry).encoded == line, "sessionctl's encoder")
     #expect(
       try Self.object(JSONEncoder().encode(entry)) == Self.object(Data(line.utf8)), "Foundation's encoder")
-    // The human line the README shows for the same cursor and time, where it shows one.
+    // The human line shown for the same cursor and time, where it shows one.
     let text = entry.description
-    let shown = Self.readme.split(separator: "\n").map(String.init).filter {
+    let shown = Self.examples.split(separator: "\n").map(String.init).filter {
       $0.hasPrefix("\(entry.cursor)  \(Timestamp.format(entry.time))")
     }
     for line in shown { #expect(line.hasPrefix(text), "\(line) vs \(text)") }

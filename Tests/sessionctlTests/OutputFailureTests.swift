@@ -226,10 +226,11 @@ import Testing
     #expect(ran(snapshotFirst).isEmpty)
   }
 
-  /// The README's resume recipe on a state file that fills up (`ulimit -f`): the line cut
-  /// off is removed again, so the file ends on a whole line, the recipe's `--since` is the
-  /// last change printed, and resuming from it runs the command for every later change
-  /// once, and once more for the change whose line was lost (the one the error names).
+  /// The resume recipe of the article "The sessionctl command line" on a state file that
+  /// fills up (`ulimit -f`): the line cut off is removed again, so the file ends on a whole
+  /// line, the recipe's `--since` is the last change printed, and resuming from it runs the
+  /// command for every later change once, and once more for the change whose line was lost
+  /// (the one the error names).
   @Test func theResumeRecipeReadsWholeLinesAfterTheStateFileFilledUp() async throws {
     for name in ["alice", "bob", "carol", "dave", "erin"] { try await succeeding(["login", name]) }
     let history = try await succeeding(["history"]).split(separator: "\n")
@@ -248,7 +249,7 @@ import Testing
     #expect(ran(hooks) == ["2", "3"], "no command after the line that failed")
     let text = try String(contentsOfFile: state, encoding: .utf8)
     #expect(text == filler + history[1] + "\n", "whole lines only: \(text.suffix(100))")
-    // The recipe, verbatim from the README.
+    // The recipe, verbatim from the article.
     let recipe = try await ProcessRunner.runDetached(
       "/usr/bin/awk",
       [
