@@ -2,11 +2,13 @@ import Foundation
 import SessionStorage
 import SessionStoragePostgres
 import SessionViewModels
+import Synchronization
 import SystemKit
 import TestSupport
 import Testing
 
-/// View models receive their session through the initializer and follow the feed.
+/// View models receive their session through the initializer and follow the feed while
+/// `follow()` runs. Tests wait for what a view model shows with `waitUntil`, never by sleeping.
 @MainActor
 // A hang guard: these tests share the main actor, which a loaded machine runs slowly.
 @Suite(.timeLimit(.minutes(10))) struct ViewModelTests {
@@ -45,43 +47,66 @@ import Testing
     }
   }
 
+  /// Runs `body` while `model.follow()` runs in a task of its own, as SwiftUI's `.task` runs
+  /// it; then cancels the task and waits for `follow()` to return.
+  func whileFollowing(_ model: ProfileViewModel, _ body: () async throws -> Void) async throws {
+    let following = Task { await model.follow() }
+    do {
+      try await body()
+    } catch {
+      following.cancel()
+      await following.value
+      throw error
+    }
+    following.cancel()
+    await following.value
+  }
+
   @Test(arguments: Store.allCases)
   func profileFollowsRenamesAndSignsOut(_ kind: Store) async throws {
     let (store, dir) = try await kind.make()
     defer { withExtendedLifetime(dir) {} }
     try await store.logIn(as: "alice")
     let model = ProfileViewModel(session: store)
-    #expect(model.greeting == "Hello, alice")
-    try await store.rename(to: "bob")
-    #expect(await eventually { model.greeting == "Hello, bob" })
-    await model.logOut()
-    #expect(await eventually { model.greeting == "Signed out" && !model.isLoggedIn })
-    #expect(try store.state.isLoggedIn == false)
-    #expect(model.writeError == nil)
-    #expect(model.readError == nil)
+    try await whileFollowing(model) {
+      try await model.waitUntil { $0.greeting == "Hello, alice" }
+      try await store.rename(to: "bob")
+      try await model.waitUntil { $0.greeting == "Hello, bob" }
+      await model.logOut()
+      try await model.waitUntil { $0.greeting == "Signed out" && !$0.isLoggedIn }
+      #expect(try store.state.isLoggedIn == false)
+      #expect(model.writeError == nil)
+      #expect(model.readError == nil)
+      #expect(model.phase == .following)
+    }
   }
 
   @Test func profileFollowsEveryKindOfWriterOnARealFile() async throws {
     let dir = try TemporaryDirectory()
     let path = dir.file("session.db")
-    let store = try SessionStore(path: path)
+    let store = try SessionStore(path: path, options: .init(origin: "app"))
     try await store.logIn(as: "alice")
     let model = ProfileViewModel(session: store)
-    #expect(model.greeting == "Hello, alice")
+    try await whileFollowing(model) {
+      try await model.waitUntil { $0.greeting == "Hello, alice" }
 
-    try await store.rename(to: "bob")
-    #expect(await eventually { model.greeting == "Hello, bob" }, "a rename through the injected store")
+      try await store.rename(to: "bob")
+      try await model.waitUntil { $0.greeting == "Hello, bob" && $0.lastChange?.origin == "app" }
 
-    let other = try SessionStore(path: path, options: .init(origin: "other"))
-    try await other.rename(to: "carol")
-    #expect(await eventually { model.greeting == "Hello, carol" }, "a write from another store on the file")
+      let other = try SessionStore(path: path, options: .init(origin: "other"))
+      try await other.rename(to: "carol")
+      try await model.waitUntil { $0.greeting == "Hello, carol" && $0.lastChange?.origin == "other" }
 
-    try await ProcessRunner.sqlite3(path, "UPDATE session SET username = 'dave'")
-    #expect(await eventually { model.greeting == "Hello, dave" }, "an UPDATE made with the sqlite3 shell")
+      try await ProcessRunner.sqlite3(path, "UPDATE session SET username = 'dave'")
+      try await model.waitUntil { $0.greeting == "Hello, dave" && $0.lastChange?.origin == "external" }
 
-    await model.logOut()
-    #expect(await eventually { !model.isLoggedIn && model.greeting == "Signed out" })
-    #expect(try store.history(from: .beginning, limit: 10).last?.events == [.loggedOut(username: "dave")])
+      await model.logOut()
+      try await model.waitUntil { !$0.isLoggedIn && $0.greeting == "Signed out" }
+      let last = try #require(try store.history(from: .beginning, limit: 10).last)
+      #expect(last.events == [.loggedOut(username: "dave")])
+      try await model.waitUntil { $0.lastChange?.cursor == last.cursor }
+      #expect(model.lastChange?.time == last.time)
+    }
   }
 
   /// The same view models, handed a PostgreSQL store: they follow a change made in `psql`.
@@ -90,34 +115,117 @@ import Testing
     let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "app"))
     try await store.logIn(as: "alice")
     let model = ProfileViewModel(session: store)
-    #expect(model.greeting == "Hello, alice")
-    #expect(GreetingViewModel(session: try store.state).greeting == "Hello, alice")
+    try await whileFollowing(model) {
+      try await model.waitUntil { $0.greeting == "Hello, alice" }
+      #expect(GreetingViewModel(session: try store.state).greeting == "Hello, alice")
 
-    _ = try await cluster.psql("UPDATE session SET username = 'dave'", schema: store.schema)
-    #expect(await eventually { model.greeting == "Hello, dave" }, "an UPDATE made with psql")
-    #expect(GreetingViewModel(session: try store.state).greeting == "Hello, dave")
+      _ = try await cluster.psql("UPDATE session SET username = 'dave'", schema: store.schema)
+      try await model.waitUntil { $0.greeting == "Hello, dave" && $0.lastChange?.origin == "external" }
+      #expect(GreetingViewModel(session: try store.state).greeting == "Hello, dave")
 
-    await model.logOut()
-    #expect(await eventually { !model.isLoggedIn && model.greeting == "Signed out" })
+      await model.logOut()
+      try await model.waitUntil { !$0.isLoggedIn && $0.greeting == "Signed out" }
+    }
     let last = try #require(try store.history(from: .beginning, limit: 10).last)
     #expect(last.events == [.loggedOut(username: "dave")])
     #expect(try store.history(from: .beginning, limit: 10).map(\.origin) == ["app", "external", "app"])
   }
 
-  @Test func releasingAProfileEndsItsSubscription() async throws {
+  // MARK: Lifecycle
+
+  /// How many subscriptions (and iterators) a store's feed has registered for wake-ups.
+  func subscribers(_ store: some _SessionBackedStore) -> Int? {
+    (store._core.backend.feed.signal as? Beacon)?.listenerCount
+  }
+
+  /// The threads of this process named `name`.
+  func threads(named name: String) -> Int {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return tasks.count(where: { task in
+      (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?.hasPrefix(name) == true
+    })
+  }
+
+  /// Counts the calls of an opener.
+  final class Calls: Sendable {
+    private let count = Atomic(0)
+    var value: Int { count.load(ordering: .relaxed) }
+    func add() { count.add(1, ordering: .relaxed) }
+  }
+
+  /// SwiftUI builds a view model on every re-render of the parent view and throws most of
+  /// them away: building thousands opens no subscription, descriptor or thread.
+  @Test func constructingThousandsOfViewModelsOpensNothing() throws {
+    let dir = try TemporaryDirectory()
+    let files = try (0..<16).map { try SessionStore(path: dir.file("session\($0).db")) }
+    let memory = InMemorySessionStore()
+    let opened = Calls()
+    let opener = SessionOpener {
+      opened.add()
+      return memory
+    }
+    let descriptorsBefore = openFileDescriptors(for: dir.path)
+    let watchersBefore = threads(named: "ChangeWatcher")
+    let allDescriptorsBefore =
+      (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
+    var models: [AnyObject] = []
+    for index in 0..<3_200 {
+      let profile = ProfileViewModel(session: files[index % files.count])
+      #expect(profile.phase == .idle && profile.greeting == Greeting.loading)
+      models.append(profile)
+      models.append(ProfileViewModel(session: memory))
+      models.append(ProfileViewModel(opener: opener))
+      models.append(SignInViewModel(session: memory))
+    }
+    #expect(files.map { subscribers($0) ?? -1 } == Array(repeating: 0, count: files.count))
+    #expect(subscribers(memory) == 0)
+    #expect(opened.value == 0, "no view model called its opener")
+    #expect(openFileDescriptors(for: dir.path) == descriptorsBefore, "no watcher on the stores' directory")
+    // Other suites run in this process meanwhile: one watcher (and its inotify descriptor
+    // and pipe) per file would add 16 threads and 48 descriptors; allow for a few of theirs.
+    #expect(threads(named: "ChangeWatcher") - watchersBefore < 8)
+    let allDescriptorsAfter =
+      (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
+    #expect(allDescriptorsAfter - allDescriptorsBefore < 16)
+    #expect(models.count == 12_800)
+  }
+
+  @Test func followEndsWithItsTaskAndReleasesWhatItOpened() async throws {
     let dir = try TemporaryDirectory()
     let store = try SessionStore(path: dir.file("session.db"))
     try await store.logIn(as: "alice")
     let watching = { openFileDescriptors(for: dir.path).contains("anon_inode:inotify") }
-    var model: ProfileViewModel? = ProfileViewModel(session: store)
-    weak let released = model
-    #expect(await eventually { watching() }, "the view model subscribed")
-    model = nil
-    #expect(released == nil)
-    #expect(await eventually { !watching() }, "its subscription ended and closed its watcher")
+    let model = ProfileViewModel(session: store)
+    let following = Task { await model.follow() }
+    try await model.waitUntil { $0.greeting == "Hello, alice" }
+    #expect(subscribers(store) == 1)
+    #expect(watching(), "the subscription started the store's watcher")
+    following.cancel()
+    await following.value  // follow() returns with its task
+    #expect(subscribers(store) == 0)
+    // The watcher thread closes its descriptor as it exits, a moment after it is told to.
+    #expect(await eventually { !watching() }, "the store's watcher stopped")
+
+    // A store the view model opened itself is released too: nothing of its file stays open.
+    let openedDir = try TemporaryDirectory()
+    let openedPath = openedDir.file("session.db")
+    try await SessionStore(path: openedPath).logIn(as: "bob")
+    #expect(await eventually { openFileDescriptors(for: openedDir.path).isEmpty })
+    let opening = ProfileViewModel(opener: SessionOpener { try SessionStore(path: openedPath) })
+    let followingOpened = Task { await opening.follow() }
+    try await opening.waitUntil { $0.greeting == "Hello, bob" }
+    #expect(!openFileDescriptors(for: openedDir.path).isEmpty)
+    await opening.logOut()
+    try await opening.waitUntil { $0.greeting == "Signed out" }
+    followingOpened.cancel()
+    await followingOpened.value
+    #expect(
+      await eventually { openFileDescriptors(for: openedDir.path).isEmpty }, "the opened store was closed")
+    await opening.logOut()
+    #expect(opening.writeError == "Could not sign out: the session is not open")
   }
 
-  @Test func releasingAProfileEndsItsListenConnectionOnPostgres() async throws {
+  @Test func cancellingFollowEndsItsListenConnectionOnPostgres() async throws {
     let cluster = try await PostgresCluster.shared()
     let origin = "release-\(UInt32.random(in: 0...UInt32.max))"
     let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: origin))
@@ -127,15 +235,230 @@ import Testing
         "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(origin)/listener'")
         == "1\n"
     }
-    var model: ProfileViewModel? = ProfileViewModel(session: store)
-    weak let released = model
+    let model = ProfileViewModel(session: store)
+    let following = Task { await model.follow() }
+    try await model.waitUntil { $0.greeting == "Hello, alice" }
     #expect(try await eventually { try await listening() }, "the view model subscribed")
-    model = nil
-    #expect(released == nil)
+    following.cancel()
+    await following.value
     #expect(
       try await eventually { try await !listening() },
       "its subscription ended and closed the LISTEN connection")
   }
+
+  // MARK: No dead ends
+
+  /// An opener for a read-only viewer of `path`, tried again every 20 ms.
+  func readOnlyOpener(_ path: String, calls: Calls? = nil) -> SessionOpener {
+    SessionOpener(retryInterval: .milliseconds(20)) {
+      calls?.add()
+      return try SessionStore(path: path, options: .init(readOnly: true))
+    }
+  }
+
+  @Test func aReadOnlyViewerStartsBeforeTheFirstWrite() async throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.file("session.db")
+    let calls = Calls()
+    let model = ProfileViewModel(opener: readOnlyOpener(path, calls: calls))
+    try await whileFollowing(model) {
+      try await model.waitUntil { $0.phase == .noSessionYet }
+      #expect(model.greeting == "No session yet")
+      #expect(model.readError == nil)
+      let writer = try SessionStore(path: path, options: .init(origin: "writer"))
+      try await writer.logIn(as: "alice")
+      try await model.waitUntil { $0.greeting == "Hello, alice" && $0.phase == .following }
+      try await writer.rename(to: "bob")
+      try await model.waitUntil { $0.greeting == "Hello, bob" && $0.lastChange?.origin == "writer" }
+    }
+    #expect(calls.value >= 2, "the opener was tried again until the file existed")
+  }
+
+  /// Deletes the store's file with its `-wal` and `-shm`, as `rm session.db*` does.
+  func delete(_ path: String) {
+    for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
+  }
+
+  @Test func aFileDeletedAndRecreatedIsFollowedAgain() async throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.file("session.db")
+    // Kept open to the end, as another process would keep it: its connections never touch
+    // the new file (SQLite does not checkpoint into a file that was deleted).
+    let first = try SessionStore(path: path, options: .init(origin: "first"))
+    try await first.logIn(as: "alice")
+    let model = ProfileViewModel(opener: readOnlyOpener(path))
+    try await whileFollowing(model) {
+      try await model.waitUntil { $0.greeting == "Hello, alice" }
+      delete(path)
+      let second = try SessionStore(path: path, options: .init(origin: "second"))
+      try await second.logIn(as: "bob")
+      try await model.waitUntil { $0.greeting == "Hello, bob" && $0.phase == .following }
+      try await second.rename(to: "carol")
+      try await model.waitUntil { $0.greeting == "Hello, carol" && $0.lastChange?.origin == "second" }
+    }
+    withExtendedLifetime(first) {}
+  }
+
+  @Test func aStoreHandedInWhoseFileIsReplacedSaysToOpenItAgain() async throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.file("session.db")
+    let store = try SessionStore(path: path)
+    try await store.logIn(as: "alice")
+    let model = ProfileViewModel(session: store)
+    let following = Task { await model.follow() }
+    defer { following.cancel() }
+    try await model.waitUntil { $0.greeting == "Hello, alice" }
+    delete(path)
+    try await SessionStore(path: path).logIn(as: "bob")
+    try await model.waitUntil {
+      if case .reopenRequired = $0.phase { true } else { false }
+    }
+    await following.value  // follow() returns by itself: nothing more can come from this store
+    #expect(model.greeting == Greeting.unavailable)
+    #expect(model.readError?.contains("open the store again") == true, "\(model.readError ?? "nil")")
+  }
+
+  @Test func aRestoreOfAnOlderBackupIsFollowedFromANewSnapshot() async throws {
+    let dir = try TemporaryDirectory()
+    let store = try SessionStore(path: dir.file("session.db"))
+    try await store.logIn(as: "alice")
+    _ = try store.backup(to: dir.file("backup.db"))
+    // No retry within the test: only following again at once from a new snapshot passes.
+    let model = ProfileViewModel(session: store, retryInterval: .seconds(3_600))
+    try await whileFollowing(model) {
+      try await model.waitUntil { $0.greeting == "Hello, alice" }
+      try await store.rename(to: "bob")
+      try await store.rename(to: "carol")
+      try await model.waitUntil { $0.greeting == "Hello, carol" }
+      _ = try store.restore(from: dir.file("backup.db"))
+      try await model.waitUntil { $0.greeting == "Hello, alice" }
+      #expect(model.phase == .following)
+      #expect(model.lastChange?.cursor == Cursor(1))
+      // The restored log hands out cursor 2 again, for another change: it is followed.
+      try await store.rename(to: "dave")
+      try await model.waitUntil { $0.greeting == "Hello, dave" && $0.lastChange?.cursor == Cursor(2) }
+    }
+  }
+
+  /// A repository whose reads fail until the test repairs it.
+  struct FlakySession: SessionRepository {
+    struct Unreadable: Error, CustomStringConvertible {
+      var description: String { "disk I/O error" }
+    }
+    final class Fault: Sendable {
+      let broken = Atomic(true)
+    }
+    let store = InMemorySessionStore()
+    let fault = Fault()
+
+    func check() throws { if fault.broken.load(ordering: .relaxed) { throw Unreadable() } }
+    var state: SessionState { get throws { try check(); return try store.state } }
+    func snapshot() throws -> SessionSnapshot { try check(); return try store.snapshot() }
+    func changes(from start: FeedStart) throws -> SessionSubscription {
+      try check(); return try store.changes(from: start)
+    }
+    func snapshotAndChanges() throws -> SessionSnapshotSubscription {
+      try check(); return try store.snapshotAndChanges()
+    }
+    func values() -> SessionValues { store.values() }
+    func history(from start: FeedStart, limit: Int) throws -> [SessionEntry] {
+      try check()
+      return try store.history(from: start, limit: limit)
+    }
+    func bounds() throws -> FeedBounds { try check(); return try store.bounds() }
+    func compact(keepingLast count: Int) throws -> CompactionResult { try store.compact(keepingLast: count) }
+    func compact(before cursor: Cursor) throws -> CompactionResult { try store.compact(before: cursor) }
+    func compact(olderThan age: Duration) throws -> CompactionResult { try store.compact(olderThan: age) }
+    func logIn(as username: String) async throws -> SessionEntry? { try await store.logIn(as: username) }
+    func logOut() async throws -> SessionEntry? { try await store.logOut() }
+    func rename(to username: String) async throws -> SessionEntry? { try await store.rename(to: username) }
+  }
+
+  @Test func aSessionThatCannotBeReadIsShownAsUnavailableAndReadAgain() async throws {
+    let session = FlakySession()
+    _ = try await session.logIn(as: "alice")
+    let model = ProfileViewModel(session: session, retryInterval: .milliseconds(20))
+    try await whileFollowing(model) {
+      try await model.waitUntil { $0.phase != .idle }
+      #expect(model.greeting == Greeting.unavailable)
+      #expect(model.readError == "The session cannot be read: disk I/O error")
+      #expect(!model.isLoggedIn, "never a guess")
+      #expect(model.username == nil)
+      session.fault.broken.store(false, ordering: .relaxed)
+      try await model.waitUntil { $0.greeting == "Hello, alice" && $0.phase == .following }
+      #expect(model.readError == nil)
+    }
+  }
+
+  // MARK: What screens need
+
+  @Test func signingInChecksTheUsernameByTheLibrarysRules() async throws {
+    let store = InMemorySessionStore()
+    let signIn = SignInViewModel(session: store)
+    #expect(signIn.usernameProblem == nil, "an empty field is not an error yet")
+    #expect(!signIn.canSignIn)
+    signIn.username = "ali\u{200B}ce"
+    let problem = try #require(signIn.usernameProblem)
+    #expect(
+      problem.hasPrefix("invalid username: ") && problem.contains("U+200B (ZERO WIDTH SPACE)"), "\(problem)")
+    #expect(!signIn.canSignIn)
+    #expect(await signIn.signIn() == false)
+    #expect(signIn.signInError == problem)
+    #expect(try store.state.isLoggedIn == false, "nothing was written")
+
+    let profile = ProfileViewModel(session: store)
+    try await whileFollowing(profile) {
+      try await profile.waitUntil { $0.greeting == "Signed out" }
+      signIn.username = "alice"
+      #expect(signIn.usernameProblem == nil)
+      #expect(signIn.canSignIn)
+      #expect(await signIn.signIn())
+      #expect(signIn.signInError == nil)
+      #expect(signIn.signedInAs == "alice")
+      try await profile.waitUntil { $0.greeting == "Hello, alice" }
+
+      // The same, through the store an opener opens for the sign-in.
+      let opening = SignInViewModel(opener: SessionOpener { store })
+      opening.username = "bob"
+      #expect(await opening.signIn())
+      try await profile.waitUntil { $0.greeting == "Hello, bob" }
+    }
+  }
+
+  @Test func aSignInTheStoreRefusesIsShown() async throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.file("session.db")
+    try await SessionStore(path: path).logOut()
+    let signIn = SignInViewModel(session: try SessionStore(path: path, options: .init(readOnly: true)))
+    signIn.username = "alice"
+    #expect(await signIn.signIn() == false)
+    #expect(signIn.signInError == "Could not sign in: the store was opened read-only")
+    #expect(signIn.signedInAs == nil)
+  }
+
+  @Test func theLastChangeNamesItsOriginAndTime() async throws {
+    let store = try InMemorySessionStore(origin: "tests")
+    let model = ProfileViewModel(session: store)
+    try await whileFollowing(model) {
+      try await model.waitUntil { $0.phase == .following }
+      #expect(model.lastChange == nil, "the session never changed")
+      try await store.logIn(as: "alice")
+      let entry = try #require(try store.history(from: .beginning, limit: 10).last)
+      try await model.waitUntil { $0.lastChange?.cursor == entry.cursor }
+      #expect(model.lastChange?.origin == "tests")
+      #expect(model.lastChange?.time == entry.time)
+    }
+    // Another view model starts from a snapshot, which says when but not who.
+    let later = ProfileViewModel(session: store)
+    try await whileFollowing(later) {
+      try await later.waitUntil { $0.phase == .following }
+      #expect(later.lastChange?.cursor == Cursor(1))
+      #expect(try later.lastChange?.time == store.state.updatedAt)
+      #expect(later.lastChange?.origin == nil)
+    }
+  }
+
+  // MARK: Writes never block the main actor
 
   /// A `psql` transaction holds the session row while the view model signs out on
   /// PostgreSQL: the main actor keeps running, and the sign-out completes after it.
@@ -146,26 +469,29 @@ import Testing
     let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(lockTimeout: .zero))
     try await store.logIn(as: "alice")
     let model = ProfileViewModel(session: store)
-    let schema = store.schema
-    // psql holds the row until the test cancels its sleep (which rolls its transaction back).
-    let holder = Task {
-      try? await cluster.psql(
-        "BEGIN; SELECT 1 FROM session FOR UPDATE; SELECT pg_sleep(600); COMMIT;", schema: schema)
+    try await whileFollowing(model) {
+      try await model.waitUntil { $0.isLoggedIn }
+      let schema = store.schema
+      // psql holds the row until the test cancels its sleep (which rolls its transaction back).
+      let holder = Task {
+        try? await cluster.psql(
+          "BEGIN; SELECT 1 FROM session FOR UPDATE; SELECT pg_sleep(600); COMMIT;", schema: schema)
+      }
+      let sleeper = "FROM pg_stat_activity WHERE query LIKE '%pg_sleep(600)%' AND pid <> pg_backend_pid()"
+      #expect(
+        try await eventually { try await cluster.psql("SELECT count(*) \(sleeper)") == "1\n" },
+        "psql holds the row")
+      let signingOut = Task { await model.logOut() }
+      #expect(try await mainActorTurns() == 10)
+      #expect(model.isSigningOut, "the sign-out waits for the row, off the main actor")
+      #expect(model.isLoggedIn)
+      _ = try await cluster.psql("SELECT pg_cancel_backend(pid) \(sleeper)")
+      _ = await holder.value
+      await signingOut.value
+      #expect(!model.isSigningOut)
+      #expect(model.writeError == nil)
+      try await model.waitUntil { !$0.isLoggedIn && $0.greeting == "Signed out" }
     }
-    let sleeper = "FROM pg_stat_activity WHERE query LIKE '%pg_sleep(600)%' AND pid <> pg_backend_pid()"
-    #expect(
-      try await eventually { try await cluster.psql("SELECT count(*) \(sleeper)") == "1\n" },
-      "psql holds the row")
-    let signingOut = Task { await model.logOut() }
-    #expect(try await mainActorTurns() == 10)
-    #expect(model.isSigningOut, "the sign-out waits for the row, off the main actor")
-    #expect(model.isLoggedIn)
-    _ = try await cluster.psql("SELECT pg_cancel_backend(pid) \(sleeper)")
-    _ = await holder.value
-    await signingOut.value
-    #expect(!model.isSigningOut)
-    #expect(model.writeError == nil)
-    #expect(await eventually { !model.isLoggedIn && model.greeting == "Signed out" })
   }
 
   /// Ten turns of 20 ms on the main actor (these tests run on it): each turn is the main
@@ -185,38 +511,13 @@ import Testing
     try await SessionStore(path: path).logIn(as: "alice")
     let readOnly = try SessionStore(path: path, options: .init(readOnly: true))
     let model = ProfileViewModel(session: readOnly)
-    await model.logOut()
-    #expect(model.writeError?.contains("read-only") == true)
-    #expect(model.isLoggedIn)
-    #expect(model.readError == nil)
-  }
-
-  /// A repository whose file cannot be read.
-  struct UnreadableSession: SessionRepository {
-    struct Unreadable: Error, CustomStringConvertible {
-      var description: String { "disk I/O error" }
+    try await whileFollowing(model) {
+      try await model.waitUntil { $0.isLoggedIn }
+      await model.logOut()
+      #expect(model.writeError?.contains("read-only") == true)
+      #expect(model.isLoggedIn)
+      #expect(model.readError == nil)
     }
-    var state: SessionState { get throws { throw Unreadable() } }
-    func snapshot() throws -> SessionSnapshot { throw Unreadable() }
-    func changes(from start: FeedStart) throws -> SessionSubscription { throw Unreadable() }
-    func snapshotAndChanges() throws -> SessionSnapshotSubscription { throw Unreadable() }
-    func values() -> SessionValues { InMemorySessionStore().values() }
-    func history(from start: FeedStart, limit: Int) throws -> [SessionEntry] { throw Unreadable() }
-    func bounds() throws -> FeedBounds { throw Unreadable() }
-    func compact(keepingLast count: Int) throws -> CompactionResult { throw Unreadable() }
-    func compact(before cursor: Cursor) throws -> CompactionResult { throw Unreadable() }
-    func compact(olderThan age: Duration) throws -> CompactionResult { throw Unreadable() }
-    func logIn(as username: String) async throws -> SessionEntry? { throw Unreadable() }
-    func logOut() async throws -> SessionEntry? { throw Unreadable() }
-    func rename(to username: String) async throws -> SessionEntry? { throw Unreadable() }
-  }
-
-  @Test func aSessionThatCannotBeReadIsShownAsUnavailableNotSignedOut() {
-    let model = ProfileViewModel(session: UnreadableSession())
-    #expect(model.greeting == Greeting.unavailable)
-    #expect(model.readError == "The session cannot be read: disk I/O error")
-    #expect(!model.isLoggedIn)
-    #expect(model.username == nil)
   }
 
   /// Another process holds the write lock while the view model signs out: the main actor
@@ -228,22 +529,25 @@ import Testing
     let store = try SessionStore(path: path, options: .init(busyTimeout: .seconds(50)))
     try await store.logIn(as: "alice")
     let model = ProfileViewModel(session: store)
-    let holder = try await LockHolder(path, scratch: dir.file("holder.err"))
-    let signingOut = Task { await model.logOut() }
-    #expect(try await mainActorTurns() == 10)
-    #expect(model.isSigningOut, "the sign-out still waits for the lock, off the main actor")
-    #expect(model.isLoggedIn)
-    holder.release()
-    await signingOut.value
-    #expect(!model.isSigningOut)
-    #expect(model.writeError == nil)
-    #expect(await eventually { !model.isLoggedIn && model.greeting == "Signed out" })
+    try await whileFollowing(model) {
+      try await model.waitUntil { $0.isLoggedIn }
+      let holder = try await LockHolder(path, scratch: dir.file("holder.err"))
+      let signingOut = Task { await model.logOut() }
+      #expect(try await mainActorTurns() == 10)
+      #expect(model.isSigningOut, "the sign-out still waits for the lock, off the main actor")
+      #expect(model.isLoggedIn)
+      holder.release()
+      await signingOut.value
+      #expect(!model.isSigningOut)
+      #expect(model.writeError == nil)
+      try await model.waitUntil { !$0.isLoggedIn && $0.greeting == "Signed out" }
+    }
   }
 
   /// Another process alternates the session between (alice, signed in) and (bob, signed
-  /// out) as fast as it can while thousands of view models are created: each starts with a
-  /// committed pair (one read, a snapshot), and its greeting agrees with its fields.
-  @Test func viewModelsCreatedDuringAlternatingCommitsStartFromACommittedState() async throws {
+  /// out) as fast as it can while view models start following: each starts with a committed
+  /// pair (one read, a snapshot), and its greeting agrees with its fields.
+  @Test func viewModelsStartedDuringAlternatingCommitsStartFromACommittedState() async throws {
     let dir = try TemporaryDirectory()
     let path = dir.file("session.db")
     let store = try SessionStore(path: path)
@@ -267,24 +571,64 @@ import Testing
     #expect(try await alternator.readLine() == "alternating")
     let headBefore = try store.snapshot().cursor
     var torn: [String] = []
-    var created = 0
+    var started = 0
     let deadline = ContinuousClock.now + .seconds(5)
-    // At least 3,000 view models, and until the other process committed 300 times (or 5 s
-    // passed, on a loaded machine). Other tests run on the main actor too: yield to them.
-    while try created < 3000
+    // At least 1,000 view models, and until the other process committed 300 times (or 5 s
+    // passed, on a loaded machine), started 50 at a time.
+    while try started < 1_000
       || (store.snapshot().cursor.value - headBefore.value < 300 && ContinuousClock.now < deadline)
     {
-      created += 1
-      if created % 100 == 0 { await Task.yield() }
-      let model = ProfileViewModel(session: store)
-      let pair = "\(model.username ?? "nil")/\(model.isLoggedIn)"
-      if pair != "alice/true" && pair != "bob/false" { torn.append(pair) }
-      if model.greeting != Greeting.text(username: model.username, isLoggedIn: model.isLoggedIn) {
-        torn.append("greeting \(model.greeting) for \(pair)")
+      let batch = (0..<50).map { _ in ProfileViewModel(session: store) }
+      let tasks = batch.map { model in Task { await model.follow() } }
+      for model in batch {
+        try await model.waitUntil { $0.phase != .idle }
+        let pair = "\(model.username ?? "nil")/\(model.isLoggedIn)"
+        if pair != "alice/true" && pair != "bob/false" { torn.append(pair) }
+        if model.greeting != Greeting.text(username: model.username, isLoggedIn: model.isLoggedIn) {
+          torn.append("greeting \(model.greeting) for \(pair)")
+        }
       }
+      for task in tasks { task.cancel() }
+      for task in tasks { await task.value }
+      started += batch.count
     }
     let commits = try store.snapshot().cursor.value - headBefore.value
-    #expect(commits >= 50, "the other process committed \(commits) times while \(created) were created")
+    #expect(commits >= 50, "the other process committed \(commits) times while \(started) started")
     #expect(torn.isEmpty, "states never committed: \(torn.prefix(10))")
+  }
+
+  // MARK: Waiting for a state
+
+  /// How many times a condition was checked.
+  @MainActor final class Checks {
+    var count = 0
+  }
+
+  @Test func waitingForAStateWakesOnEveryChangeAndTimesOut() async throws {
+    let model = SignInViewModel(session: InMemorySessionStore())
+    let checks = Checks()
+    let waiting = Task {
+      try await model.waitUntil {
+        checks.count += 1
+        return $0.username == "c"
+      }
+    }
+    // Each change wakes the waiter once, and it checks again: the third change ends it.
+    // Yielding lets the waiter run between the changes (a minute is a hang guard).
+    let deadline = ContinuousClock.now + .seconds(60)
+    for (checked, name) in [(0, "a"), (1, "b"), (2, "c")] {
+      while checks.count == checked && ContinuousClock.now < deadline { await Task.yield() }
+      #expect(checks.count == checked + 1, "the waiter checked again after the change before \(name)")
+      model.username = name
+    }
+    try await waiting.value
+    #expect(checks.count == 4)
+
+    // A state that never comes: the hang guard ends the wait with an error.
+    await #expect(throws: ViewModelWaitTimeout.self) {
+      try await model.waitUntil(timeout: .milliseconds(50)) { $0.username == "never" }
+    }
+    // A state already there: no wait at all.
+    try await model.waitUntil(timeout: .zero) { $0.username == "c" }
   }
 }
