@@ -44,7 +44,7 @@ public final class SessionStore: _SessionBackedStore, SessionBackend {
     /// Whether a store that creates its file also creates the missing directories above it,
     /// with mode 0700 (only the owner may enter). Off by default: a mistyped path is an
     /// error that names the missing directory, not a new directory tree.
-    /// ``SessionStore/defaultPath(environment:)`` is usually opened with it on.
+    /// ``SessionStore/init(location:options:)`` turns it on for the default location.
     public var createsMissingDirectories: Bool
 
     /// Creates options; the origin defaults to the process's name.

@@ -1,4 +1,5 @@
 import Foundation
+import SessionStorage
 import Testing
 
 /// `--db=PATH` / `--db PATH`, then `$SESSIONCTL_DB`, then `$XDG_DATA_HOME`, then `$HOME`.
@@ -42,6 +43,32 @@ import Testing
       let written = try await writtenFile(sandbox, absolute, environment: resolved)
       #expect(written == sandbox.path(expected), "\(arguments) \(environment)")
     }
+  }
+
+  /// An app that resolves its store with `SessionStore.Location.resolve()` and opens it with
+  /// `SessionStore(location:)` writes the file `sessionctl status` then reads, whatever the
+  /// environment says.
+  @Test(arguments: [
+    ["SESSIONCTL_DB": "ENV", "XDG_DATA_HOME": "XDG"], ["XDG_DATA_HOME": "XDG"], [:],
+    ["SESSIONCTL_DB": "", "XDG_DATA_HOME": ""], ["XDG_DATA_HOME": "relative/xdg"],
+  ])
+  func anAppAndSessionctlUseTheSameFile(_ rules: [String: String]) async throws {
+    let sandbox = try Sandbox()
+    let environment = sandbox.environment.merging(
+      rules.mapValues { $0 == "ENV" ? sandbox.path("env.db") : $0 == "XDG" ? sandbox.path("xdg") : $0 }
+    ) { $1 }
+    let location = try SessionStore.Location.resolve(environment: environment)
+    let expected =
+      rules["SESSIONCTL_DB"] == "ENV"
+      ? sandbox.path("env.db")
+      : rules["XDG_DATA_HOME"] == "XDG" ? sandbox.path("xdg/sessionctl/session.db") : sandbox.defaultDatabase
+    #expect(location.path == expected)
+    let store = try SessionStore(location: location, options: .init(origin: "MyApp"))
+    try await store.logIn(as: "alice")
+    let status = try await sandbox.run(["status"], environment: environment)
+    #expect(status.status == 0, "\(status)")
+    #expect(status.lines.contains("username   alice"), "\(status)")
+    #expect(status.lines.last == "database   \(location.path)")
   }
 
   @Test func theOptionWorksAfterTheCommandToo() async throws {
