@@ -84,8 +84,14 @@ public final class SessionStore: _SessionBackedStore, SessionBackend {
   /// is closed when the last of them is released. Each instance keeps its own options:
   /// its origin, durability and busy timeout apply to its own writes, and a read-only
   /// instance never writes even when a writable one shares its connections.
+  ///
+  /// `path` is used as given: `~` is not expanded (only a shell does that, unquoted at the
+  /// start of a word). A path that begins with `~` and leads to nothing is refused rather
+  /// than created in a directory named `~`. To open the file `sessionctl` uses, resolve it
+  /// with ``Location/resolve(named:environment:)`` and open it with ``init(location:options:)``.
   /// - Throws: ``SessionStorageError``: a missing directory (unless
-  ///   ``Options/createsMissingDirectories``), a file that is not a database, someone else's
+  ///   ``Options/createsMissingDirectories``), a path that begins with `~` and leads to
+  ///   nothing (`notFound`), a file that is not a database, someone else's
   ///   database, a newer schema, mismatching migrations, a missing file in read-only mode.
   ///   Such a file is left byte-identical. `invalidOrigin` for an origin that is empty, longer
   ///   than 64 characters, holds a control character or is `external`.

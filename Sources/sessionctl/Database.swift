@@ -19,8 +19,11 @@ extension SessionStore.Location {
   }
 
   /// Applies the library's rules to `--db` and the environment. An empty `--db` is an
-  /// error; an empty `$SESSIONCTL_DB` counts as unset.
-  /// - Throws: ``CLIError`` for an empty `--db`, or when no rule gives a path.
+  /// error; an empty `$SESSIONCTL_DB` counts as unset. A file path that begins with `~` and
+  /// leads to nothing is refused: the user meant a home directory, which only a shell
+  /// expands.
+  /// - Throws: ``CLIError`` for an empty `--db`, a `~` path that leads to nothing, or when
+  ///   no rule gives a path.
   static func resolve(option: String?, environment: [String: String]) throws(CLIError) -> Self {
     let location: Self
     do {
@@ -30,7 +33,23 @@ extension SessionStore.Location {
     } catch {
       throw CLIError(.failure, "no database path: pass '--db PATH' or set SESSIONCTL_DB (\(error.message))")
     }
+    try location.requireNoUnexpandedTilde()
     return location
+  }
+
+  /// Throws for a file path that begins with `~` (`--db '~/s.db'`, `SESSIONCTL_DB='~/s.db'`)
+  /// when nothing is there: sessionctl uses a path as given, so `~` would name a directory
+  /// `~` in the current directory, not the home directory. Something that exists there is
+  /// used as given.
+  /// - Throws: ``CLIError`` (exit 1) that says so and what to write instead.
+  func requireNoUnexpandedTilde() throws(CLIError) {
+    guard path.hasPrefix("~"), !isPostgres, !exists else { return }
+    let rule = source == .environment ? "$SESSIONCTL_DB" : "--db"
+    throw CLIError(
+      .failure,
+      "\(path): no such file, and sessionctl does not expand '~' in \(rule) (a shell expands it only "
+        + "unquoted at the start of a word): write \"$HOME/…\" instead, or './~…' for a name that begins "
+        + "with '~'; nothing was created")
   }
 
   /// `error`, its message pointing to `--db` when it refuses the default location's

@@ -166,4 +166,49 @@ import Testing
     #expect(refused?.description.contains("secret") == false)
     #expect(!FileManager.default.fileExists(atPath: "postgresql:"))
   }
+
+  /// `~` is not expanded: a path that begins with it and leads to nothing is refused with a
+  /// message that says so, for reading and writing (creating directories too), and nothing is
+  /// created.
+  @Test(arguments: ["~/session.db", "~alice/session.db", "~"])
+  func aPathBeginningWithATildeIsNotExpanded(_ path: String) throws {
+    #expect(
+      !FileManager.default.fileExists(atPath: "~"),
+      "a directory named ~ in \(FileManager.default.currentDirectoryPath)")
+    let options: [SessionStore.Options] = [
+      .init(), .init(readOnly: true), .init(createsMissingDirectories: true),
+    ]
+    for options in options {
+      let refused = #expect(throws: SessionStorageError.self) {
+        try SessionStore(path: path, options: options)
+      }
+      #expect(refused?.code == .notFound)
+      #expect(refused?.path == path)
+      #expect(
+        refused?.message.hasPrefix(
+          "no such file, and '~' is not expanded: a path is used as given (a shell expands '~' only unquoted "
+            + "at the start of a word)") == true, "\(String(describing: refused))")
+    }
+    let location = try SessionStore.Location.resolve(environment: ["SESSIONCTL_DB": path])
+    #expect(throws: SessionStorageError.self) { try SessionStore(location: location) }
+    #expect(!FileManager.default.fileExists(atPath: "~"))
+    #expect(!FileManager.default.fileExists(atPath: String(path.split(separator: "/")[0])))
+  }
+
+  /// A backup to, or a restore from, a path that begins with `~` and leads to nothing is
+  /// refused the same way: nothing is written, the store is not changed.
+  @Test func backupsTakeATildeAsGivenToo() throws {
+    let dir = try TemporaryDirectory()
+    let store = try SessionStore(path: dir.file("s.db"))
+    try store.blocking.logIn(as: "alice")
+    for refused in [
+      #expect(throws: SessionStorageError.self) { try store.backup(to: "~/b.db") },
+      #expect(throws: SessionStorageError.self) { try store.restore(from: "~/b.db") },
+    ] {
+      #expect(refused?.code == .notFound)
+      #expect(refused?.message.contains("'~' is not expanded") == true, "\(String(describing: refused))")
+    }
+    #expect(!FileManager.default.fileExists(atPath: "~"))
+    #expect(try store.state.username == "alice")
+  }
 }

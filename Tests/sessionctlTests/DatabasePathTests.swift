@@ -71,6 +71,47 @@ import Testing
     #expect(status.lines.last == "database   \(location.path)")
   }
 
+  /// `--db '~/s.db'` and `SESSIONCTL_DB='~/s.db'` (quoted: the shell left the `~`) name a
+  /// directory `~`: when nothing is there, every command says that sessionctl does not
+  /// expand `~` (exit 1) and creates nothing. What is there is used as given.
+  @Test func aPathBeginningWithATildeIsNotExpanded() async throws {
+    let sandbox = try Sandbox()
+    let directory = sandbox.path("cwd")
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+    func run(_ arguments: [String], _ environment: [String: String] = [:]) async throws -> Outcome {
+      try await sandbox.runProgram(
+        "/bin/bash", ["-c", #"cd "$0" && exec "$@""#, directory, Sandbox.sessionctl] + arguments,
+        environment: sandbox.environment.merging(environment) { $1 })
+    }
+    let cases: [([String], [String: String], String)] = [
+      (["--db", "~/s.db", "login", "alice"], [:], "--db"),
+      (["--db", "~/s.db", "status"], [:], "--db"),
+      (["--db=~", "migrate"], [:], "--db"),
+      (["compact", "--keep", "1"], ["SESSIONCTL_DB": "~/s.db"], "$SESSIONCTL_DB"),
+      (["login", "alice"], ["SESSIONCTL_DB": "~alice/s.db"], "$SESSIONCTL_DB"),
+    ]
+    for (arguments, environment, rule) in cases {
+      let outcome = try await run(arguments, environment)
+      let path = environment["SESSIONCTL_DB"] ?? (arguments[0] == "--db=~" ? "~" : "~/s.db")
+      #expect(outcome.status == 1, "\(arguments): \(outcome)")
+      #expect(outcome.stdout == "")
+      #expect(
+        outcome.stderr
+          == "sessionctl: error: \(path): no such file, and sessionctl does not expand '~' in \(rule) (a shell "
+          + "expands it only unquoted at the start of a word): write \"$HOME/…\" instead, or './~…' for a "
+          + "name that begins with '~'; nothing was created\n", "\(arguments)")
+      #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty, "\(arguments)")
+      #expect(!sandbox.exists(sandbox.home + "/s.db") && !sandbox.exists(sandbox.home + "/.local"))
+    }
+    // A directory that is really named `~`: the path leads somewhere, and is used as given.
+    #expect(try await run(["--db", "./~/s.db", "migrate"]).status == 1, "no directory ~ yet")
+    try FileManager.default.createDirectory(atPath: directory + "/~", withIntermediateDirectories: false)
+    #expect(try await run(["--db", "./~/s.db", "login", "alice"]).status == 0)
+    let status = try await run(["--db", "~/s.db", "status"])
+    #expect(status.status == 0, "\(status)")
+    #expect(status.lines.last == "database   ~/s.db")
+  }
+
   @Test func theOptionWorksAfterTheCommandToo() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("after.db")
