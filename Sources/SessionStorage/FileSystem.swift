@@ -65,8 +65,11 @@ enum FileSystem {
 
   /// The directory holding `path`, absolute (a relative path is taken from the current
   /// directory). Not `NSString.deletingLastPathComponent`: it traps on a one-character name.
+  /// A relative path is made absolute first, so that a leading `~` names a directory `~`
+  /// as the file system sees it, never the home directory.
   static func parent(of path: String) -> String {
-    URL(fileURLWithPath: path).deletingLastPathComponent().path
+    let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    return URL(fileURLWithPath: absolute).deletingLastPathComponent().path
   }
 
   /// The identity of what `path` leads to (symbolic links followed), or nil when nothing is
@@ -113,6 +116,21 @@ enum FileSystem {
     guard directory >= 0 else { return }
     fsync(directory)
     close(directory)
+  }
+
+  /// Throws `notFound` for a path that begins with `~` and leads to nothing: the caller
+  /// meant a home directory, and a path is used as given (only a shell expands `~`), so
+  /// the store would go into a directory named `~`, or fail to find one. What exists at such
+  /// a path (a file or a directory named `~`) is used as given.
+  static func requireNoUnexpandedTilde(_ path: String, _ consequence: String = "nothing was created") throws {
+    guard path.hasPrefix("~"), !lexists(path) else { return }
+    throw SessionStorageError(
+      .notFound,
+      "no such file, and '~' is not expanded: a path is used as given (a shell expands '~' only unquoted at "
+        + "the start of a word); write the home directory out (\"$HOME/…\", "
+        + "FileManager.default.homeDirectoryForCurrentUser), or './~…' for a name that begins with '~'; "
+        + consequence,
+      path: path)
   }
 
   /// Throws when the directory a new file would go into is missing: the store creates

@@ -21,6 +21,7 @@ enum Opener {
   static func open(_ requested: String, _ options: SessionStore.Options) throws -> (
     path: String, database: SharedDatabase, applied: [Migration]
   ) {
+    try FileSystem.requireNoUnexpandedTilde(requested)  // before anything is made for it
     let path = try FileSystem.resolve(requested)
     try FileSystem.requireOpenablePath(path)  // before a directory is made for it
     if options.createsMissingDirectories && !options.readOnly { try FileSystem.makeDirectories(above: path) }

@@ -41,9 +41,10 @@ public struct SessionChange: Sendable, Hashable, CustomStringConvertible {
 /// change's members directly (`entry.before`, `entry.after`, `entry.events`).
 ///
 /// Prints like a `sessionctl watch` line
-/// (`7  2026-11-29T20:33:36.256Z  sessionctl  rename bob → carol, login carol`) and encodes
-/// as its JSON change line:
+/// (`7  2026-11-29T20:33:36.256Z  sessionctl  rename bob → carol, login carol`);
+/// `entry.jsonLine` is its JSON change line, byte for byte:
 /// `{"type":"change","cursor":7,"at":…,"origin":…,"events":[…],"before":{…},"after":{…}}`.
+/// Its `Codable` conformance reads and writes the same members.
 public typealias SessionEntry = FeedEntry<SessionChange>
 
 /// A live subscription to every session change after a cursor: an `AsyncSequence` that
@@ -113,17 +114,9 @@ extension FeedEntry: Codable where Change == SessionChange {
       origin: try container.decode(String.self, forKey: .origin), change: change)
   }
 
-  /// Encodes the change line, its members in the documented order.
-  public func encode(to encoder: any Encoder) throws {
-    var container = encoder.container(keyedBy: CodingKeys.self)
-    try container.encode("change", forKey: .type)
-    try container.encode(cursor, forKey: .cursor)
-    try container.encode(Timestamp.format(time), forKey: .at)
-    try container.encode(origin, forKey: .origin)
-    try container.encode(change.events, forKey: .events)
-    try container.encode(change.before, forKey: .before)
-    try container.encode(change.after, forKey: .after)
-  }
+  /// Encodes the change line's members (those of ``jsonLine``, in the order the encoder
+  /// chooses).
+  public func encode(to encoder: any Encoder) throws { try json.encode(to: encoder) }
 }
 
 extension SnapshotSubscription where Change == SessionChange, Snapshot == SessionState {
@@ -169,14 +162,8 @@ public struct SessionState: Sendable, Hashable, Codable, CustomStringConvertible
     updatedAt = try container.decodeTimestamp(forKey: .updatedAt)
   }
 
-  /// Encodes `{"username":…,"isLoggedIn":…,"updatedAt":…}`, in that order, with `null`
-  /// for no username.
-  public func encode(to encoder: any Encoder) throws {
-    var container = encoder.container(keyedBy: CodingKeys.self)
-    try container.encode(username, forKey: .username)
-    try container.encode(isLoggedIn, forKey: .isLoggedIn)
-    try container.encode(Timestamp.format(updatedAt), forKey: .updatedAt)
-  }
+  /// Encodes `{"username":…,"isLoggedIn":…,"updatedAt":…}`, with `null` for no username.
+  public func encode(to encoder: any Encoder) throws { try json.encode(to: encoder) }
 }
 
 extension KeyedDecodingContainer {
@@ -245,29 +232,15 @@ public enum SessionEvent: Sendable, Hashable, Codable, CustomStringConvertible {
     }
   }
 
-  /// Encodes `{"type":…}` then the usernames, `null` for none.
-  public func encode(to encoder: any Encoder) throws {
-    var container = encoder.container(keyedBy: CodingKeys.self)
-    switch self {
-    case .loggedIn(let username):
-      try container.encode("loggedIn", forKey: .type)
-      try container.encode(username, forKey: .username)
-    case .loggedOut(let username):
-      try container.encode("loggedOut", forKey: .type)
-      try container.encode(username, forKey: .username)
-    case .usernameChanged(let from, let to):
-      try container.encode("usernameChanged", forKey: .type)
-      try container.encode(from, forKey: .from)
-      try container.encode(to, forKey: .to)
-    }
-  }
+  /// Encodes `{"type":…}` and the usernames, `null` for none.
+  public func encode(to encoder: any Encoder) throws { try json.encode(to: encoder) }
 }
 
 /// The state and the cursor of the newest change it includes, read in one transaction.
 ///
 /// Follow it with ``SessionStore/changes(from:)`` from `.after(snapshot.cursor)` and no
-/// change is missed or repeated. Prints like `sessionctl watch`'s first line, and encodes as
-/// its JSON: `{"type":"snapshot","cursor":4,"state":{…}}`.
+/// change is missed or repeated. Prints like `sessionctl watch`'s first line; ``jsonLine`` is
+/// its JSON line, byte for byte: `{"type":"snapshot","cursor":4,"state":{…}}`.
 public struct SessionSnapshot: Sendable, Hashable, Codable, CustomStringConvertible {
   /// The state at ``cursor``.
   public var state: SessionState
@@ -293,13 +266,9 @@ public struct SessionSnapshot: Sendable, Hashable, Codable, CustomStringConverti
     state = try container.decode(SessionState.self, forKey: .state)
   }
 
-  /// Encodes `{"type":"snapshot","cursor":N,"state":{…}}`, in that order.
-  public func encode(to encoder: any Encoder) throws {
-    var container = encoder.container(keyedBy: CodingKeys.self)
-    try container.encode("snapshot", forKey: .type)
-    try container.encode(cursor, forKey: .cursor)
-    try container.encode(state, forKey: .state)
-  }
+  /// Encodes `{"type":"snapshot","cursor":N,"state":{…}}` (the members of ``jsonLine``, in
+  /// the order the encoder chooses).
+  public func encode(to encoder: any Encoder) throws { try json.encode(to: encoder) }
 }
 
 extension KeyedDecodingContainer {

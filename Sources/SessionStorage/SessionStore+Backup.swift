@@ -49,9 +49,11 @@ extension SessionStore {
   ///   exists and `overwrite` is false (or its `-wal` holds commits: something may have it
   ///   open), `invalidBackup` when the copy failed its check, `pathTooLong` when the path
   ///   is longer than SQLite opens, `readOnly`, `notFound`, `full` or `sqlite` when the file
-  ///   cannot be created.
+  ///   cannot be created; `notFound` for a path that begins with `~` and leads to nothing (`~`
+  ///   is not expanded: only a shell does that).
   public func backup(to path: String, overwrite: Bool = false) throws -> BackupResult {
     try StoreFiles(of: self.path).refuse(path, "nothing was written: back up to a file of its own")
+    try FileSystem.requireNoUnexpandedTilde(path, "nothing was written")
     if let kind = FileSystem.kindOtherThanRegular(path) {
       throw SessionStorageError(
         .notARegularFile,
@@ -131,6 +133,7 @@ extension SessionStore {
       throw SessionStorageError(.readOnly, "the store was opened read-only", path: path)
     }
     try StoreFiles(of: path).refuse(backupPath, "the store was not changed")
+    try FileSystem.requireNoUnexpandedTilde(backupPath, "the store was not changed")
     guard FileSystem.lexists(backupPath) else {
       throw SessionStorageError(.notFound, "no such file; the store was not changed", path: backupPath)
     }

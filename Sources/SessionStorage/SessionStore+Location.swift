@@ -2,7 +2,9 @@ import Foundation
 
 extension SessionStore {
   /// The file an app and `sessionctl` both use when nobody names another, so that the
-  /// administrator's commands act on the app's session:
+  /// administrator's commands act on the app's session. ``Location/resolve(named:environment:)``
+  /// applies `sessionctl`'s whole lookup (`$SESSIONCTL_DB` first, then this path); use it
+  /// unless the app must ignore `$SESSIONCTL_DB`:
   ///
   /// - Linux and other XDG systems: `$XDG_DATA_HOME/sessionctl/session.db`, else
   ///   `$HOME/.local/share/sessionctl/session.db` (a relative or empty `XDG_DATA_HOME`
@@ -40,6 +42,130 @@ extension SessionStore {
       }
       return home + "/.local/share/sessionctl/session.db"
     #endif
+  }
+}
+
+extension SessionStore {
+  /// Where a store is, and which rule chose it: the lookup `sessionctl` makes, so that an
+  /// app that resolves its store with it and `sessionctl` use the same file by construction.
+  ///
+  /// ```swift
+  /// let location = try SessionStore.Location.resolve()  // $SESSIONCTL_DB, else the default path
+  /// let store = try SessionStore(location: location, options: .init(origin: "MyApp"))
+  /// ```
+  ///
+  /// The rules, first match wins:
+  /// 1. a path the caller names (`sessionctl --db PATH`): ``Source/named``;
+  /// 2. `$SESSIONCTL_DB`, when set and not empty: ``Source/environment``;
+  /// 3. ``SessionStore/defaultPath(environment:)`` (`$XDG_DATA_HOME/sessionctl/session.db`,
+  ///    else `~/.local/share/sessionctl/session.db`): ``Source/defaultPath``.
+  ///
+  /// A named path and `$SESSIONCTL_DB` are used as given: naming a file is the decision to
+  /// trust it, and `~` in them is not expanded (a shell expands it only unquoted at the
+  /// start of a word). The default location, which nobody chose, is used only when nobody
+  /// but this user (and root) can change the directories that lead to it, and its missing
+  /// directories are created with mode 0700: ``SessionStore/init(location:options:)`` does
+  /// both.
+  ///
+  /// The path may be a PostgreSQL URL (`postgresql://…` or `postgres://…`, as `sessionctl`
+  /// accepts in `--db` and `$SESSIONCTL_DB`): ``isPostgres`` says so, and
+  /// ``SessionStore/init(location:options:)`` refuses it; open it with
+  /// `PostgresSessionStore(url: location.path)` of `SessionStoragePostgres`.
+  public struct Location: Sendable, Hashable {
+    /// Which rule chose a location.
+    public enum Source: Sendable, Hashable {
+      /// A path the caller named, such as `sessionctl`'s `--db PATH`.
+      case named
+      /// The environment variable ``Location/environmentVariable`` (`SESSIONCTL_DB`).
+      case environment
+      /// ``SessionStore/defaultPath(environment:)``: no rule named a file.
+      case defaultPath
+    }
+
+    /// The environment variable that names the store when no path is given: `SESSIONCTL_DB`.
+    public static let environmentVariable = "SESSIONCTL_DB"
+
+    /// The database file, or a PostgreSQL URL as given (it may hold a password: do not
+    /// print it as it is).
+    public let path: String
+    /// Which rule chose ``path``.
+    public let source: Source
+
+    /// A location chosen by `source`, for tests and for callers with rules of their own.
+    public init(path: String, source: Source) {
+      self.path = path
+      self.source = source
+    }
+
+    /// Whether ``path`` is a PostgreSQL URL (`postgresql://` or `postgres://`, in any case)
+    /// rather than a file.
+    public var isPostgres: Bool {
+      let lowered = path.lowercased()
+      return lowered.hasPrefix("postgresql://") || lowered.hasPrefix("postgres://")
+    }
+
+    /// Applies the rules: `named` when given, else `$SESSIONCTL_DB` when set and not empty,
+    /// else the default path. Checks nothing on disk: ``SessionStore/init(location:options:)``
+    /// checks the default location's directories when it opens it.
+    /// - Parameters:
+    ///   - named: a path the user chose (`--db`), or nil.
+    ///   - environment: where to read `SESSIONCTL_DB`, `XDG_DATA_HOME` and `HOME` (the
+    ///     process's own by default).
+    /// - Throws: ``SessionStorageError``: `invalidArgument` for an empty `named` path;
+    ///   `notFound` when no rule gives a path (no absolute `XDG_DATA_HOME` or `HOME`).
+    public static func resolve(
+      named: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(SessionStorageError) -> Location {
+      if let named {
+        guard !named.isEmpty else {
+          throw SessionStorageError(.invalidArgument, "the database path is empty")
+        }
+        return Location(path: named, source: .named)
+      }
+      if let path = environment[environmentVariable], !path.isEmpty {
+        return Location(path: path, source: .environment)
+      }
+      return Location(path: try SessionStore.defaultPath(environment: environment), source: .defaultPath)
+    }
+
+    /// For the default location: throws unless only this user (and root) can change the
+    /// directories that lead to it, creating the missing ones first (mode 0700) when
+    /// `creatingMissing` (see ``SessionStore/requirePrivateDirectory(for:creatingMissing:)``).
+    /// A named path, `$SESSIONCTL_DB` and a PostgreSQL URL pass unchecked: they are used as
+    /// given.
+    /// - Throws: ``SessionStorageError``: `unsafeDirectory` naming the directory, and the
+    ///   other errors of ``SessionStore/requirePrivateDirectory(for:creatingMissing:)``.
+    public func requirePrivateDirectory(creatingMissing: Bool) throws(SessionStorageError) {
+      guard source == .defaultPath, !isPostgres else { return }
+      try SessionStore.requirePrivateDirectory(for: path, creatingMissing: creatingMissing)
+    }
+  }
+
+  /// Opens the store at a location ``Location/resolve(named:environment:)`` found, as
+  /// `sessionctl` opens it: the default location only when only this user (and root) can
+  /// change its directories, creating the missing ones (mode 0700) unless `readOnly`; a named
+  /// path or `$SESSIONCTL_DB` as given, creating directories only when
+  /// ``Options/createsMissingDirectories`` asks.
+  /// - Parameters:
+  ///   - location: where the store is.
+  ///   - options: as for ``init(path:options:)``.
+  /// - Throws: ``SessionStorageError``: `invalidArgument` for a PostgreSQL URL (open it with
+  ///   `PostgresSessionStore`), `unsafeDirectory` for a default location others can change,
+  ///   and everything ``init(path:options:)`` throws.
+  public convenience init(location: Location, options: Options = Options()) throws {
+    guard !location.isPostgres else {
+      let rule = location.source == .environment ? "$\(Location.environmentVariable)" : "the path"
+      throw SessionStorageError(
+        .invalidArgument,
+        "\(rule) names a PostgreSQL database, not a file: open it with PostgresSessionStore(url:) "
+          + "of SessionStoragePostgres")
+    }
+    var options = options
+    if location.source == .defaultPath {
+      try location.requirePrivateDirectory(creatingMissing: !options.readOnly)
+      options.createsMissingDirectories = true
+    }
+    try self.init(path: location.path, options: options)
   }
 }
 

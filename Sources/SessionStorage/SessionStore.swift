@@ -44,7 +44,7 @@ public final class SessionStore: _SessionBackedStore, SessionBackend {
     /// Whether a store that creates its file also creates the missing directories above it,
     /// with mode 0700 (only the owner may enter). Off by default: a mistyped path is an
     /// error that names the missing directory, not a new directory tree.
-    /// ``SessionStore/defaultPath(environment:)`` is usually opened with it on.
+    /// ``SessionStore/init(location:options:)`` turns it on for the default location.
     public var createsMissingDirectories: Bool
 
     /// Creates options; the origin defaults to the process's name.
@@ -84,8 +84,14 @@ public final class SessionStore: _SessionBackedStore, SessionBackend {
   /// is closed when the last of them is released. Each instance keeps its own options:
   /// its origin, durability and busy timeout apply to its own writes, and a read-only
   /// instance never writes even when a writable one shares its connections.
+  ///
+  /// `path` is used as given: `~` is not expanded (only a shell does that, unquoted at the
+  /// start of a word). A path that begins with `~` and leads to nothing is refused rather
+  /// than created in a directory named `~`. To open the file `sessionctl` uses, resolve it
+  /// with ``Location/resolve(named:environment:)`` and open it with ``init(location:options:)``.
   /// - Throws: ``SessionStorageError``: a missing directory (unless
-  ///   ``Options/createsMissingDirectories``), a file that is not a database, someone else's
+  ///   ``Options/createsMissingDirectories``), a path that begins with `~` and leads to
+  ///   nothing (`notFound`), a file that is not a database, someone else's
   ///   database, a newer schema, mismatching migrations, a missing file in read-only mode.
   ///   Such a file is left byte-identical. `invalidOrigin` for an origin that is empty, longer
   ///   than 64 characters, holds a control character or is `external`.

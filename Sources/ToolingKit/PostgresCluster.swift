@@ -98,15 +98,17 @@ package struct PostgresCluster: Sendable {
     return directory
   }
 
-  /// The cluster whose URLs the script printed.
+  /// The cluster whose URLs the script printed, as `export NAME='value'` lines.
   private static func cluster(printed output: String, directory: String) throws(ScriptError)
     -> PostgresCluster
   {
     var values: [String: String] = [:]
-    for line in output.split(separator: "\n") {
-      guard let equals = line.firstIndex(of: "=") else { continue }
-      values[String(line[..<equals])] = line[line.index(after: equals)...].trimmingCharacters(
-        in: CharacterSet(charactersIn: "'"))
+    for line in output.split(separator: "\n") where line.hasPrefix("export ") {
+      let assignment = line.dropFirst("export ".count)
+      guard let equals = assignment.firstIndex(of: "=") else { continue }
+      values[String(assignment[..<equals])] = assignment[assignment.index(after: equals)...]
+        .trimmingCharacters(
+          in: CharacterSet(charactersIn: "'"))
     }
     guard let url = values["SESSIONSTORAGE_TEST_POSTGRES_URL"],
       let socketURL = values["SESSIONSTORAGE_TEST_POSTGRES_SOCKET_URL"]

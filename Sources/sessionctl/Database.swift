@@ -2,32 +2,10 @@ import Foundation
 import SessionStorage
 import SessionStoragePostgres
 
-/// Where the database is, and why there: `--db`, else `$SESSIONCTL_DB`, else the
-/// library's ``SessionStore/defaultPath(environment:)`` (the file apps use by default).
-/// A `postgresql://` or `postgres://` URL names a PostgreSQL database instead of a file.
-struct DatabaseLocation: Sendable, Equatable {
-  /// Which rule chose the path.
-  enum Source: Sendable, Equatable {
-    /// `--db PATH`.
-    case option
-    /// `$SESSIONCTL_DB`.
-    case environment
-    /// The library's default location, whose directory the first write creates (mode 0700).
-    case dataHome
-  }
-
-  /// The database file, or the PostgreSQL URL as given (with any password: never print
-  /// it; print ``display``).
-  var path: String
-  /// Which rule chose it.
-  var source: Source
-
-  /// Whether ``path`` is a PostgreSQL URL rather than a file.
-  var isPostgres: Bool {
-    let lowered = path.lowercased()
-    return lowered.hasPrefix("postgresql://") || lowered.hasPrefix("postgres://")
-  }
-
+/// Where the database is, and why there: the library's ``SessionStore/Location``, which an
+/// app resolves the same way (`--db`, else `$SESSIONCTL_DB`, else the default path). A
+/// `postgresql://` or `postgres://` URL names a PostgreSQL database instead of a file.
+extension SessionStore.Location {
   /// The path, or the URL with its password replaced: what output and errors show. (A
   /// libpq key/value string taken for a file path has its password replaced too.)
   var display: String { PostgresSessionStore.redacted(path) }
@@ -40,38 +18,46 @@ struct DatabaseLocation: Sendable, Equatable {
       .failure, "'\(command)' works on a SQLite file, and \(display) is a PostgreSQL database: \(instead)")
   }
 
-  /// Applies the rules. An empty `--db` is an error; an empty `$SESSIONCTL_DB` counts as unset.
-  /// - Throws: ``CLIError`` for an empty `--db`, or when no rule gives a path.
-  static func resolve(option: String?, environment: [String: String]) throws(CLIError) -> DatabaseLocation {
-    if let option {
-      guard !option.isEmpty else { throw .invalidInput("the database path given to '--db' is empty") }
-      return DatabaseLocation(path: option, source: .option)
-    }
-    if let path = environment["SESSIONCTL_DB"], !path.isEmpty {
-      return DatabaseLocation(path: path, source: .environment)
-    }
+  /// Applies the library's rules to `--db` and the environment. An empty `--db` is an
+  /// error; an empty `$SESSIONCTL_DB` counts as unset. A file path that begins with `~` and
+  /// leads to nothing is refused: the user meant a home directory, which only a shell
+  /// expands.
+  /// - Throws: ``CLIError`` for an empty `--db`, a `~` path that leads to nothing, or when
+  ///   no rule gives a path.
+  static func resolve(option: String?, environment: [String: String]) throws(CLIError) -> Self {
+    let location: Self
     do {
-      return DatabaseLocation(path: try SessionStore.defaultPath(environment: environment), source: .dataHome)
+      location = try resolve(named: option, environment: environment)
+    } catch let error where error.code == .invalidArgument {
+      throw .invalidInput("the database path given to '--db' is empty")
     } catch {
       throw CLIError(.failure, "no database path: pass '--db PATH' or set SESSIONCTL_DB (\(error.message))")
     }
+    try location.requireNoUnexpandedTilde()
+    return location
   }
 
-  /// For the default location, which nobody named on purpose: throws unless only this
-  /// user (and root) can change the directories that lead to it
-  /// (``SessionStore/requirePrivateDirectory(for:creatingMissing:)``), creating the missing
-  /// ones first when `creating`. A path given with `--db` or `$SESSIONCTL_DB` is used as
-  /// given: naming it is the decision to trust it.
-  /// - Throws: ``SessionStorageError`` (`unsafeDirectory` says to pass `--db` instead).
-  func requirePrivateDirectory(creating: Bool) throws {
-    guard source == .dataHome, !isPostgres else { return }
-    do {
-      try SessionStore.requirePrivateDirectory(for: path, creatingMissing: creating)
-    } catch {
-      guard error.code == .unsafeDirectory else { throw error }
-      throw SessionStorageError(
-        error.code, error.message + " (or name the file with --db PATH)", path: error.path)
-    }
+  /// Throws for a file path that begins with `~` (`--db '~/s.db'`, `SESSIONCTL_DB='~/s.db'`)
+  /// when nothing is there: sessionctl uses a path as given, so `~` would name a directory
+  /// `~` in the current directory, not the home directory. Something that exists there is
+  /// used as given.
+  /// - Throws: ``CLIError`` (exit 1) that says so and what to write instead.
+  func requireNoUnexpandedTilde() throws(CLIError) {
+    guard path.hasPrefix("~"), !isPostgres, !exists else { return }
+    let rule = source == .environment ? "$SESSIONCTL_DB" : "--db"
+    throw CLIError(
+      .failure,
+      "\(path): no such file, and sessionctl does not expand '~' in \(rule) (a shell expands it only "
+        + "unquoted at the start of a word): write \"$HOME/…\" instead, or './~…' for a name that begins "
+        + "with '~'; nothing was created")
+  }
+
+  /// `error`, its message pointing to `--db` when it refuses the default location's
+  /// directory.
+  static func suggestingOption(_ error: SessionStorageError) -> SessionStorageError {
+    guard error.code == .unsafeDirectory else { return error }
+    return SessionStorageError(
+      error.code, error.message + " (or name the file with --db PATH)", path: error.path)
   }
 
   /// Whether the file exists (as anything: SessionStore refuses what is not a database).
@@ -100,13 +86,13 @@ extension PostgresSessionStore: AdministeredStore {}
 extension CommandContext {
   /// The database: `--db`, else `$SESSIONCTL_DB`, else the default location.
   /// - Throws: ``CLIError`` when none of them gives a path.
-  func location() throws(CLIError) -> DatabaseLocation {
-    try DatabaseLocation.resolve(option: options.db, environment: environment)
+  func location() throws(CLIError) -> SessionStore.Location {
+    try SessionStore.Location.resolve(option: options.db, environment: environment)
   }
 
   /// Opens the database without writing; a missing file (or PostgreSQL schema) is an
   /// error, and nothing is created.
-  func openForReading(_ location: DatabaseLocation) throws -> any AdministeredStore {
+  func openForReading(_ location: SessionStore.Location) throws -> any AdministeredStore {
     if location.isPostgres {
       return try PostgresSessionStore(
         url: location.path, options: .init(origin: SessionCtl.origin, readOnly: true))
@@ -116,26 +102,34 @@ extension CommandContext {
 
   /// Opens the database for writing, creating it (and the default directory, or the
   /// PostgreSQL schema) when missing.
-  func openForWriting(_ location: DatabaseLocation) throws -> any AdministeredStore {
+  func openForWriting(_ location: SessionStore.Location) throws -> any AdministeredStore {
     if location.isPostgres {
       return try PostgresSessionStore(url: location.path, options: .init(origin: SessionCtl.origin))
     }
     return try openFileForWriting(location)
   }
 
-  /// Opens the SQLite file without writing, for the commands that work on a file. The
-  /// default location is refused when others may change its directories.
-  func openFileForReading(_ location: DatabaseLocation) throws -> SessionStore {
-    try location.requirePrivateDirectory(creating: false)
-    return try SessionStore(path: location.path, options: .init(origin: SessionCtl.origin, readOnly: true))
+  /// Opens the SQLite file without writing, for the commands that work on a file, as the
+  /// library opens a location: the default location is refused when others may change its
+  /// directories.
+  func openFileForReading(_ location: SessionStore.Location) throws -> SessionStore {
+    try openFile(location, .init(origin: SessionCtl.origin, readOnly: true))
   }
 
-  /// Opens the SQLite file for writing, for the commands that work on a file. The default
-  /// location's directories are created (mode 0700), and refused when others may change them.
-  func openFileForWriting(_ location: DatabaseLocation) throws -> SessionStore {
-    try location.requirePrivateDirectory(creating: true)
-    return try SessionStore(
-      path: location.path,
-      options: .init(origin: SessionCtl.origin, createsMissingDirectories: location.source == .dataHome))
+  /// Opens the SQLite file for writing, for the commands that work on a file, as the
+  /// library opens a location: the default location's directories are created (mode 0700),
+  /// and refused when others may change them.
+  func openFileForWriting(_ location: SessionStore.Location) throws -> SessionStore {
+    try openFile(location, .init(origin: SessionCtl.origin))
+  }
+
+  private func openFile(_ location: SessionStore.Location, _ options: SessionStore.Options) throws
+    -> SessionStore
+  {
+    do {
+      return try SessionStore(location: location, options: options)
+    } catch let error as SessionStorageError {
+      throw SessionStore.Location.suggestingOption(error)
+    }
   }
 }

@@ -137,21 +137,19 @@ struct Presenter: Sendable {
   let json: Bool
 
   /// `watch`'s first line: the snapshot's own text or JSON.
-  func snapshot(_ snapshot: SessionSnapshot) throws -> String {
-    json ? try JSONValue(encoding: snapshot).encoded : snapshot.description
+  func snapshot(_ snapshot: SessionSnapshot) -> String {
+    json ? snapshot.jsonLine : snapshot.description
   }
 
   /// One change, its columns padded to at least the given widths (`watch` streams, so it
   /// cannot measure the lines to come): the entry's own text or JSON.
-  func change(_ entry: SessionEntry, cursorWidth: Int = 1, originWidth: Int = 10) throws -> String {
-    json
-      ? try JSONValue(encoding: entry).encoded
-      : entry.line(cursorWidth: cursorWidth, originWidth: originWidth)
+  func change(_ entry: SessionEntry, cursorWidth: Int = 1, originWidth: Int = 10) -> String {
+    json ? entry.jsonLine : entry.line(cursorWidth: cursorWidth, originWidth: originWidth)
   }
 
   /// A write that changed nothing: the reason for people, the state and cursor for programs.
-  func noChange(_ reason: String, _ snapshot: SessionSnapshot) throws -> String {
-    json ? try JSONValue.noChange(snapshot).encoded : "no change: " + reason
+  func noChange(_ reason: String, _ snapshot: SessionSnapshot) -> String {
+    json ? JSONValue.noChange(snapshot).encoded : "no change: " + reason
   }
 
   /// `--version`.

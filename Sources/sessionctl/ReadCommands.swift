@@ -19,8 +19,7 @@ extension SessionCtl {
       let store = try context.openForReading(location)
       let snapshot = try store.snapshot()
       let greeting = await MainActor.run { GreetingViewModel(session: snapshot.state).greeting }
-      try context.output.write(
-        try context.presenter.status(snapshot, path: location.display, greeting: greeting))
+      try context.output.write(context.presenter.status(snapshot, path: location.display, greeting: greeting))
       return .success
     }
   }
@@ -28,8 +27,8 @@ extension SessionCtl {
 
 extension Presenter {
   /// `status`: the state, its cursor and the file; people also get the greeting.
-  func status(_ snapshot: SessionSnapshot, path: String, greeting: String) throws -> [String] {
-    if json { return [try JSONValue.status(snapshot).encoded] }
+  func status(_ snapshot: SessionSnapshot, path: String, greeting: String) -> [String] {
+    if json { return [JSONValue.status(snapshot).encoded] }
     let state = snapshot.state
     return table([
       ("greeting", Self.display(greeting)),
@@ -71,7 +70,7 @@ extension SessionCtl {
         let originWidth = max(10, page.map { Presenter.display($0.origin).count }.max() ?? 0)
         for entry in page {
           try context.output.write(
-            try context.presenter.change(entry, cursorWidth: cursorWidth, originWidth: originWidth))
+            context.presenter.change(entry, cursorWidth: cursorWidth, originWidth: originWidth))
         }
         remaining -= page.count
         start = .after(last.cursor)

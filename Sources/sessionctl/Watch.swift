@@ -97,7 +97,7 @@ extension SessionCtl {
       let store = try context.openForReading(location)
       // Once watching (an error alone is the one line of a failure): a password on the
       // command line can be read by every user of the machine for as long as watch runs.
-      if location.source == .option, location.isPostgres, PostgresSessionStore.containsPassword(location.path)
+      if location.source == .named, location.isPostgres, PostgresSessionStore.containsPassword(location.path)
       {
         try context.errors.write(
           "sessionctl: warning: the password in --db can be read by every user of this machine while watch runs "
@@ -111,8 +111,7 @@ extension SessionCtl {
         changes = try store.changes(from: since)
       } else {
         let snapshot = try store.snapshotAndChanges()
-        try output.write(
-          try presenter.snapshot(SessionSnapshot(state: snapshot.state, cursor: snapshot.cursor)))
+        try output.write(presenter.snapshot(SessionSnapshot(state: snapshot.state, cursor: snapshot.cursor)))
         changes = snapshot.changes
       }
       if feed.limit == 0 { return .success }
@@ -132,7 +131,7 @@ extension SessionCtl {
         for try await entry in changes {
           switch try command?.run(for: entry, errors: errors) ?? .succeeded {
           case .succeeded:
-            let line = try presenter.change(entry, cursorWidth: cursorWidth, originWidth: 10)
+            let line = presenter.change(entry, cursorWidth: cursorWidth, originWidth: 10)
             if command != nil {
               context.commitment.record(
                 "the command succeeded for cursor \(entry.cursor), whose line is not printed: resuming from the "
@@ -307,7 +306,7 @@ final class ChangeCommand: Sendable {
     // Its own variables replace inherited ones; one it leaves unset is not inherited either.
     var environment = environment.filter { !Self.names.contains($0.key) }
     environment.merge(Self.variables(for: entry)) { $1 }
-    let line = try JSONValue(encoding: entry).encoded
+    let line = entry.jsonLine
     let started = running.withLock { running -> Result<ChildProcess, ChildProcess.SpawnError>? in
       guard !running.stopped else { return nil }
       let result = Result { () throws(ChildProcess.SpawnError) in

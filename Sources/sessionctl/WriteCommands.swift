@@ -81,9 +81,9 @@ extension CommandContext {
   {
     if let entry {
       commitment.record("the change is committed all the same, at cursor \(entry.cursor)")
-      try output.write(try presenter.change(entry))
+      try output.write(presenter.change(entry))
     } else {
-      try output.write(try presenter.noChange(reason(), store.snapshot()))
+      try output.write(presenter.noChange(reason(), store.snapshot()))
     }
     return .success
   }

@@ -88,3 +88,127 @@ import Testing
     }
   }
 }
+
+/// `SessionStore.Location`: the lookup `sessionctl` makes (a named path, else
+/// `$SESSIONCTL_DB`, else the default path), and how `init(location:options:)` opens each.
+@Suite struct LocationTests {
+  static let rules: [(String?, [String: String], String, SessionStore.Location.Source)] = [
+    ("named.db", ["SESSIONCTL_DB": "/env.db", "HOME": "/home/a"], "named.db", .named),
+    (nil, ["SESSIONCTL_DB": "/env.db", "XDG_DATA_HOME": "/xdg", "HOME": "/home/a"], "/env.db", .environment),
+    (
+      nil, ["SESSIONCTL_DB": "", "XDG_DATA_HOME": "/xdg", "HOME": "/a"], "/xdg/sessionctl/session.db",
+      .defaultPath
+    ),
+    (
+      nil, ["XDG_DATA_HOME": "relative", "HOME": "/a"], "/a/.local/share/sessionctl/session.db", .defaultPath
+    ),
+    (nil, ["SESSIONCTL_DB": "postgresql://u@h/db"], "postgresql://u@h/db", .environment),
+  ]
+
+  @Test(arguments: rules)
+  func aNamedPathThenTheVariableThenTheDefault(
+    _ named: String?, _ environment: [String: String], _ path: String, _ source: SessionStore.Location.Source
+  ) throws {
+    let location = try SessionStore.Location.resolve(named: named, environment: environment)
+    #expect(location == SessionStore.Location(path: path, source: source))
+    #expect(location.isPostgres == path.hasPrefix("postgresql:"))
+  }
+
+  @Test func anEmptyNamedPathOrNoRuleIsAnError() {
+    let empty = #expect(throws: SessionStorageError.self) {
+      try SessionStore.Location.resolve(named: "", environment: ["HOME": "/home/a"])
+    }
+    #expect(empty?.code == .invalidArgument)
+    let none = #expect(throws: SessionStorageError.self) {
+      try SessionStore.Location.resolve(environment: ["SESSIONCTL_DB": "", "HOME": "relative"])
+    }
+    #expect(none?.code == .notFound)
+  }
+
+  /// The default location is created privately, and refused when others may write its
+  /// directory; the same file named explicitly is used as given.
+  @Test func theDefaultLocationIsCheckedANamedOneIsUsedAsGiven() throws {
+    let dir = try TemporaryDirectory()
+    chmod(dir.path, 0o700)
+    let location = try SessionStore.Location.resolve(environment: ["HOME": dir.path])
+    #expect(location.source == .defaultPath)
+    let reader = #expect(throws: SessionStorageError.self) {
+      try SessionStore(location: location, options: .init(readOnly: true))
+    }
+    #expect(reader?.code == .notFound)
+    #expect(!FileManager.default.fileExists(atPath: dir.file(".local")), "a reader creates nothing")
+    try SessionStore(location: location).blocking.logIn(as: "alice")
+    var info = stat()
+    #expect(stat(dir.file(".local/share/sessionctl"), &info) == 0 && info.st_mode & 0o777 == 0o700)
+
+    chmod(dir.file(".local/share/sessionctl"), 0o770)
+    for readOnly in [false, true] {
+      let refused = #expect(throws: SessionStorageError.self) {
+        try SessionStore(location: location, options: .init(readOnly: readOnly))
+      }
+      #expect(refused?.code == .unsafeDirectory)
+    }
+    let named = try SessionStore.Location.resolve(named: location.path, environment: ["HOME": dir.path])
+    #expect(try SessionStore(location: named).state.username == "alice")
+    let variable = try SessionStore.Location.resolve(environment: ["SESSIONCTL_DB": location.path])
+    #expect(try SessionStore(location: variable, options: .init(readOnly: true)).state.username == "alice")
+  }
+
+  /// A PostgreSQL URL in `$SESSIONCTL_DB` is refused by the file store, saying what to use,
+  /// never showing the URL (it may hold a password), and creating nothing.
+  @Test func aPostgresURLIsNotOpenedAsAFile() throws {
+    let url = "postgresql://u:secret@127.0.0.1:1/db"
+    let location = try SessionStore.Location.resolve(environment: ["SESSIONCTL_DB": url])
+    #expect(location.isPostgres)
+    let refused = #expect(throws: SessionStorageError.self) { try SessionStore(location: location) }
+    #expect(refused?.code == .invalidArgument)
+    #expect(refused?.description.contains("PostgresSessionStore") == true, "\(String(describing: refused))")
+    #expect(refused?.description.contains("secret") == false)
+    #expect(!FileManager.default.fileExists(atPath: "postgresql:"))
+  }
+
+  /// `~` is not expanded: a path that begins with it and leads to nothing is refused with a
+  /// message that says so, for reading and writing (creating directories too), and nothing is
+  /// created.
+  @Test(arguments: ["~/session.db", "~alice/session.db", "~"])
+  func aPathBeginningWithATildeIsNotExpanded(_ path: String) throws {
+    #expect(
+      !FileManager.default.fileExists(atPath: "~"),
+      "a directory named ~ in \(FileManager.default.currentDirectoryPath)")
+    let options: [SessionStore.Options] = [
+      .init(), .init(readOnly: true), .init(createsMissingDirectories: true),
+    ]
+    for options in options {
+      let refused = #expect(throws: SessionStorageError.self) {
+        try SessionStore(path: path, options: options)
+      }
+      #expect(refused?.code == .notFound)
+      #expect(refused?.path == path)
+      #expect(
+        refused?.message.hasPrefix(
+          "no such file, and '~' is not expanded: a path is used as given (a shell expands '~' only unquoted "
+            + "at the start of a word)") == true, "\(String(describing: refused))")
+    }
+    let location = try SessionStore.Location.resolve(environment: ["SESSIONCTL_DB": path])
+    #expect(throws: SessionStorageError.self) { try SessionStore(location: location) }
+    #expect(!FileManager.default.fileExists(atPath: "~"))
+    #expect(!FileManager.default.fileExists(atPath: String(path.split(separator: "/")[0])))
+  }
+
+  /// A backup to, or a restore from, a path that begins with `~` and leads to nothing is
+  /// refused the same way: nothing is written, the store is not changed.
+  @Test func backupsTakeATildeAsGivenToo() throws {
+    let dir = try TemporaryDirectory()
+    let store = try SessionStore(path: dir.file("s.db"))
+    try store.blocking.logIn(as: "alice")
+    for refused in [
+      #expect(throws: SessionStorageError.self) { try store.backup(to: "~/b.db") },
+      #expect(throws: SessionStorageError.self) { try store.restore(from: "~/b.db") },
+    ] {
+      #expect(refused?.code == .notFound)
+      #expect(refused?.message.contains("'~' is not expanded") == true, "\(String(describing: refused))")
+    }
+    #expect(!FileManager.default.fileExists(atPath: "~"))
+    #expect(try store.state.username == "alice")
+  }
+}

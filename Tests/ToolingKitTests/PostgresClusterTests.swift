@@ -64,6 +64,30 @@ import ToolingKit
     }
   }
 
+  /// `eval "$(scripts/postgres-cluster start DIR)"`, as the README shows it, gives the
+  /// server's URLs to the programs the shell runs next (`swift test`, `psql`): the script
+  /// prints `export` lines, not bare assignments a child never sees.
+  @Test func evalOfTheStartOutputExportsTheURLs() async throws {
+    _ = try await PostgresCluster.shared()  // skipped (or failed in CI) without PostgreSQL
+    var template = Array("/tmp/eval-pg-XXXXXX".utf8CString)
+    let directory = String(cString: try #require(mkdtemp(&template)))
+    let shell = #"""
+      eval "$("$0" start "$1" --owner $$)" || exit 1
+      printenv SESSIONSTORAGE_TEST_POSTGRES_URL SESSIONSTORAGE_TEST_POSTGRES_SOCKET_URL         SESSIONSTORAGE_TEST_POSTGRES_DIR
+      "$0" stop "$1"
+      """#
+    let result = try await ProcessRunner.run(
+      "/bin/bash", ["-c", shell, PostgresCluster.script, directory], timeout: .seconds(180))
+    #expect(result.status == 0, "\(result.stderr)")
+    let lines = result.stdout.split(separator: "\n").map(String.init)
+    #expect(lines.count == 3, "\(result.stdout)")
+    #expect(lines.first?.hasPrefix("postgresql://postgres@127.0.0.1:") == true, "\(lines)")
+    #expect(
+      lines.dropFirst().first?.hasPrefix("postgresql://postgres@/postgres?host=\(directory)&port=") == true)
+    #expect(lines.last == directory)
+    #expect(!FileManager.default.fileExists(atPath: directory), "stopped and removed")
+  }
+
   @Test func freshStoreURLsNameDistinctSchemas() async throws {
     let cluster = try await PostgresCluster.shared()
     let urls = (0..<200).map { _ in cluster.freshStoreURL() }

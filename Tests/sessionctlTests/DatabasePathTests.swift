@@ -1,4 +1,5 @@
 import Foundation
+import SessionStorage
 import Testing
 
 /// `--db=PATH` / `--db PATH`, then `$SESSIONCTL_DB`, then `$XDG_DATA_HOME`, then `$HOME`.
@@ -42,6 +43,73 @@ import Testing
       let written = try await writtenFile(sandbox, absolute, environment: resolved)
       #expect(written == sandbox.path(expected), "\(arguments) \(environment)")
     }
+  }
+
+  /// An app that resolves its store with `SessionStore.Location.resolve()` and opens it with
+  /// `SessionStore(location:)` writes the file `sessionctl status` then reads, whatever the
+  /// environment says.
+  @Test(arguments: [
+    ["SESSIONCTL_DB": "ENV", "XDG_DATA_HOME": "XDG"], ["XDG_DATA_HOME": "XDG"], [:],
+    ["SESSIONCTL_DB": "", "XDG_DATA_HOME": ""], ["XDG_DATA_HOME": "relative/xdg"],
+  ])
+  func anAppAndSessionctlUseTheSameFile(_ rules: [String: String]) async throws {
+    let sandbox = try Sandbox()
+    let environment = sandbox.environment.merging(
+      rules.mapValues { $0 == "ENV" ? sandbox.path("env.db") : $0 == "XDG" ? sandbox.path("xdg") : $0 }
+    ) { $1 }
+    let location = try SessionStore.Location.resolve(environment: environment)
+    let expected =
+      rules["SESSIONCTL_DB"] == "ENV"
+      ? sandbox.path("env.db")
+      : rules["XDG_DATA_HOME"] == "XDG" ? sandbox.path("xdg/sessionctl/session.db") : sandbox.defaultDatabase
+    #expect(location.path == expected)
+    let store = try SessionStore(location: location, options: .init(origin: "MyApp"))
+    try await store.logIn(as: "alice")
+    let status = try await sandbox.run(["status"], environment: environment)
+    #expect(status.status == 0, "\(status)")
+    #expect(status.lines.contains("username   alice"), "\(status)")
+    #expect(status.lines.last == "database   \(location.path)")
+  }
+
+  /// `--db '~/s.db'` and `SESSIONCTL_DB='~/s.db'` (quoted: the shell left the `~`) name a
+  /// directory `~`: when nothing is there, every command says that sessionctl does not
+  /// expand `~` (exit 1) and creates nothing. What is there is used as given.
+  @Test func aPathBeginningWithATildeIsNotExpanded() async throws {
+    let sandbox = try Sandbox()
+    let directory = sandbox.path("cwd")
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+    func run(_ arguments: [String], _ environment: [String: String] = [:]) async throws -> Outcome {
+      try await sandbox.runProgram(
+        "/bin/bash", ["-c", #"cd "$0" && exec "$@""#, directory, Sandbox.sessionctl] + arguments,
+        environment: sandbox.environment.merging(environment) { $1 })
+    }
+    let cases: [([String], [String: String], String)] = [
+      (["--db", "~/s.db", "login", "alice"], [:], "--db"),
+      (["--db", "~/s.db", "status"], [:], "--db"),
+      (["--db=~", "migrate"], [:], "--db"),
+      (["compact", "--keep", "1"], ["SESSIONCTL_DB": "~/s.db"], "$SESSIONCTL_DB"),
+      (["login", "alice"], ["SESSIONCTL_DB": "~alice/s.db"], "$SESSIONCTL_DB"),
+    ]
+    for (arguments, environment, rule) in cases {
+      let outcome = try await run(arguments, environment)
+      let path = environment["SESSIONCTL_DB"] ?? (arguments[0] == "--db=~" ? "~" : "~/s.db")
+      #expect(outcome.status == 1, "\(arguments): \(outcome)")
+      #expect(outcome.stdout == "")
+      #expect(
+        outcome.stderr
+          == "sessionctl: error: \(path): no such file, and sessionctl does not expand '~' in \(rule) (a shell "
+          + "expands it only unquoted at the start of a word): write \"$HOME/…\" instead, or './~…' for a "
+          + "name that begins with '~'; nothing was created\n", "\(arguments)")
+      #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty, "\(arguments)")
+      #expect(!sandbox.exists(sandbox.home + "/s.db") && !sandbox.exists(sandbox.home + "/.local"))
+    }
+    // A directory that is really named `~`: the path leads somewhere, and is used as given.
+    #expect(try await run(["--db", "./~/s.db", "migrate"]).status == 1, "no directory ~ yet")
+    try FileManager.default.createDirectory(atPath: directory + "/~", withIntermediateDirectories: false)
+    #expect(try await run(["--db", "./~/s.db", "login", "alice"]).status == 0)
+    let status = try await run(["--db", "~/s.db", "status"])
+    #expect(status.status == 0, "\(status)")
+    #expect(status.lines.last == "database   ~/s.db")
   }
 
   @Test func theOptionWorksAfterTheCommandToo() async throws {

@@ -85,13 +85,13 @@ import Testing
 
   @Test func changeLine() throws {
     #expect(
-      try Presenter(json: true).change(Self.entry)
+      Presenter(json: true).change(Self.entry)
         == #"{"type":"change","cursor":7,"at":"2026-05-28T20:26:40.689Z","origin":"sessionctl","#
         + #""events":[{"type":"usernameChanged","from":null,"to":"alice"},{"type":"loggedIn","username":"alice"}],"#
         + #""before":{"username":null,"isLoggedIn":false,"updatedAt":"1970-01-01T00:00:00.000Z"},"#
         + #""after":{"username":"alice","isLoggedIn":true,"updatedAt":"2026-05-28T20:26:40.689Z"}}"#)
     #expect(
-      try Presenter(json: false).change(Self.entry)
+      Presenter(json: false).change(Self.entry)
         == "7  2026-05-28T20:26:40.689Z  sessionctl  rename (none) → alice, login alice")
     #expect(
       Self.entry.description == "7  2026-05-28T20:26:40.689Z  sessionctl  rename (none) → alice, login alice")
@@ -99,12 +99,10 @@ import Testing
 
   @Test func eventsOfEveryKind() throws {
     let loggedOut = SessionEvent.loggedOut(username: "bob")
-    #expect(try JSONValue(encoding: loggedOut).encoded == #"{"type":"loggedOut","username":"bob"}"#)
+    #expect(loggedOut.json.encoded == #"{"type":"loggedOut","username":"bob"}"#)
+    #expect(SessionEvent.loggedIn(username: nil).json.encoded == #"{"type":"loggedIn","username":null}"#)
     #expect(
-      try JSONValue(encoding: SessionEvent.loggedIn(username: nil)).encoded
-        == #"{"type":"loggedIn","username":null}"#)
-    #expect(
-      try JSONValue(encoding: SessionEvent.usernameChanged(from: "a", to: nil)).encoded
+      SessionEvent.usernameChanged(from: "a", to: nil).json.encoded
         == #"{"type":"usernameChanged","from":"a","to":null}"#)
     #expect(loggedOut.description == "logout bob")
   }
@@ -112,14 +110,14 @@ import Testing
   @Test func snapshotAndStatus() throws {
     let snapshot = SessionSnapshot(state: Self.after, cursor: Cursor(7))
     #expect(
-      try Presenter(json: true).snapshot(snapshot)
+      Presenter(json: true).snapshot(snapshot)
         == #"{"type":"snapshot","cursor":7,"state":{"username":"alice","isLoggedIn":true,"#
         + #""updatedAt":"2026-05-28T20:26:40.689Z"}}"#)
     #expect(
-      try Presenter(json: true).status(snapshot, path: "x", greeting: "Hello, alice")
+      Presenter(json: true).status(snapshot, path: "x", greeting: "Hello, alice")
         == [#"{"username":"alice","isLoggedIn":true,"updatedAt":"2026-05-28T20:26:40.689Z","cursor":7}"#])
     #expect(
-      try Presenter(json: false).status(snapshot, path: "/tmp/s.db", greeting: "Hello, alice") == [
+      Presenter(json: false).status(snapshot, path: "/tmp/s.db", greeting: "Hello, alice") == [
         "greeting   Hello, alice", "username   alice", "logged in  yes",
         "updated    2026-05-28T20:26:40.689Z", "cursor     7",
         "database   /tmp/s.db",
