@@ -352,7 +352,7 @@ import Testing
     let fault = Fault()
 
     func check() throws { if fault.broken.load(ordering: .relaxed) { throw Unreadable() } }
-    var state: SessionState { get throws { try check(); return try store.state } }
+    var state: SessionState { get throws { try check(); return store.state } }
     func snapshot() throws -> SessionSnapshot { try check(); return try store.snapshot() }
     func changes(from start: FeedStart) throws -> SessionSubscription {
       try check(); return try store.changes(from: start)
@@ -365,7 +365,7 @@ import Testing
       try check()
       return try store.history(from: start, limit: limit)
     }
-    func bounds() throws -> FeedBounds { try check(); return try store.bounds() }
+    func bounds() throws -> FeedBounds { try check(); return store.bounds() }
     func compact(keepingLast count: Int) throws -> CompactionResult { try store.compact(keepingLast: count) }
     func compact(before cursor: Cursor) throws -> CompactionResult { try store.compact(before: cursor) }
     func compact(olderThan age: Duration) throws -> CompactionResult { try store.compact(olderThan: age) }
