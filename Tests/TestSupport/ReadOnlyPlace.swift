@@ -17,7 +17,15 @@ public final class ReadOnlyPlace: Sendable {
       guard mount("tmpfs", path, "tmpfs", 0, "size=4m") == 0 else { return nil }
       mounted = true
       try await prepare(path)
-      guard mount("tmpfs", path, "tmpfs", UInt(MS_REMOUNT | MS_RDONLY), nil) == 0 else { return nil }
+      // A file the preparation wrote may still be closing while the suite loads the machine:
+      // the kernel refuses to make the mount read-only (EBUSY) until it is; ask again for a
+      // few seconds (a hang guard, not a timing).
+      var attempts = 0
+      while mount("tmpfs", path, "tmpfs", UInt(MS_REMOUNT | MS_RDONLY), nil) != 0 {
+        guard errno == EBUSY, attempts < 100 else { return nil }
+        attempts += 1
+        try await Task.sleep(for: .milliseconds(50))
+      }
     } else {
       mounted = false
       try await prepare(path)
