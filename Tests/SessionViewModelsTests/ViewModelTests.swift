@@ -10,8 +10,10 @@ import Testing
 /// View models receive their session through the initializer and follow the feed while
 /// `follow()` runs. Tests wait for what a view model shows with `waitUntil`, never by sleeping.
 @MainActor
-// A hang guard: these tests share the main actor, which a loaded machine runs slowly.
-@Suite(.timeLimit(.minutes(10))) struct ViewModelTests {
+// One test at a time: the view models run on the main actor, which every test of the suite
+// shares, and a test that starts a thousand of them must not starve another's waits. The
+// time limit is a hang guard.
+@Suite(.serialized, .timeLimit(.minutes(10))) struct ViewModelTests {
   /// The two-line conformance the narrow protocol makes possible.
   struct FixedSession: SessionProviding {
     var username: String? = "mark"
