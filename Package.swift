@@ -17,11 +17,9 @@ let package = Package(
       pkgConfig: "sqlite3",
       providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
     ),
-    .systemLibrary(
-      name: "CLibPQ",
-      pkgConfig: "libpq",
-      providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
-    ),
+    // libpq's header only: SessionStoragePostgres loads the library when a store is opened
+    // (no pkgConfig, whose --libs would link it into every program).
+    .systemLibrary(name: "CLibPQ", providers: [.apt(["libpq-dev"]), .brew(["libpq"])]),
     .executableTarget(name: "EmbedMigrationsTool"),
     .plugin(
       name: "EmbedMigrations",

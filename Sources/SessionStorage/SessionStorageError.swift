@@ -115,6 +115,11 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
     /// Any other error the PostgreSQL server reported; the message carries the server's
     /// words and its SQLSTATE.
     public static let postgres = Code(rawValue: "postgres")
+    /// PostgreSQL's client library, libpq, cannot be loaded: it is not installed (the
+    /// package `libpq5` on Debian and Ubuntu, `libpq` with Homebrew), or it is older than
+    /// version 14. It is loaded when the first PostgreSQL store is opened; the message names
+    /// the library, the loader's reason and what to install.
+    public static let libraryMissing = Code(rawValue: "libraryMissing")
   }
 
   /// What kind of failure this is.

@@ -25,6 +25,8 @@ final class PQConnection {
   let role: Role
   /// Whether every transaction of this connection is read-only (the reader's).
   private let readOnly: Bool
+  /// libpq's functions.
+  let libpq: LibPQ
   private var handle: OpaquePointer?
   /// The statements prepared on this connection, by their SQL: the library runs a few
   /// fixed statements, so each is parsed and planned once per connection, not per call.
@@ -33,38 +35,46 @@ final class PQConnection {
   /// Connects and selects the store's schema; a `readOnly` connection cannot write.
   /// - Throws: `unavailable` when the server cannot be reached (or is starting, shutting
   ///   down, out of connection slots), `refused` when it turns the login away,
-  ///   `invalidArgument` for a URL libpq cannot read.
+  ///   `invalidArgument` for a URL libpq cannot read, `libraryMissing` when libpq cannot be
+  ///   loaded.
   init(_ place: PostgresPlace, role: Role, readOnly: Bool = false) throws {
     self.place = place
     self.role = role
     self.readOnly = readOnly
-    handle = try Self.connect(place, role: role)
+    do {
+      libpq = try LibPQ.load()
+    } catch {
+      var error = error
+      error.path = place.described
+      throw error
+    }
+    handle = try Self.connect(place, role: role, libpq: libpq)
     do {
       try selectSchema()
     } catch {
-      PQfinish(handle)
+      libpq.PQfinish(handle)
       handle = nil
       throw error
     }
   }
 
-  deinit { PQfinish(handle) }
+  deinit { libpq.PQfinish(handle) }
 
-  private static func connect(_ place: PostgresPlace, role: Role) throws -> OpaquePointer? {
+  private static func connect(_ place: PostgresPlace, role: Role, libpq: LibPQ) throws -> OpaquePointer? {
     // The URL is expanded as `dbname`; the settings before it are defaults it can override.
     let keywords = ["connect_timeout", "fallback_application_name", "dbname"]
     let values = [
       String(max(1, place.connectTimeoutSeconds)), place.applicationName(for: role), place.conninfo,
     ]
     let handle = withCStrings(keywords) { keywords in
-      withCStrings(values) { values in PQconnectdbParams(keywords, values, 1) }
+      withCStrings(values) { values in libpq.PQconnectdbParams(keywords, values, 1) }
     }
     guard var handle else {
       throw SessionStorageError(.unavailable, "cannot connect: libpq is out of memory", path: place.described)
     }
-    if PQstatus(handle) != CONNECTION_OK {
-      let reason = Self.message(handle)
-      PQfinish(handle)
+    if libpq.PQstatus(handle) != CONNECTION_OK {
+      let reason = Self.message(handle, libpq)
+      libpq.PQfinish(handle)
       // A refusal the server sent ("FATAL:  …") has a SQLSTATE, which libpq shows only in its
       // verbose mode: ask once more in that mode to learn whether waiting can cure it (and
       // keep that connection if the server takes it now).
@@ -72,22 +82,22 @@ final class PQConnection {
         let again = withCStrings(
           keywords,
           { keywords in
-            withCStrings(values) { values in PQconnectStartParams(keywords, values, 1) }
+            withCStrings(values) { values in libpq.PQconnectStartParams(keywords, values, 1) }
           })
       else { throw place.connectionError(reason) }
-      PQsetErrorVerbosity(again, PQERRORS_VERBOSE)
-      PQreset(again)
-      guard PQstatus(again) == CONNECTION_OK else {
-        let verbose = Self.message(again)
-        PQfinish(again)
+      _ = libpq.PQsetErrorVerbosity(again, PQERRORS_VERBOSE)
+      libpq.PQreset(again)
+      guard libpq.PQstatus(again) == CONNECTION_OK else {
+        let verbose = Self.message(again, libpq)
+        libpq.PQfinish(again)
         throw place.connectionError(reason, state: Self.sqlState(in: verbose))
       }
-      PQsetErrorVerbosity(again, PQERRORS_DEFAULT)
+      _ = libpq.PQsetErrorVerbosity(again, PQERRORS_DEFAULT)
       handle = again
     }
     // Notices (such as "relation already exists, skipping") are not errors: libpq would
     // print them on the process's stderr.
-    PQsetNoticeProcessor(handle, { _, _ in }, nil)
+    _ = libpq.PQsetNoticeProcessor(handle, { _, _ in }, nil)
     return handle
   }
 
@@ -134,7 +144,7 @@ final class PQConnection {
   }
 
   /// The process id of the connection's server process (0 when not connected).
-  var backendPID: Int32 { PQbackendPID(handle) }
+  var backendPID: Int32 { libpq.PQbackendPID(handle) }
 
   /// The SQLSTATE of the last statement that failed, nil when the last one succeeded.
   private(set) var lastErrorState: String?
@@ -144,14 +154,14 @@ final class PQConnection {
   var lastFailureIsRetryable: Bool { lastErrorState == "40001" || lastErrorState == "40P01" }
 
   /// Whether the connection is lost (the server closed it, or the network failed).
-  var isBroken: Bool { handle == nil || PQstatus(handle) != CONNECTION_OK }
+  var isBroken: Bool { handle == nil || libpq.PQstatus(handle) != CONNECTION_OK }
 
   /// Connects again (after a lost connection) and selects the schema again.
   func reconnect() throws {
-    PQfinish(handle)
+    libpq.PQfinish(handle)
     handle = nil
     prepared = [:]  // prepared statements end with their server session
-    handle = try Self.connect(place, role: role)
+    handle = try Self.connect(place, role: role, libpq: libpq)
     try selectSchema()
   }
 
@@ -169,8 +179,8 @@ final class PQConnection {
 
   /// Runs SQL without values (one or more statements).
   func execute(_ sql: String) throws {
-    let result = PQexec(handle, sql)
-    defer { PQclear(result) }
+    let result = libpq.PQexec(handle, sql)
+    defer { libpq.PQclear(result) }
     try check(result, sql)
   }
 
@@ -181,9 +191,9 @@ final class PQConnection {
   func query(_ sql: String, _ values: [String?] = []) throws -> PQRows {
     let name = try preparedName(sql, parameters: values.count)
     let result = withOptionalCStrings(values) { pointers in
-      PQexecPrepared(handle, name, Int32(values.count), pointers, nil, nil, 0)
+      libpq.PQexecPrepared(handle, name, Int32(values.count), pointers, nil, nil, 0)
     }
-    defer { PQclear(result) }
+    defer { libpq.PQclear(result) }
     return try rows(of: result, sql)
   }
 
@@ -192,24 +202,26 @@ final class PQConnection {
   /// that fails throws its error; the ones after it are not run.
   func pipelined(_ statements: [(sql: String, values: [String?])]) throws -> [PQRows] {
     let names = try statements.map { try preparedName($0.sql, parameters: $0.values.count) }
-    guard PQenterPipelineMode(handle) == 1 else {
-      throw place.connectionError(Self.message(handle), lost: isBroken)
+    guard libpq.PQenterPipelineMode(handle) == 1 else {
+      throw place.connectionError(Self.message(handle, libpq), lost: isBroken)
     }
-    defer { _ = PQexitPipelineMode(handle) }
+    defer { _ = libpq.PQexitPipelineMode(handle) }
     for (name, statement) in zip(names, statements) {
       let sent = withOptionalCStrings(statement.values) { pointers in
-        PQsendQueryPrepared(handle, name, Int32(statement.values.count), pointers, nil, nil, 0)
+        libpq.PQsendQueryPrepared(handle, name, Int32(statement.values.count), pointers, nil, nil, 0)
       }
-      guard sent == 1 else { throw place.connectionError(Self.message(handle), lost: true) }
+      guard sent == 1 else { throw place.connectionError(Self.message(handle, libpq), lost: true) }
     }
-    guard PQpipelineSync(handle) == 1 else { throw place.connectionError(Self.message(handle), lost: true) }
+    guard libpq.PQpipelineSync(handle) == 1 else {
+      throw place.connectionError(Self.message(handle, libpq), lost: true)
+    }
     var results: [PQRows] = []
     var failure: (any Error)?
     for statement in statements {
       // Each statement's result is followed by a null one.
-      let result = PQgetResult(handle)
-      while let extra = result.flatMap({ _ in PQgetResult(handle) }) { PQclear(extra) }
-      defer { PQclear(result) }
+      let result = libpq.PQgetResult(handle)
+      while let extra = result.flatMap({ _ in libpq.PQgetResult(handle) }) { libpq.PQclear(extra) }
+      defer { libpq.PQclear(result) }
       guard failure == nil else { continue }
       do {
         results.append(try rows(of: result, statement.sql))
@@ -218,9 +230,9 @@ final class PQConnection {
       }
     }
     // Then the pipeline's end (unless the connection was lost).
-    while let result = PQgetResult(handle) {
-      let status = PQresultStatus(result)
-      PQclear(result)
+    while let result = libpq.PQgetResult(handle) {
+      let status = libpq.PQresultStatus(result)
+      libpq.PQclear(result)
       if status == PGRES_PIPELINE_SYNC { break }
     }
     if let failure { throw failure }
@@ -231,19 +243,20 @@ final class PQConnection {
   private func rows(of result: OpaquePointer?, _ sql: String) throws -> PQRows {
     try check(result, sql)
     var rows: [[String?]] = []
-    let count = PQntuples(result)
-    let columns = PQnfields(result)
+    let count = libpq.PQntuples(result)
+    let columns = libpq.PQnfields(result)
     rows.reserveCapacity(Int(count))
     for row in 0..<count {
       var values: [String?] = []
       values.reserveCapacity(Int(columns))
       for column in 0..<columns {
         values.append(
-          PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column)))
+          libpq.PQgetisnull(result, row, column) == 1
+            ? nil : libpq.PQgetvalue(result, row, column).map { String(cString: $0) })
       }
       rows.append(values)
     }
-    let changed = Int(String(cString: PQcmdTuples(result))) ?? 0
+    let changed = libpq.PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
     return PQRows(rows: rows, changed: changed)
   }
 
@@ -253,8 +266,8 @@ final class PQConnection {
   private func preparedName(_ sql: String, parameters: Int) throws -> String {
     if let name = prepared[sql] { return name }
     let name = "sessionstorage_\(prepared.count)"
-    let result = PQprepare(handle, name, sql, Int32(parameters), nil)
-    defer { PQclear(result) }
+    let result = libpq.PQprepare(handle, name, sql, Int32(parameters), nil)
+    defer { libpq.PQclear(result) }
     try check(result, sql)
     prepared[sql] = name
     return name
@@ -267,25 +280,25 @@ final class PQConnection {
 
   /// Throws the error `result` reports, if any.
   private func check(_ result: OpaquePointer?, _ sql: String) throws {
-    let status = result.map(PQresultStatus) ?? PGRES_FATAL_ERROR
+    let status = result.map(libpq.PQresultStatus) ?? PGRES_FATAL_ERROR
     guard status != PGRES_COMMAND_OK, status != PGRES_TUPLES_OK else {
       lastErrorState = nil
       return
     }
-    let state = result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "C"))) }.map {
+    let state = result.flatMap { libpq.PQresultErrorField($0, Int32(UInt8(ascii: "C"))) }.map {
       String(cString: $0)
     }
     lastErrorState = state
     let text =
-      result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "M"))) }.map { String(cString: $0) }
-      ?? Self.message(handle)
+      result.flatMap { libpq.PQresultErrorField($0, Int32(UInt8(ascii: "M"))) }.map { String(cString: $0) }
+      ?? Self.message(handle, libpq)
     throw place.serverError(text, state: state, lost: isBroken, sql: sql)
   }
 
   /// libpq's last message for `handle` on one line: its lines (libpq indents hints with a
   /// tab) trimmed and joined with "; ".
-  private static func message(_ handle: OpaquePointer?) -> String {
-    guard let handle, let text = PQerrorMessage(handle) else { return "no message" }
+  private static func message(_ handle: OpaquePointer?, _ libpq: LibPQ) -> String {
+    guard let handle, let text = libpq.PQerrorMessage(handle) else { return "no message" }
     return String(cString: text).split(whereSeparator: \.isNewline)
       .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: "; ")
   }
@@ -293,7 +306,7 @@ final class PQConnection {
   // MARK: Notifications
 
   /// The connection's socket, for `poll`.
-  var socket: Int32 { PQsocket(handle) }
+  var socket: Int32 { libpq.PQsocket(handle) }
 
   /// Runs `LISTEN` on the store's channel.
   func listen() throws { try execute("LISTEN \(place.quotedChannel)") }
@@ -301,15 +314,15 @@ final class PQConnection {
   /// Reads what the server sent and returns how many notifications arrived; throws
   /// `unavailable` when the connection is lost.
   func takeNotifications() throws -> Int {
-    guard PQconsumeInput(handle) == 1 else {
-      throw place.connectionError(Self.message(handle), lost: true)
+    guard libpq.PQconsumeInput(handle) == 1 else {
+      throw place.connectionError(Self.message(handle, libpq), lost: true)
     }
     var count = 0
-    while let notification = PQnotifies(handle) {
-      PQfreemem(notification)
+    while let notification = libpq.PQnotifies(handle) {
+      libpq.PQfreemem(notification)
       count += 1
     }
-    if isBroken { throw place.connectionError(Self.message(handle), lost: true) }
+    if isBroken { throw place.connectionError(Self.message(handle, libpq), lost: true) }
     return count
   }
 }

@@ -1,4 +1,3 @@
-import CLibPQ
 import Dispatch
 import Foundation
 import SessionStorage
@@ -116,24 +115,25 @@ enum PostgresChildren {
     try connection.exec("LISTEN \(RawPQ.quoted("session_changes_" + schema))")
     var last = try connection.integer("SELECT head FROM session WHERE id = 1")
     ChildChannel.serve(readyAfter: last)
-    let socket = PQsocket(connection.handle)
+    let libpq = connection.libpq
+    let socket = libpq.PQsocket(connection.handle)
     while true {
       var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
       let ready = try retryingOnInterrupt { poll(&descriptor, 1, 1000) }
       if ready > 0 {
-        guard PQconsumeInput(connection.handle) == 1 else {
-          throw BenchError(
-            "the LISTEN connection was lost: \(String(cString: PQerrorMessage(connection.handle)))")
+        guard libpq.PQconsumeInput(connection.handle) == 1 else {
+          let reason = libpq.PQerrorMessage(connection.handle).map { String(cString: $0) } ?? "no message"
+          throw BenchError("the LISTEN connection was lost: \(reason)")
         }
         var notified = false
-        while let notification = PQnotifies(connection.handle) {
-          PQfreemem(notification)
+        while let notification = libpq.PQnotifies(connection.handle) {
+          libpq.PQfreemem(notification)
           notified = true
         }
         if !notified { continue }
       }
       try connection.query(RawPQReads.pageSQL, [String(last), "256"]) { result in
-        RawPQReads.readRows(result) { cursor in
+        RawPQReads.readRows(result, libpq) { cursor in
           last = cursor
           ChildChannel.say("\(cursor) \(Monotonic.now())")
         }

@@ -1,4 +1,3 @@
-import CLibPQ
 import Foundation
 import SessionStoragePostgres
 import Synchronization
@@ -45,8 +44,8 @@ enum PostgresScenarios {
       },
       raw: { _ in
         let rows = try raw.query(RawPQReads.snapshotSQL) { result in
-          RawPQReads.readRows(result)
-          return PQntuples(result)
+          RawPQReads.readRows(result, raw.libpq)
+          return raw.libpq.PQntuples(result)
         }
         guard rows == 1 else { throw BenchError("the session row is missing") }
       })

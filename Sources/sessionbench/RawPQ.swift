@@ -7,6 +7,8 @@ import SessionStoragePostgres
 /// on top, with `search_path` set to one schema and times in UTC, as the store's own
 /// connections have them. Not thread-safe: each thread (or process) opens its own.
 final class RawPQ {
+  /// libpq's functions, loaded as the store loads them.
+  let libpq: LibPQ
   let handle: OpaquePointer
   /// The statements prepared on this connection, by their SQL.
   private var statements: [String: String] = [:]
@@ -14,21 +16,23 @@ final class RawPQ {
   /// Connects to `url` (a server URL without `schema`; a 5 s `connect_timeout` unless it sets
   /// one, as the store's default); with `schema`, selects it.
   init(url: String, schema: String? = nil) throws {
+    let libpq = try LibPQ.load()
+    self.libpq = libpq
     let connected = ["connect_timeout", "dbname"].withCStringArray(terminated: true) { keywords in
-      ["5", url].withCStringArray(terminated: true) { values in PQconnectdbParams(keywords, values, 1) }
+      ["5", url].withCStringArray(terminated: true) { values in libpq.PQconnectdbParams(keywords, values, 1) }
     }
     guard let handle = connected else { throw BenchError("libpq is out of memory") }
-    guard PQstatus(handle) == CONNECTION_OK else {
-      let message = Self.message(handle)
-      PQfinish(handle)
+    guard libpq.PQstatus(handle) == CONNECTION_OK else {
+      let message = Self.message(handle, libpq)
+      libpq.PQfinish(handle)
       throw BenchError("cannot connect to \(PostgresSessionStore.redacted(url)): \(message)")
     }
-    PQsetNoticeProcessor(handle, { _, _ in }, nil)
+    _ = libpq.PQsetNoticeProcessor(handle, { _, _ in }, nil)
     self.handle = handle
     if let schema { try exec("SET search_path TO \(Self.quoted(schema)); SET TIME ZONE 'UTC'") }
   }
 
-  deinit { PQfinish(handle) }
+  deinit { libpq.PQfinish(handle) }
 
   /// `name` as a quoted identifier.
   static func quoted(_ name: String) -> String {
@@ -37,8 +41,8 @@ final class RawPQ {
 
   /// Runs SQL without values (one or more statements) with `PQexec`.
   func exec(_ sql: String) throws {
-    let result = PQexec(handle, sql)
-    defer { PQclear(result) }
+    let result = libpq.PQexec(handle, sql)
+    defer { libpq.PQclear(result) }
     try check(result, sql)
   }
 
@@ -49,16 +53,16 @@ final class RawPQ {
     -> Result
   {
     if statements[sql] == nil {
-      let prepared = PQprepare(handle, "raw_\(statements.count)", sql, Int32(values.count), nil)
-      defer { PQclear(prepared) }
+      let prepared = libpq.PQprepare(handle, "raw_\(statements.count)", sql, Int32(values.count), nil)
+      defer { libpq.PQclear(prepared) }
       try check(prepared, sql)
       statements[sql] = "raw_\(statements.count)"
     }
     let name = statements[sql] ?? ""
     let result = values.withCStringArray {
-      PQexecPrepared(handle, name, Int32(values.count), $0, nil, nil, 0)
+      libpq.PQexecPrepared(handle, name, Int32(values.count), $0, nil, nil, 0)
     }
-    defer { PQclear(result) }
+    defer { libpq.PQclear(result) }
     try check(result, sql)
     guard let result else { throw BenchError("libpq returned no result for: \(sql)") }
     return body(result)
@@ -67,21 +71,28 @@ final class RawPQ {
   /// The first column of the first row of `sql` as an integer (0 for NULL or no row).
   func integer(_ sql: String) throws -> Int64 {
     try query(sql) { result in
-      PQntuples(result) > 0 && PQgetisnull(result, 0, 0) == 0
-        ? atoll(PQgetvalue(result, 0, 0)) : 0
+      libpq.PQntuples(result) > 0 && libpq.PQgetisnull(result, 0, 0) == 0
+        ? libpq.integer(result, 0, 0) : 0
     }
   }
 
   private func check(_ result: OpaquePointer?, _ sql: String) throws {
-    let status = result.map(PQresultStatus) ?? PGRES_FATAL_ERROR
+    let status = result.map(libpq.PQresultStatus) ?? PGRES_FATAL_ERROR
     guard status != PGRES_COMMAND_OK, status != PGRES_TUPLES_OK else { return }
-    throw BenchError("PostgreSQL error (\(Self.message(handle))) in: \(sql)")
+    throw BenchError("PostgreSQL error (\(Self.message(handle, libpq))) in: \(sql)")
   }
 
-  private static func message(_ handle: OpaquePointer) -> String {
-    guard let text = PQerrorMessage(handle) else { return "no message" }
+  private static func message(_ handle: OpaquePointer, _ libpq: LibPQ) -> String {
+    guard let text = libpq.PQerrorMessage(handle) else { return "no message" }
     return String(cString: text).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
       .joined(separator: "; ")
+  }
+}
+
+extension LibPQ {
+  /// The value at `row`, `column` of `result` read as an integer with `atoll` (0 for none).
+  fileprivate func integer(_ result: OpaquePointer, _ row: Int32, _ column: Int32) -> Int64 {
+    PQgetvalue(result, row, column).map { atoll($0) } ?? 0
   }
 }
 
@@ -122,8 +133,9 @@ final class RawPQWriter {
     let (sql, values) = PostgresWrite(
       write: signIn ? .login(username) : .logout, origin: origin, token: String(token)
     ).statement
+    let libpq = connection.libpq
     let head = try connection.query(sql, values.map { $0 ?? "" }) { result in
-      PQntuples(result) == 1 ? atoll(PQgetvalue(result, 0, 0)) : nil
+      libpq.PQntuples(result) == 1 ? libpq.integer(result, 0, 0) : nil
     }
     try connection.exec("COMMIT")
     return head
@@ -147,12 +159,12 @@ enum RawPQReads {
 
   /// Looks at every column of every row of `result` (`PQgetvalue`, no conversion: the
   /// floor) and calls `each` with each row's first column as an integer.
-  static func readRows(_ result: OpaquePointer, _ each: (Int64) -> Void = { _ in }) {
-    for row in 0..<PQntuples(result) {
-      for column in 1..<PQnfields(result) where PQgetisnull(result, row, column) == 0 {
-        _ = PQgetvalue(result, row, column)
+  static func readRows(_ result: OpaquePointer, _ libpq: LibPQ, _ each: (Int64) -> Void = { _ in }) {
+    for row in 0..<libpq.PQntuples(result) {
+      for column in 1..<libpq.PQnfields(result) where libpq.PQgetisnull(result, row, column) == 0 {
+        _ = libpq.PQgetvalue(result, row, column)
       }
-      each(atoll(PQgetvalue(result, row, 0)))
+      each(libpq.integer(result, row, 0))
     }
   }
 }
