@@ -78,6 +78,8 @@ protocol AdministeredStore: SessionRepository {
   var appliedMigrations: [Migration] { get }
   /// Every verification, one result each.
   func check() throws -> [CheckResult]
+  /// The writes that block the calling thread until they commit.
+  var blocking: BlockingWrites { get }
 }
 
 extension SessionStore: AdministeredStore {}

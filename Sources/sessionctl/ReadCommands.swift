@@ -6,7 +6,7 @@ extension SessionCtl {
   /// `sessionctl status`: the state and head cursor, read in one transaction, and the
   /// greeting an app would show: the snapshot's state is injected into a
   /// `GreetingViewModel`, which needs nothing more than `SessionProviding`.
-  struct Status: SessionCommand, OptionlessCommand {
+  struct Status: BlockingCommand, OptionlessCommand {
     static let spec = CommandSpec(
       "status", abstract: "Show who is signed in, and the head cursor.",
       discussion: """
@@ -14,11 +14,11 @@ extension SessionCtl {
         created.
         """)
 
-    func run(_ context: CommandContext) async throws -> ExitCode {
+    func runBlocking(_ context: CommandContext) throws -> ExitCode {
       let location = try context.location()
       let store = try context.openForReading(location)
       let snapshot = try store.snapshot()
-      let greeting = await MainActor.run { GreetingViewModel(session: snapshot.state).greeting }
+      let greeting = GreetingViewModel(session: snapshot.state).greeting
       try context.output.write(context.presenter.status(snapshot, path: location.display, greeting: greeting))
       return .success
     }
@@ -43,7 +43,7 @@ extension Presenter {
 
 extension SessionCtl {
   /// `sessionctl history`: the changes after `--since` (or from the oldest kept), page by page.
-  struct History: SessionCommand {
+  struct History: BlockingCommand {
     /// How many changes are read per query.
     static let pageSize = 256
 
@@ -59,7 +59,7 @@ extension SessionCtl {
       feed = try FeedOptions(arguments)
     }
 
-    func run(_ context: CommandContext) throws -> ExitCode {
+    func runBlocking(_ context: CommandContext) throws -> ExitCode {
       let store = try context.openForReading(try context.location())
       let cursorWidth = try store.bounds().head.description.count
       var start = feed.since ?? .beginning
@@ -80,7 +80,7 @@ extension SessionCtl {
   }
 
   /// `sessionctl check`: every verification, then exit 1 if any failed.
-  struct Check: SessionCommand, OptionlessCommand {
+  struct Check: BlockingCommand, OptionlessCommand {
     static let spec = CommandSpec(
       "check", abstract: "Verify the file and report every finding.",
       discussion: """
@@ -93,7 +93,7 @@ extension SessionCtl {
         exits 1 when anything fails.
         """)
 
-    func run(_ context: CommandContext) throws -> ExitCode {
+    func runBlocking(_ context: CommandContext) throws -> ExitCode {
       let location = try context.location()
       let store = try context.openForReading(location)
       let items = try store.check()
@@ -132,7 +132,7 @@ extension Presenter {
 extension SessionCtl {
   /// `sessionctl backup <file> [--force]`: a verified copy of the store, taken while others
   /// keep writing and watching.
-  struct Backup: SessionCommand {
+  struct Backup: BlockingCommand {
     static let file = Argument<String>("file", help: "The backup file to create.")
     static let force = Flag("force", help: "Replace <file> if it exists.")
 
@@ -162,7 +162,7 @@ extension SessionCtl {
       force = arguments[Self.force]
     }
 
-    func run(_ context: CommandContext) throws -> ExitCode {
+    func runBlocking(_ context: CommandContext) throws -> ExitCode {
       let location = try context.location()
       try location.requireFile(for: "backup", instead: "back up its schema with pg_dump --schema=NAME")
       guard location.exists else {

@@ -32,6 +32,31 @@ struct SessionCtl: Sendable {
     }
   }
 
+  /// Runs a command line given as argv's bytes on the main thread, without starting Swift
+  /// concurrency's threads, when it needs none: help, `--version`, a line that is refused,
+  /// and every ``BlockingCommand``. Returns nil, having run and printed nothing, for a command
+  /// that needs concurrency (`watch`): ``run(rawArguments:)`` runs that one.
+  @MainActor
+  func runBlocking(rawArguments: [[UInt8]]) -> Int32? {
+    signal(SIGPIPE, SIG_IGN)
+    var context = self.context
+    context.commitment = Commitment()
+    do {
+      let parsed = try ArgumentParser(root: Self.root).parse(try Self.decode(rawArguments))
+      context.options = try GlobalOptions(parsed)
+      let status: ExitCode
+      switch try Self.command(parsed, in: context) {
+      case .done(let done): status = done
+      case .command(let command as any BlockingCommand): status = try command.runBlocking(context)
+      case .command: return nil
+      }
+      if closesOutput { try context.output.close() }
+      return status.rawValue
+    } catch {
+      return Self.report(error, in: context).rawValue
+    }
+  }
+
   /// The arguments as strings, or an error naming the first one that is not valid UTF-8.
   static func decode(_ rawArguments: [[UInt8]]) throws(CLIError) -> [String] {
     try rawArguments.enumerated().map { (index, bytes) throws(CLIError) -> String in
@@ -62,22 +87,38 @@ struct SessionCtl: Sendable {
   /// Help, `--version`, or the command the line names, built from it and run.
   private static func execute(_ parsed: ParsedArguments, in context: CommandContext) async throws -> ExitCode
   {
+    switch try command(parsed, in: context) {
+    case .done(let status): status
+    case .command(let command): try await command.run(context)
+    }
+  }
+
+  /// What a command line asks for: help or `--version`, printed here, or a command to run.
+  private enum Request {
+    /// Printed; the exit status.
+    case done(ExitCode)
+    /// The command the line names, built from it.
+    case command(any SessionCommand)
+  }
+
+  /// Prints help or the version, or builds the command the line names.
+  private static func command(_ parsed: ParsedArguments, in context: CommandContext) throws -> Request {
     if parsed.helpRequested {
       try context.output.write(help(for: parsed.commandPath), terminated: false)
-      return .success
+      return .done(.success)
     }
     if parsed[GlobalOptions.version] {
       guard parsed.commandPath.isEmpty else {
         throw parsed.usageError(.invalid("'--version' cannot be combined with a command"))
       }
       try context.output.write(context.presenter.version(version))
-      return .success
+      return .done(.success)
     }
     guard let name = parsed.commandPath.first else { throw parsed.usageError(.missingCommand) }
     guard let command = commands.first(where: { $0.spec.name == name }) else {
       throw parsed.usageError(.unknownCommand(name, suggestion: nil))
     }
-    return try await command.init(parsed).run(context)
+    return .command(try command.init(parsed))
   }
 
   /// The help page of the command at `path` (`[]`: the tool's own).
@@ -142,6 +183,18 @@ protocol SessionCommand: ParsableCommand {
   /// Runs the command: results go to the context's output, its exit status is returned.
   /// - Throws: anything ``SessionCtl/report(_:in:)`` turns into a message and an exit status.
   func run(_ context: CommandContext) async throws -> ExitCode
+}
+
+/// A command that runs to its end on the main thread and needs no concurrency: `main` runs
+/// it before Swift concurrency starts its threads, which would cost a short command more
+/// than its work (see ``SessionCtl/runBlocking(rawArguments:)``).
+protocol BlockingCommand: SessionCommand {
+  /// Runs the command on the main thread, blocking it while the store waits for a lock.
+  @MainActor func runBlocking(_ context: CommandContext) throws -> ExitCode
+}
+
+extension BlockingCommand {
+  @MainActor func run(_ context: CommandContext) async throws -> ExitCode { try runBlocking(context) }
 }
 
 extension SessionCtl {
@@ -230,7 +283,7 @@ struct CommandContext: Sendable {
 
 extension SessionCtl {
   /// `sessionctl help [<command>]`: the help page of the tool or of one command.
-  struct Help: SessionCommand {
+  struct Help: BlockingCommand {
     static let command = Argument<String>(
       "command", help: "The command to explain.", isOptional: true, completion: .commandNames)
 
@@ -252,14 +305,14 @@ extension SessionCtl {
       path = [topic]
     }
 
-    func run(_ context: CommandContext) throws -> ExitCode {
+    func runBlocking(_ context: CommandContext) throws -> ExitCode {
       try context.output.write(SessionCtl.help(for: path), terminated: false)
       return .success
     }
   }
 
   /// `sessionctl completion bash`: the completion script, generated from ``SessionCtl/root``.
-  struct Completion: SessionCommand {
+  struct Completion: BlockingCommand {
     static let shell = Argument<String>("shell", help: "The shell: bash.", completion: .words(["bash"]))
 
     static let spec = CommandSpec(
@@ -273,7 +326,7 @@ extension SessionCtl {
       }
     }
 
-    func run(_ context: CommandContext) throws -> ExitCode {
+    func runBlocking(_ context: CommandContext) throws -> ExitCode {
       try context.output.write(BashCompletion(root: SessionCtl.root).script, terminated: false)
       return .success
     }

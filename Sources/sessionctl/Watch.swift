@@ -409,6 +409,14 @@ final class StopSignals: Sendable {
 
   private init() {}
 
+  /// Makes SIGINT and SIGTERM end the process at once with exit status 128 + the signal,
+  /// without the thread of ``install()``: for the commands that never listen.
+  static func exitOnSignals() {
+    for number in [SIGINT, SIGTERM] {
+      signal(number) { number in _exit(128 + number) }
+    }
+  }
+
   /// Installs the handler of SIGINT and SIGTERM and starts the thread that acts on them.
   func install() {
     sem_init(signalArrived, 0, 0)

@@ -4,7 +4,7 @@ import SessionStorage
 extension SessionCtl {
   /// `sessionctl login <username>`: the change, or "no change" when that user is already
   /// signed in.
-  struct Login: SessionCommand {
+  struct Login: BlockingCommand {
     static let username = Argument<String>("username", help: "The user to sign in as.")
 
     static let spec = CommandSpec(
@@ -26,31 +26,31 @@ extension SessionCtl {
       username = try arguments.required(Self.username)
     }
 
-    func run(_ context: CommandContext) async throws -> ExitCode {
+    func runBlocking(_ context: CommandContext) throws -> ExitCode {
       let location = try context.location()
       let name = try Username.validated(username)  // before the file is created
       let store = try context.openForWriting(location)
-      return try context.printWrite(try await store.logIn(as: name), store) {
+      return try context.printWrite(try store.blocking.logIn(as: name), store) {
         "already logged in as \(Presenter.display(name))"
       }
     }
   }
 
   /// `sessionctl logout`: the change, or "no change" when nobody is signed in.
-  struct Logout: SessionCommand, OptionlessCommand {
+  struct Logout: BlockingCommand, OptionlessCommand {
     static let spec = CommandSpec(
       "logout", abstract: "Sign out (the username is kept).",
       discussion: "Signing out when nobody is signed in changes nothing and prints \"no change\".")
 
-    func run(_ context: CommandContext) async throws -> ExitCode {
+    func runBlocking(_ context: CommandContext) throws -> ExitCode {
       let store = try context.openForWriting(try context.location())
-      return try context.printWrite(try await store.logOut(), store) { "nobody is logged in" }
+      return try context.printWrite(try store.blocking.logOut(), store) { "nobody is logged in" }
     }
   }
 
   /// `sessionctl rename <username>`: the change, or "no change" when the username is
   /// already that.
-  struct Rename: SessionCommand {
+  struct Rename: BlockingCommand {
     static let username = Argument<String>("username", help: "The new username (same rules as 'login').")
 
     static let spec = CommandSpec(
@@ -63,11 +63,11 @@ extension SessionCtl {
       username = try arguments.required(Self.username)
     }
 
-    func run(_ context: CommandContext) async throws -> ExitCode {
+    func runBlocking(_ context: CommandContext) throws -> ExitCode {
       let location = try context.location()
       let name = try Username.validated(username)
       let store = try context.openForWriting(location)
-      return try context.printWrite(try await store.rename(to: name), store) {
+      return try context.printWrite(try store.blocking.rename(to: name), store) {
         "the username is already \(Presenter.display(name))"
       }
     }
@@ -92,7 +92,7 @@ extension CommandContext {
 extension SessionCtl {
   /// `sessionctl compact`: what was removed and what is kept. A missing file is an error,
   /// not created.
-  struct Compact: SessionCommand {
+  struct Compact: BlockingCommand {
     /// What `compact` deletes.
     enum Retention: Sendable, Equatable {
       /// All but the newest N changes.
@@ -145,7 +145,7 @@ extension SessionCtl {
       }
     }
 
-    func run(_ context: CommandContext) throws -> ExitCode {
+    func runBlocking(_ context: CommandContext) throws -> ExitCode {
       let location = try context.location()
       guard location.exists else {
         throw CLIError(.failure, "\(location.display): no database here (nothing to compact)")
@@ -186,7 +186,7 @@ extension Presenter {
 extension SessionCtl {
   /// `sessionctl retention`: shows the retention policy stored in the file, or sets it.
   /// Showing needs an existing file; setting creates it like any write.
-  struct Retention: SessionCommand {
+  struct Retention: BlockingCommand {
     static let keep = Option<Int>(
       "keep", placeholder: "n", help: "Keep at most the newest <n> changes (1 or more).")
     static let maxAge = Option<Age>(
@@ -217,7 +217,7 @@ extension SessionCtl {
       change = keep == nil && maxAge == nil && !off ? nil : (keep, maxAge, off)
     }
 
-    func run(_ context: CommandContext) throws -> ExitCode {
+    func runBlocking(_ context: CommandContext) throws -> ExitCode {
       let location = try context.location()
       try location.requireFile(
         for: "retention",
@@ -293,12 +293,12 @@ struct Age: ExpressibleByArgument, Equatable {
 
 extension SessionCtl {
   /// `sessionctl migrate`: creates the file if needed and lists the migrations applied.
-  struct Migrate: SessionCommand, OptionlessCommand {
+  struct Migrate: BlockingCommand, OptionlessCommand {
     static let spec = CommandSpec(
       "migrate", abstract: "Create the file if needed and apply pending migrations.",
       discussion: "Prints each migration it applied, or that the file is up to date.")
 
-    func run(_ context: CommandContext) throws -> ExitCode {
+    func runBlocking(_ context: CommandContext) throws -> ExitCode {
       let location = try context.location()
       let existed = location.exists
       let store = try context.openForWriting(location)
@@ -338,7 +338,7 @@ extension Presenter {
 extension SessionCtl {
   /// `sessionctl restore <file>`: the store's content replaced by a verified backup's, while
   /// other processes keep it open.
-  struct Restore: SessionCommand {
+  struct Restore: BlockingCommand {
     static let file = Argument<String>("file", help: "The backup to restore (from 'sessionctl backup').")
 
     static let spec = CommandSpec(
@@ -361,7 +361,7 @@ extension SessionCtl {
       file = try arguments.required(Self.file)
     }
 
-    func run(_ context: CommandContext) throws -> ExitCode {
+    func runBlocking(_ context: CommandContext) throws -> ExitCode {
       let location = try context.location()
       try location.requireFile(
         for: "restore", instead: "restore a pg_dump of its schema with pg_restore or psql")

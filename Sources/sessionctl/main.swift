@@ -13,7 +13,11 @@ if let message = DescriptorLimit.refusal(minimum: 10, free: 7) {
   FileHandle.standardError.write(Data("sessionctl: error: \(message)\n".utf8))
   exit(1)
 }
+let sessionctl = SessionCtl(environment: ProcessInfo.processInfo.environment, closesOutput: true)
+// Every command but `watch` runs here, on the main thread alone: starting Swift concurrency's
+// threads (or the signal thread) would cost a short command more than its work.
+StopSignals.exitOnSignals()
+if let status = sessionctl.runBlocking(rawArguments: rawArguments) { exit(status) }
 StopSignals.shared.install()
-let status = await SessionCtl(environment: ProcessInfo.processInfo.environment, closesOutput: true).run(
-  rawArguments: rawArguments)
-exit(status)
+Task { @MainActor in exit(await sessionctl.run(rawArguments: rawArguments)) }
+dispatchMain()
