@@ -32,6 +32,17 @@ final class BenchChild: Sendable {
     }
   }
 
+  /// Starts `program ARGUMENTS…` with `environment` (a program that says `ready`, serves
+  /// its standard input and ends at its end, as the memory tests' children do).
+  init(program: String, _ arguments: [String], environment: [String: String]) throws {
+    do {
+      process = try ChildProcess(
+        program, arguments, environment: environment, stdin: .pipe, stdout: .collected())
+    } catch {
+      throw BenchError("\(error)")
+    }
+  }
+
   /// Hands a `CURSOR NANOSECONDS` line to `entry`; false for any other line.
   private static func arrival(_ line: String, _ entry: @Sendable (Int64, UInt64) -> Void) -> Bool {
     guard line.utf8.first.map({ (0x30...0x39).contains($0) }) == true else { return false }

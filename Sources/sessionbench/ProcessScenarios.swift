@@ -133,9 +133,22 @@ enum ProcessScenario {
 
   static let noShell = "no sqlite3 in PATH (apt-get install -y sqlite3); the cli-* scenarios compare with it"
 
+  /// There is no `sessionctl` beside sessionbench: a full run skips the `cli-*` scenarios
+  /// and says why, one that names them fails.
+  struct NoSessionctl: Error, CustomStringConvertible {
+    let path: String
+
+    var description: String {
+      "no sessionctl beside sessionbench (\(path)): build it in the same configuration, e.g. "
+        + "'swift build -c release --product sessionctl' (or plain 'swift build -c release'), or name one "
+        + "with --sessionctl PATH"
+    }
+  }
+
   /// The `sessionctl` to run: `--sessionctl`, else the one in sessionbench's own directory
   /// (the same build).
-  /// - Throws: ``BenchError`` saying how to build or name one when there is none.
+  /// - Throws: ``NoSessionctl`` when there is none beside sessionbench, ``BenchError`` when
+  ///   `given` is not a program.
   static func program(_ given: String?) throws -> String {
     if let given {
       guard FileManager.default.isExecutableFile(atPath: given) else {
@@ -145,12 +158,7 @@ enum ProcessScenario {
     }
     let directory = URL(fileURLWithPath: ChildProcess.currentExecutable).deletingLastPathComponent()
     let beside = directory.appendingPathComponent("sessionctl").path
-    guard FileManager.default.isExecutableFile(atPath: beside) else {
-      throw BenchError(
-        "no sessionctl beside sessionbench (\(beside)): build it in the same configuration, e.g. "
-          + "'swift build -c release --product sessionctl' (or plain 'swift build -c release'), or name one "
-          + "with --sessionctl PATH")
-    }
+    guard FileManager.default.isExecutableFile(atPath: beside) else { throw NoSessionctl(path: beside) }
     return beside
   }
 

@@ -69,6 +69,8 @@ enum SessionBench {
         verdicts += outcome.verdicts
       } catch let error as PostgresServer.Unavailable where !named {
         warn("sessionbench: \(name) skipped: \(error)")
+      } catch let error as ProcessScenario.NoSessionctl where !named {
+        warn("sessionbench: \(name) skipped: \(error)")
       } catch {
         warn("sessionbench: \(name) failed: \(error)")
         failed = true

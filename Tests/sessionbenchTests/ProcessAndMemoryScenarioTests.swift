@@ -112,30 +112,20 @@ private let hasGNUTime = FileManager.default.isExecutableFile(atPath: PeakMemory
   /// `ResidentSet.of(pid)` reads the process it is given: a child holding 64 MiB shows them,
   /// one holding nothing does not.
   @Test func residentSetIsThatOfTheGivenProcess() async throws {
-    let dir = try TemporaryDirectory()
-    var sets: [ResidentSet] = []
-    for mebibytes in [0, 64] {
-      let ready = dir.file("ready-\(mebibytes)")
-      let python = Process()
-      python.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-      python.arguments = [
-        "-c",
-        "import sys\nb = b'x' * (\(mebibytes) << 20)\nopen(sys.argv[1], 'w').close()\nsys.stdin.read()",
-        ready,
-      ]
-      python.environment = ["PATH": "/usr/bin:/bin"]
-      let input = Pipe()
-      python.standardInput = input
-      try python.run()
-      defer {
-        try? input.fileHandleForWriting.close()
-        python.terminate()
+    let sets = try await offThePool {
+      try [0, 64].map { mebibytes in
+        let python = try BenchChild(
+          program: "/usr/bin/python3",
+          [
+            "-c",
+            "import sys\nb = b'x' * (\(mebibytes) << 20)\nprint('ready', flush=True)\nsys.stdin.read()",
+          ], environment: ["PATH": "/usr/bin:/bin"])
+        defer { python.finish() }
+        try python.waitUntilReady()
+        return try ResidentSet.of(python.pid)
       }
-      #expect(await eventually { FileManager.default.fileExists(atPath: ready) })
-      let set = try ResidentSet.of(python.processIdentifier)
-      #expect(set.peak >= set.current)
-      sets.append(set)
     }
+    for set in sets { #expect(set.peak >= set.current, "\(set)") }
     #expect(sets[1].current - sets[0].current >= 60_000, "\(sets)")
     #expect(sets[0].current < 40_000, "\(sets)")
     #expect(throws: BenchError.self) { try ResidentSet.of(-1) }
@@ -146,7 +136,12 @@ private let hasGNUTime = FileManager.default.isExecutableFile(atPath: PeakMemory
   @Test func aMissingSessionctlSaysHowToBuildOne() async throws {
     let dir = try TemporaryDirectory()
     let copy = dir.file("sessionbench")
-    try FileManager.default.copyItem(atPath: ProcessRunner.product("sessionbench"), toPath: copy)
+    // Copied by another process: a file this process held open for writing could be
+    // inherited by a child another test spawns meanwhile, and starting it would fail with
+    // ETXTBSY.
+    let copied = try await ProcessRunner.runDetached(
+      "/bin/cp", [ProcessRunner.product("sessionbench"), copy])
+    try #require(copied.status == 0, "\(copied.stderr)")
     let alone = try await ProcessRunner.runDetached(
       copy, ["--quick", "cli-status"], environment: ["TMPDIR": dir.path], timeout: .seconds(300))
     #expect(alone.status == 1, "\(alone.stderr)")
