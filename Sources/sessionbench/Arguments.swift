@@ -6,14 +6,17 @@ enum Command: Equatable {
   case help([String])
   case list
   /// `postgres`: the `--postgres` URL; `named`: whether the scenarios were named (else all of
-  /// them, and the `pg-*` ones only when there is a server).
-  case bench(quick: Bool, json: String?, scenarios: [String], postgres: String?, named: Bool)
+  /// them, and the `pg-*` ones only when there is a server); `sessionctl`: the `--sessionctl`
+  /// program of the `cli-*` scenarios (nil: the one beside sessionbench).
+  case bench(
+    quick: Bool, json: String?, scenarios: [String], postgres: String?, named: Bool, sessionctl: String?)
   case instructions(scenarios: [String])
   case instructionLoop(scenario: String, side: String, count: Int, path: String)
   case childSubscriber(path: String)
   case childRawWatcher(path: String)
   case childPostgresSubscriber(server: String, schema: String)
   case childPostgresRawListener(server: String, schema: String)
+  case childHolder(path: String)
 
   static let quickFlag = Flag(
     "quick",
@@ -28,6 +31,11 @@ enum Command: Equatable {
     help: "The PostgreSQL server of the pg-* scenarios, postgresql://user@host:5432/db (default: "
       + "$\(PostgresServer.environmentVariable), else a throwaway server started with scripts/postgres-cluster)."
   )
+  static let sessionctlProgram = Option<String>(
+    "sessionctl", placeholder: "path",
+    help: "The sessionctl program the cli-* scenarios run (default: the one beside sessionbench, from the "
+      + "same build).",
+    completesFiles: true)
   static let listFlag = Flag("list", help: "Print the scenario names.")
   static let instructionsFlag = Flag(
     "instructions",
@@ -50,6 +58,12 @@ enum Command: Equatable {
   /// `sessionbench child-raw-watcher --db PATH` (BENCHMARKS.md).
   static let childRawWatcher = CommandSpec(
     "child-raw-watcher", abstract: "The raw watcher process the remote scenarios compare with.",
+    options: [database],
+    isHidden: true)
+
+  /// `sessionbench child-holder --db PATH` (BENCHMARKS.md).
+  static let childHolder = CommandSpec(
+    "child-holder", abstract: "A store holding subscriptions, for the mem-* scenarios.",
     options: [database],
     isHidden: true)
 
@@ -83,9 +97,10 @@ enum Command: Equatable {
     "sessionbench",
     abstract: "Benchmarks SessionStorage against raw SQLite (and libpq) calls, side by side in one run.",
     discussion: "See BENCHMARKS.md for what each scenario measures.", arguments: [scenarioNames],
-    options: [quickFlag, jsonFile, postgresServer, listFlag, instructionsFlag],
+    options: [quickFlag, jsonFile, postgresServer, sessionctlProgram, listFlag, instructionsFlag],
     subcommands: [
       childSubscriber, childRawWatcher, childPostgresSubscriber, childPostgresRawListener, instructionLoop,
+      childHolder,
     ])
 
   /// Parses the arguments after the program name.
@@ -102,6 +117,7 @@ enum Command: Equatable {
     case childPostgresRawListener.name:
       return .childPostgresRawListener(
         server: try parsed.required(childServer), schema: try parsed.required(childSchema))
+    case childHolder.name: return .childHolder(path: try parsed.required(database))
     case instructionLoop.name:
       return .instructionLoop(
         scenario: try parsed.required(loopScenario), side: try parsed.required(loopSide),
@@ -129,7 +145,7 @@ enum Command: Equatable {
       return .bench(
         quick: parsed[quickFlag], json: try parsed[jsonFile],
         scenarios: scenarios.isEmpty ? Scenarios.names : scenarios, postgres: postgres,
-        named: !scenarios.isEmpty)
+        named: !scenarios.isEmpty, sessionctl: try parsed[sessionctlProgram])
     }
   }
 }

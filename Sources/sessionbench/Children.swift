@@ -16,22 +16,51 @@ final class BenchChild: Sendable {
   private let process: ChildProcess
 
   /// Starts `sessionbench ARGUMENTS…`, reporting received cursors to `arrivals`.
-  init(_ arguments: [String], arrivals: Arrivals?) throws {
+  convenience init(_ arguments: [String], arrivals: Arrivals?) throws {
+    try self.init(arguments) { cursor, time in arrivals?.arrive(cursor, at: time) }
+  }
+
+  /// Starts `sessionbench ARGUMENTS…`, handing each `CURSOR NANOSECONDS` line to `entry`
+  /// as soon as it is read.
+  init(_ arguments: [String], entry: @escaping @Sendable (Int64, UInt64) -> Void) throws {
     do {
       process = try ChildProcess.thisProgram(
-        arguments, stdin: .pipe, stdout: .collected(intercept: { Self.arrival($0, arrivals) }))
+        arguments, stdin: .pipe, stdout: .collected(intercept: { Self.arrival($0, entry) }))
     } catch {
       throw BenchError("\(error)")
     }
   }
 
-  /// Hands a `CURSOR NANOSECONDS` line to `arrivals`; false for any other line.
-  private static func arrival(_ line: String, _ arrivals: Arrivals?) -> Bool {
+  /// Starts `program ARGUMENTS…` with `environment` (a program that says `ready`, serves
+  /// its standard input and ends at its end, as the memory tests' children do).
+  init(program: String, _ arguments: [String], environment: [String: String]) throws {
+    do {
+      process = try ChildProcess(
+        program, arguments, environment: environment, stdin: .pipe, stdout: .collected())
+    } catch {
+      throw BenchError("\(error)")
+    }
+  }
+
+  /// Hands a `CURSOR NANOSECONDS` line to `entry`; false for any other line.
+  private static func arrival(_ line: String, _ entry: @Sendable (Int64, UInt64) -> Void) -> Bool {
     guard line.utf8.first.map({ (0x30...0x39).contains($0) }) == true else { return false }
     let fields = line.split(separator: " ")
     guard fields.count == 2, let cursor = Int64(fields[0]), let time = UInt64(fields[1]) else { return false }
-    arrivals?.arrive(cursor, at: time)
+    entry(cursor, time)
     return true
+  }
+
+  /// The child's process id, for its `/proc/PID/status`.
+  var pid: pid_t { process.pid }
+
+  /// Sends `command` and returns the child's answer line.
+  func ask(_ command: String, within timeout: Duration = .seconds(30)) throws -> String {
+    do {
+      return try process.ask(command, within: timeout)
+    } catch {
+      throw BenchError(error.description)
+    }
   }
 
   func waitUntilReady() throws {

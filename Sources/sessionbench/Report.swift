@@ -6,25 +6,45 @@ struct Measurement {
   enum Metric: String {
     case opsPerSecond = "ops_per_s"
     case p50 = "p50_us"
+    case p90 = "p90_us"
     case p99 = "p99_us"
     case cpuPercent = "cpu_percent"
     case bytesPerChange = "bytes_per_change"
     case instructionsPerOperation = "instructions_per_op"
+    /// The peak resident set of a whole process (GNU time's `%M`).
+    case peakRSS = "peak_rss_kib"
+    /// A process's resident set at the start of a memory scenario (`VmRSS`).
+    case rssStart = "rss_start_kib"
+    /// The resident set after the first tenth of the changes.
+    case rssTenth = "rss_tenth_kib"
+    /// The resident set at the end.
+    case rssEnd = "rss_end_kib"
+    /// The resident set at the end minus after the first tenth.
+    case rssGrowth = "rss_growth_kib"
+    /// The resident set added per subscription.
+    case kibPerSubscription = "kib_per_subscription"
 
     /// The column label in the table.
     var label: String {
       switch self {
       case .opsPerSecond: "ops/s"
       case .p50: "p50 µs"
+      case .p90: "p90 µs"
       case .p99: "p99 µs"
       case .cpuPercent: "cpu %"
       case .bytesPerChange: "bytes/change"
       case .instructionsPerOperation: "instr/op"
+      case .peakRSS: "peak RSS KiB"
+      case .rssStart: "RSS start KiB"
+      case .rssTenth: "RSS 1/10 KiB"
+      case .rssEnd: "RSS end KiB"
+      case .rssGrowth: "growth KiB"
+      case .kibPerSubscription: "KiB/subscr."
       }
     }
 
-    /// Whether a larger figure is the better one: throughput; for times, CPU and bytes the
-    /// smaller is better. The same holds for the ratio ours ÷ raw.
+    /// Whether a larger figure is the better one: throughput; for times, CPU, bytes and
+    /// memory the smaller is better. The same holds for the ratio ours ÷ raw.
     var higherIsBetter: Bool { self == .opsPerSecond }
   }
 

@@ -27,10 +27,14 @@ enum SessionBench {
         try PostgresChildren.subscriber(server: server, schema: schema)
       case .childPostgresRawListener(let server, let schema):
         try PostgresChildren.rawListener(server: server, schema: schema)
-      case .bench(let quick, let json, let scenarios, let postgres, let named):
+      case .childHolder(let path):
+        try SubscriptionHolder.run(path: path)
+      case .bench(let quick, let json, let scenarios, let postgres, let named, let sessionctl):
         let server = PostgresServer(url: postgres ?? PostgresServer.fromEnvironment())
         defer { server.stop() }
-        return try bench(quick: quick, json: json, scenarios: scenarios, postgres: server, named: named)
+        return try bench(
+          quick: quick, json: json, scenarios: scenarios, postgres: server, named: named,
+          sessionctl: sessionctl)
       case .instructions(let scenarios):
         let outcome = try InstructionCount.run(scenarios)
         print(Report.output(outcome.measurements, verdicts: outcome.verdicts, quick: false), terminator: "")
@@ -45,7 +49,8 @@ enum SessionBench {
   }
 
   private static func bench(
-    quick: Bool, json: String?, scenarios: [String], postgres: PostgresServer, named: Bool
+    quick: Bool, json: String?, scenarios: [String], postgres: PostgresServer, named: Bool,
+    sessionctl: String?
   ) throws -> Int32 {
     let scale = Scale(quick: quick)
     var measurements: [Measurement] = []
@@ -59,10 +64,12 @@ enum SessionBench {
       }
       warn("▸ \(name)")
       do {
-        let outcome = try Scenarios.run(name, scale: scale, postgres: postgres)
+        let outcome = try Scenarios.run(name, scale: scale, postgres: postgres, sessionctl: sessionctl)
         measurements += outcome.measurements
         verdicts += outcome.verdicts
       } catch let error as PostgresServer.Unavailable where !named {
+        warn("sessionbench: \(name) skipped: \(error)")
+      } catch let error as ProcessScenario.NoSessionctl where !named {
         warn("sessionbench: \(name) skipped: \(error)")
       } catch {
         warn("sessionbench: \(name) failed: \(error)")
@@ -89,10 +96,16 @@ enum Scenarios {
     "idle",
     "release",
     "history",
+    "cli-status", "cli-login", "cli-history",
+    "mem-subscriptions", "mem-watcher", "mem-idle-subscriber",
     "pg-write", "pg-read", "pg-deliver-remote",
   ]
 
-  static func run(_ name: String, scale: Scale, postgres: PostgresServer) throws -> Outcome {
+  /// Runs the scenario `name`; `sessionctl` is the `--sessionctl` program of the `cli-*`
+  /// scenarios (nil: the one beside sessionbench).
+  static func run(_ name: String, scale: Scale, postgres: PostgresServer, sessionctl: String? = nil) throws
+    -> Outcome
+  {
     switch name {
     case _ where PostgresScenarios.names.contains(name):
       try PostgresScenarios.run(name, scale: scale, server: postgres)
@@ -107,6 +120,11 @@ enum Scenarios {
     case "idle": try IdleScenario.run(scale: scale)
     case "history": try HistoryScenario.run(scale: scale)
     case "release": try ReleaseScenario.run(scale: scale)
+    case _ where ProcessScenario.names.contains(name):
+      try ProcessScenario.run(name, scale: scale, sessionctl: sessionctl)
+    case "mem-subscriptions": try MemoryScenario.subscriptions(scale: scale)
+    case "mem-watcher": try MemoryScenario.watcher(scale: scale)
+    case "mem-idle-subscriber": try MemoryScenario.idleSubscriber(scale: scale)
     default: throw BenchError("unknown scenario \(name)")
     }
   }
@@ -130,6 +148,14 @@ struct Scale {
   let idleSeconds: Double
   /// Changes in the log for `history`.
   let historyChanges: Int
+  /// Timed runs per side of each `cli-*` scenario.
+  let processRuns: Int
+  /// Runs per side under GNU time for the peak memory of each `cli-*` scenario.
+  let memoryRuns: Int
+  /// Subscriptions `mem-subscriptions` holds.
+  let subscriptions: Int
+  /// Changes written in `mem-watcher` and `mem-idle-subscriber`.
+  let memoryChanges: Int
 
   init(quick: Bool) {
     self.quick = quick
@@ -140,6 +166,10 @@ struct Scale {
     fanoutWrites = quick ? 40 : 1_000
     idleSeconds = quick ? 1 : 10
     historyChanges = quick ? 10_000 : 1_000_000
+    processRuns = quick ? 8 : 40
+    memoryRuns = quick ? 3 : 10
+    subscriptions = quick ? 200 : 1_000
+    memoryChanges = quick ? 10_000 : 100_000
   }
 }
 

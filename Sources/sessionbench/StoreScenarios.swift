@@ -196,12 +196,13 @@ enum HistoryScenario {
     return outcome
   }
 
-  /// `count` changes through the store's own UPDATE, 10,000 per transaction.
-  static func fill(_ writer: RawWriter, count: Int, from start: Int) throws {
+  /// `count` changes through the store's own UPDATE, `batch` per transaction; the first
+  /// signs in when `start` is even, out when it is odd.
+  static func fill(_ writer: RawWriter, count: Int, from start: Int, batch: Int = 10_000) throws {
     var written = 0
     while written < count {
       try writer.db.exec("BEGIN IMMEDIATE")
-      for _ in 0..<min(10_000, count - written) {
+      for _ in 0..<min(batch, count - written) {
         guard try writer.update(login: (start + written).isMultiple(of: 2)) else {
           throw BenchError("fill write \(start + written) changed nothing")
         }

@@ -19,7 +19,8 @@ import Testing
     for name in [
       "write-normal", "write-full", "read", "deliver-local", "deliver-remote", "deliver-external", "fanout",
       "deliver-slow-fsync", "idle",
-      "history",
+      "history", "cli-status", "cli-login", "cli-history", "mem-subscriptions", "mem-watcher",
+      "mem-idle-subscriber",
     ] {
       #expect(scenarios.contains(name), "\(name) is missing")
     }
@@ -30,7 +31,10 @@ import Testing
         scenarios.contains(name) || result.stderr.contains("\(name) skipped: no PostgreSQL server"),
         "\(name) is missing: \(result.stderr)")
     }
-    let metrics: Set<String> = ["ops_per_s", "p50_us", "p99_us", "cpu_percent", "bytes_per_change"]
+    let metrics: Set<String> = [
+      "ops_per_s", "p50_us", "p90_us", "p99_us", "cpu_percent", "bytes_per_change", "peak_rss_kib",
+      "rss_start_kib", "rss_tenth_kib", "rss_end_kib", "rss_growth_kib", "kib_per_subscription",
+    ]
     for row in rows {
       #expect(Set(row.keys) == ["scenario", "metric", "ours", "baseline"], "\(row)")
       #expect(metrics.contains(row["metric"] as? String ?? ""), "\(row)")

@@ -56,10 +56,12 @@ struct BenchmarkPostgresArgumentsTests {
     let url = "postgresql://bench@db.example:5432/sessions"
     #expect(
       try Command.parse(["--postgres", url, "pg-write"])
-        == .bench(quick: false, json: nil, scenarios: ["pg-write"], postgres: url, named: true))
+        == .bench(
+          quick: false, json: nil, scenarios: ["pg-write"], postgres: url, named: true, sessionctl: nil))
     #expect(
       try Command.parse(["--quick"])
-        == .bench(quick: true, json: nil, scenarios: Scenarios.names, postgres: nil, named: false))
+        == .bench(
+          quick: true, json: nil, scenarios: Scenarios.names, postgres: nil, named: false, sessionctl: nil))
     #expect(Scenarios.names.suffix(3) == ["pg-write", "pg-read", "pg-deliver-remote"])
   }
 
