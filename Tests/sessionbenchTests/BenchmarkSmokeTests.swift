@@ -18,7 +18,7 @@ import Testing
     let scenarios = Set(rows.compactMap { $0["scenario"] as? String })
     for name in [
       "write-normal", "write-full", "read", "deliver-local", "deliver-remote", "deliver-external", "fanout",
-      "deliver-slow-fsync", "idle",
+      "deliver-slow-fsync", "idle", "open",
       "history",
     ] {
       #expect(scenarios.contains(name), "\(name) is missing")
