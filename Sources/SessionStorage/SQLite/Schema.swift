@@ -49,32 +49,50 @@ enum Schema {
   }
 
   /// The schema after 0, 1, … ``Migrator/known``.count migrations, built once per process.
-  static let expected: Result<[[Object]], SessionStorageError> = {
-    do {
-      return .success(try build())
-    } catch let error as SessionStorageError {
-      return .failure(error)
-    } catch {
-      return .failure(SessionStorageError(.sqlite, "cannot build the reference schema: \(error)"))
-    }
-  }()
+  static var expected: Result<[[Object]], SessionStorageError> { reference.map(\.schemas) }
+
+  /// The table of normalized texts of ``reference``; nil when the reference could not be built.
+  static var normalizedTexts: [String: String]? { try? reference.get().normalizedTexts }
+
+  /// The reference schemas, and each `CREATE` statement in them as SQLite keeps its text,
+  /// mapped to ``normalized(_:)`` of that text. A file the migrations made holds these very
+  /// texts, so reading its schema looks each up instead of normalizing it again: the value
+  /// found is what ``normalized(_:)`` returns for that text.
+  private static let reference:
+    Result<(schemas: [[Object]], normalizedTexts: [String: String]), SessionStorageError> = {
+      do {
+        return .success(try build())
+      } catch let error as SessionStorageError {
+        return .failure(error)
+      } catch {
+        return .failure(SessionStorageError(.sqlite, "cannot build the reference schema: \(error)"))
+      }
+    }()
 
   /// Applies the embedded migrations one by one to an in-memory database and lists its
-  /// schema before the first and after each.
-  private static func build() throws -> [[Object]] {
+  /// schema before the first and after each, and the normalized form of each statement's text.
+  private static func build() throws -> (schemas: [[Object]], normalizedTexts: [String: String]) {
     let connection = try Connection(path: ":memory:", mode: .memory)
     var schemas = [try objects(on: connection)]
+    var texts: [String: String] = [:]
     for migration in Migrator.known {
       try connection.transaction(.immediate) {
         try Migrator.apply(migration, on: connection, now: { "1970-01-01T00:00:00.000Z" })
       }
       schemas.append(try objects(on: connection))
+      try connection.query("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL") { statement in
+        while try statement.step() {
+          if let text = statement.lossyText(at: 0) { texts[text] = normalized(text) }
+        }
+      }
     }
-    return schemas
+    return (schemas, texts)
   }
 
-  /// The schema objects of the file, SQLite's statistics tables (`ANALYZE`) left out.
-  static func objects(on connection: Connection) throws -> [Object] {
+  /// The schema objects of the file, SQLite's statistics tables (`ANALYZE`) left out. A
+  /// statement whose text is a key of `normalizedTexts` takes its value as its normalized
+  /// form (see ``reference``).
+  static func objects(on connection: Connection, normalizedTexts: [String: String] = [:]) throws -> [Object] {
     try connection.query(
       "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT GLOB 'sqlite_stat[0-9]*' "
         + "ORDER BY type, name"
@@ -84,7 +102,8 @@ enum Schema {
         objects.append(
           Object(
             type: statement.lossyText(at: 0) ?? "", name: statement.lossyText(at: 1) ?? "",
-            table: statement.lossyText(at: 2) ?? "", sql: statement.lossyText(at: 3).map(normalized)))
+            table: statement.lossyText(at: 2) ?? "",
+            sql: statement.lossyText(at: 3).map { normalizedTexts[$0] ?? normalized($0) }))
       }
       return objects
     }
@@ -96,22 +115,22 @@ enum Schema {
   static func differences(on connection: Connection, applied: Int, ignoringLedger: Bool = false) throws
     -> [Difference]
   {
-    let schemas = try expected.get()
+    let (schemas, normalizedTexts) = try reference.get()
     guard schemas.indices.contains(applied) else { return [] }
     let reference = schemas[applied].filter { !ignoringLedger || $0.name != "schema_migrations" }
-    let actual = try objects(on: connection)
+    let actual = try objects(on: connection, normalizedTexts: normalizedTexts)
     func key(_ object: Object) -> String { object.type + " " + object.name }
     let actualByKey = Dictionary(actual.map { (key($0), $0) }, uniquingKeysWith: { first, _ in first })
     let referenceKeys = Set(reference.map(key))
     var differences: [Difference] = []
     for object in reference {
-      let origin = origin(of: object, in: schemas)
+      // Where the object comes from is looked up only for a difference, which names it.
       guard let found = actualByKey[key(object)] else {
-        differences.append(.missing(object, origin: origin))
+        differences.append(.missing(object, origin: origin(of: object, in: schemas)))
         continue
       }
       if found.sql != object.sql || found.table != object.table {
-        differences.append(.changed(object, origin: origin))
+        differences.append(.changed(object, origin: origin(of: object, in: schemas)))
       }
     }
     differences += actual.filter { !referenceKeys.contains(key($0)) }.map { .extra($0) }
@@ -121,9 +140,14 @@ enum Schema {
   /// Throws ``SessionStorageError/Code-swift.enum/tamperedSchema`` when the file's schema
   /// is not exactly the one `applied` migrations create.
   static func verify(on connection: Connection, applied: Int) throws {
-    let differences = try differences(on: connection, applied: applied)
+    try verify(try differences(on: connection, applied: applied), path: connection.path)
+  }
+
+  /// Throws ``SessionStorageError/Code-swift.enum/tamperedSchema`` when there are
+  /// `differences`.
+  static func verify(_ differences: [Difference], path: String) throws {
     guard !differences.isEmpty else { return }
-    throw SessionStorageError(.tamperedSchema, message(differences), path: connection.path)
+    throw SessionStorageError(.tamperedSchema, message(differences), path: path)
   }
 
   /// What is wrong, why the file is refused, and how to repair it.
