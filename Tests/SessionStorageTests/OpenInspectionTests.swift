@@ -99,4 +99,19 @@ import Testing
     #expect(try Schema.objects(on: store, normalizedTexts: table) == Schema.objects(on: store))
     #expect(try Schema.objects(on: store, normalizedTexts: table) == schemas.last)
   }
+
+  @Test func aFileTheMigrationsMadeHoldsTheReferenceRowsAndARespacedTriggerIsComparedNormalized() throws {
+    let file = try Connection(path: path, mode: .readWrite)
+    let applied = Migrator.known.count
+    #expect(try Schema.rows(on: file) == Schema.expectedRows?[applied])
+    #expect(try Schema.differences(on: file, applied: applied).isEmpty)
+    let trigger = try #require(
+      try file.scalarText("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'session_feed'"))
+    let respaced = trigger.replacingOccurrences(of: "\n", with: "\n\t  ").replacingOccurrences(
+      of: "BEGIN", with: "begin")
+    try file.execute("BEGIN IMMEDIATE; DROP TRIGGER session_feed; \(respaced); COMMIT")
+    #expect(try Schema.rows(on: file) != Schema.expectedRows?[applied])
+    #expect(try Schema.differences(on: file, applied: applied).isEmpty)
+    #expect(try Schema.objects(on: file) == Schema.expected.get()[applied])
+  }
 }
