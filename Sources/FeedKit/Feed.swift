@@ -170,10 +170,15 @@ package struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
     return entries
   }
 
-  /// Throws unless each entry's cursor follows the one before it.
+  /// Throws unless each entry's cursor follows the one before it. Looks at the cursors
+  /// alone: a subscriber's every page passes here, and copying whole entries of a generic
+  /// type costs more than the comparison.
   private static func requireConsecutive(_ entries: [FeedEntry<Change>]) throws {
-    for (previous, entry) in zip(entries, entries.dropFirst()) where entry.cursor != previous.cursor.next {
-      throw missing(after: previous.cursor, before: entry.cursor)
+    guard var previous = entries.first?.cursor else { return }
+    for index in entries.indices.dropFirst() {
+      let cursor = entries[index].cursor
+      if cursor != previous.next { throw missing(after: previous, before: cursor) }
+      previous = cursor
     }
   }
 
