@@ -42,7 +42,7 @@ package struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
   /// Every entry after `start`, once, in order, as it commits.
   /// - Throws: ``FeedError`` for a cursor that is compacted or ahead of the log; the source's error.
   package func changes(from start: FeedStart) throws -> FeedSubscription<Change, Snapshot> {
-    let listener = signal.listen()
+    let listener = listen()
     let cursor = try resolve(start, bounds: source.bounds())
     return FeedSubscription(
       feed: self, cursor: cursor, listener: listener, last: try entry(at: cursor, for: start))
@@ -50,10 +50,22 @@ package struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
 
   /// The current state and every change after it, with no gap and no duplicate.
   package func snapshotAndChanges() throws -> SnapshotSubscription<Change, Snapshot> {
-    let listener = signal.listen()
+    let listener = listen()
     let (state, cursor) = try source.snapshot()
     return SnapshotSubscription(
       state: state, cursor: cursor, changes: FeedSubscription(feed: self, cursor: cursor, listener: listener))
+  }
+
+  /// Registers a subscription for wake-ups, and as one of the subscribers the shared page
+  /// serves, for as long as the returned token lives.
+  private func listen() -> WakeListener {
+    let listener = signal.listen()
+    let page = sharedPage
+    page.join()
+    return WakeListener {
+      page.leave()
+      withExtendedLifetime(listener) {}
+    }
   }
 
   /// The state now, then each new state as changes commit; consecutive equal states are dropped.
@@ -158,10 +170,15 @@ package struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
     return entries
   }
 
-  /// Throws unless each entry's cursor follows the one before it.
+  /// Throws unless each entry's cursor follows the one before it. Looks at the cursors
+  /// alone: a subscriber's every page passes here, and copying whole entries of a generic
+  /// type costs more than the comparison.
   private static func requireConsecutive(_ entries: [FeedEntry<Change>]) throws {
-    for (previous, entry) in zip(entries, entries.dropFirst()) where entry.cursor != previous.cursor.next {
-      throw missing(after: previous.cursor, before: entry.cursor)
+    guard var previous = entries.first?.cursor else { return }
+    for index in entries.indices.dropFirst() {
+      let cursor = entries[index].cursor
+      if cursor != previous.next { throw missing(after: previous, before: cursor) }
+      previous = cursor
     }
   }
 
@@ -233,7 +250,9 @@ extension FeedSource {
 /// The page a feed's subscribers read last, handed to each subscriber that asks for the same
 /// page while the source's ``FeedSource/readVersion()`` has not moved since it was read: a
 /// commit that wakes many subscribers costs one query, and what a subscriber takes is exactly
-/// what its own read would return. A source without a version shares nothing.
+/// what its own read would return. A source without a version shares nothing, and neither
+/// does a feed with fewer than two subscriptions: a lone subscriber reads its page without
+/// reading the version first, and nobody reads ahead for it.
 package final class SharedPage<Change: Sendable>: Sendable {
   /// What a page was read for: the cursor after which it starts, the entry delivered at
   /// that cursor (its time to the millisecond and origin, which the read checked), and the limit.
@@ -261,16 +280,27 @@ package final class SharedPage<Change: Sendable>: Sendable {
   }
 
   private let page = Mutex<Page?>(nil)
+  /// The subscriptions alive on the feeds that share this page.
+  private let subscribers = Atomic(0)
 
   package init() {}
 
+  /// Counts a subscription in, until ``leave()``.
+  func join() { subscribers.add(1, ordering: .relaxed) }
+
+  func leave() { subscribers.subtract(1, ordering: .relaxed) }
+
+  /// Whether another subscriber may ask for a page this one reads.
+  private var isShared: Bool { subscribers.load(ordering: .relaxed) >= 2 }
+
   /// The page after `cursor`: the one read earlier for the same key while `version` still
   /// returns what it returned before that read, else what `read` returns now. Both run under
-  /// the page's lock.
+  /// the page's lock. Without another subscriber, what `read` returns now, unkept.
   func entries(
     after cursor: Cursor, last: FeedEntry<Change>?, limit: Int, version: () throws -> Int64?,
     read: () throws -> [FeedEntry<Change>]
   ) throws -> [FeedEntry<Change>] {
+    guard isShared else { return try read() }
     let key = Key(cursor: cursor, last: last, limit: limit)
     return try page.withLock { page in
       let now = try version()
@@ -289,6 +319,7 @@ package final class SharedPage<Change: Sendable>: Sendable {
     version: () throws -> Int64?,
     read: (_ cursor: Cursor, _ last: FeedEntry<Change>?, _ limit: Int) throws -> [FeedEntry<Change>]
   ) {
+    guard isShared else { return }
     page.withLock { page in
       guard let current = page else { return }
       let (cursor, last) =

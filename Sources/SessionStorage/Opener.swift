@@ -50,9 +50,9 @@ enum Opener {
   ) throws -> (
     SharedDatabase, [Migration]
   ) {
-    let (first, pending, readerMode, refusal) = try openInspected(path, options)
+    let (first, inspection, readerMode, refusal) = try openInspected(path, options)
     if options.readOnly {
-      if let missing = pending.first {
+      if let missing = inspection.pending.first {
         throw SessionStorageError(
           .needsMigration,
           "the file needs migration \(missing.name) and was opened read-only: a writable open migrates it",
@@ -64,7 +64,7 @@ enum Opener {
           path, identity, options, reader: first, readerMode: readerMode, writer: nil, refusal: refusal), []
       )
     }
-    let applied = try prepareWriter(first, options)
+    let applied = try prepareWriter(first, options, inspection: inspection)
     try first.setCheckpointsOnClose(true)
     let reader = try Connection(path: path, mode: readerMode, busyTimeout: options.busyTimeout)
     return (
@@ -73,8 +73,9 @@ enum Opener {
     )
   }
 
-  /// Opens the first connection and inspects the file (writing nothing); returns it, the
-  /// pending migrations, and how further connections must open the file.
+  /// Opens the first connection and inspects the file (writing nothing); returns it, what
+  /// the inspection found (the pending migrations), and how further connections must open
+  /// the file.
   ///
   /// When a `-wal` is already there (a crash left it, or another process has the file open),
   /// the connection does not checkpoint when it closes until the caller accepts the file: a
@@ -89,19 +90,19 @@ enum Opener {
   /// returns the refusal instead, so that ``SessionStore/check()`` can report it (every
   /// other read throws it).
   private static func openInspected(_ path: String, _ options: SessionStore.Options) throws -> (
-    Connection, [Migration], Connection.Mode, SessionStorageError?
+    Connection, Migrator.Inspection, Connection.Mode, SessionStorageError?
   ) {
     func inspected(_ mode: Connection.Mode) throws -> (
-      Connection, [Migration], Connection.Mode, SessionStorageError?
+      Connection, Migrator.Inspection, Connection.Mode, SessionStorageError?
     ) {
       let walExisted = FileManager.default.fileExists(atPath: path + "-wal")
       let connection = try Connection(path: path, mode: mode, busyTimeout: options.busyTimeout)
       try connection.setCheckpointsOnClose(!walExisted)
       try FileSystem.inspectHeader(through: connection)
       do {
-        return (connection, try Migrator.pending(on: connection), mode, nil)
+        return (connection, try Migrator.inspect(connection), mode, nil)
       } catch let error as SessionStorageError where error.code == .tamperedSchema && options.readOnly {
-        return (connection, [], mode, error)
+        return (connection, Migrator.Inspection(pending: [], dataVersion: nil), mode, error)
       }
     }
     do {
@@ -121,9 +122,11 @@ enum Opener {
 
   /// Turns a new read-write connection into the writer: refuses a file SQLite opened
   /// read-only, switches to WAL and the durability asked for, applies pending migrations.
-  private static func prepareWriter(_ connection: Connection, _ options: SessionStore.Options) throws
-    -> [Migration]
-  {
+  /// With the `inspection` this connection made of the file, a file it found up to date and
+  /// no other connection changed since is not inspected again.
+  private static func prepareWriter(
+    _ connection: Connection, _ options: SessionStore.Options, inspection: Migrator.Inspection? = nil
+  ) throws -> [Migration] {
     guard !connection.isReadOnly else {
       throw FileSystem.denial(connection.path, writing: true)
         ?? SessionStorageError(
@@ -132,6 +135,7 @@ enum Opener {
           path: connection.path)
     }
     try connection.configure(options.durability)
+    if let inspection, try Migrator.adoptInspection(inspection, on: connection) { return [] }
     let applied = try Migrator.migrate(connection)
     // Remember the schema version found intact, so writes re-verify only when it moves.
     try connection.transaction(.deferred) { try Migrator.reverify(connection) }

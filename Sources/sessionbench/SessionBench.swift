@@ -93,6 +93,7 @@ enum Scenarios {
   static let names = [
     "write-normal", "write-full", "read", "deliver-local", "deliver-remote", "deliver-external", "fanout",
     "deliver-slow-fsync",
+    "open",
     "idle",
     "release",
     "history",
@@ -112,6 +113,7 @@ enum Scenarios {
     case "write-normal": try WriteScenario.run(name, durability: .normal, scale: scale)
     case "write-full": try WriteScenario.run(name, durability: .full, scale: scale)
     case "read": try ReadScenario.run(scale: scale)
+    case "open": try OpenScenario.run(scale: scale)
     case "deliver-local": try DeliverScenario.local(scale: scale)
     case "deliver-remote": try DeliverScenario.remote(external: false, scale: scale)
     case "deliver-external": try DeliverScenario.remote(external: true, scale: scale)

@@ -14,8 +14,13 @@ import Testing
     let subscribers = 8
     let received = Received(subscribers)
     var tasks: [Task<Void, any Error>] = []
+    // Kept until every task has its entries: a subscriber whose task ended early would leave
+    // the last ones fewer to share with.
+    var subscriptions: [FeedSubscription<Int, Int>] = []
+    defer { withExtendedLifetime(subscriptions) {} }
     for index in 0..<subscribers {
       let subscription = try feed.changes(from: .now)
+      subscriptions.append(subscription)
       tasks.append(
         Task.detached {
           for try await entry in subscription {
@@ -103,6 +108,9 @@ import Testing
     let log = ArrayLog()
     for value in 1...2 { log.append(value) }
     let feed = log.feed
+    // Two subscriptions: a page one of them reads may serve the other.
+    let subscriptions = [try feed.changes(from: .now), try feed.changes(from: .now)]
+    defer { withExtendedLifetime(subscriptions) {} }
     let reads = log.reads.withLock { $0 }
     #expect(try feed.subscriberPage(after: Cursor(1), last: nil).map(\.change) == [2])
     #expect(try feed.subscriberPage(after: Cursor(1), last: nil).map(\.change) == [2])
@@ -110,6 +118,48 @@ import Testing
     log.appendUnnoticed(3)
     #expect(try feed.subscriberPage(after: Cursor(1), last: nil).map(\.change) == [2, 3])
     #expect(log.reads.withLock { $0 } - reads == 2)
+  }
+}
+
+/// A lone subscriber has nobody to share a page with: it reads each page itself, without
+/// the version read that proves a kept page fresh, and nobody reads ahead for it; a page
+/// kept while others subscribed is never handed to it.
+@Suite(.timeLimit(.minutes(10))) struct LoneSubscriberTests {
+  @Test func aLoneSubscriberReadsEachPageItselfAndIsNeverHandedAKeptOne() async throws {
+    let log = ArrayLog()
+    for value in 1...2 { log.append(value) }
+    let feed = log.feed
+    var others = [try feed.changes(from: .now), try feed.changes(from: .now)]
+    // While two subscribe, the page after 1 is kept.
+    #expect(try feed.subscriberPage(after: Cursor(1), last: nil).map(\.change) == [2])
+    others.removeLast()
+    let reads = log.reads.withLock { $0 }
+    #expect(try feed.subscriberPage(after: Cursor(1), last: nil).map(\.change) == [2])
+    #expect(log.reads.withLock { $0 } - reads == 1, "alone, it reads the page itself")
+    // A change nobody was woken for: a kept page handed out without the version would miss it.
+    log.appendUnnoticed(3)
+    #expect(try feed.subscriberPage(after: Cursor(1), last: nil).map(\.change) == [2, 3])
+    // Nobody reads ahead for a lone subscriber.
+    let beforeReadAhead = log.reads.withLock { $0 }
+    feed.readAhead()
+    #expect(log.reads.withLock { $0 } == beforeReadAhead)
+    withExtendedLifetime(others) {}
+  }
+
+  @Test func twoSubscribersShareAndOneThatGoesLeavesTheOtherReadingAlone() async throws {
+    let log = ArrayLog()
+    log.append(1)
+    let feed = log.feed
+    var subscriptions = [try feed.changes(from: .now), try feed.changes(from: .now)]
+    log.appendUnnoticed(2)
+    let reads = log.reads.withLock { $0 }
+    _ = try feed.subscriberPage(after: Cursor(1), last: nil)
+    _ = try feed.subscriberPage(after: Cursor(1), last: nil)
+    #expect(log.reads.withLock { $0 } - reads == 1)
+    subscriptions.removeLast()
+    _ = try feed.subscriberPage(after: Cursor(1), last: nil)
+    #expect(log.reads.withLock { $0 } - reads == 2)
+    withExtendedLifetime(subscriptions) {}
   }
 }
 

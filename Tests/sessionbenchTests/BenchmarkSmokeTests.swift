@@ -18,7 +18,7 @@ import Testing
     let scenarios = Set(rows.compactMap { $0["scenario"] as? String })
     for name in [
       "write-normal", "write-full", "read", "deliver-local", "deliver-remote", "deliver-external", "fanout",
-      "deliver-slow-fsync", "idle",
+      "deliver-slow-fsync", "idle", "open",
       "history", "cli-status", "cli-login", "cli-history", "mem-subscriptions", "mem-watcher",
       "mem-idle-subscriber",
     ] {

@@ -46,9 +46,49 @@ enum Migrator {
     }
     let applied = try records(on: connection)
     try validate(applied, on: connection)
-    try verifyAgreement(ledger: applied.count, userVersion: userVersion, on: connection)
-    if verifyingSchema { try Schema.verify(on: connection, applied: applied.count) }
+    // The file's schema compared with the one its ledger names, read once: the agreement of
+    // the records and the schema verification both judge these differences.
+    let differences =
+      verifyingSchema || Int64(applied.count) == userVersion
+      ? try Schema.differences(on: connection, applied: applied.count) : []
+    try verifyAgreement(
+      ledger: applied.count, userVersion: userVersion, differences: differences, on: connection)
+    if verifyingSchema { try Schema.verify(differences, path: path) }
     return Array(known.dropFirst(applied.count))
+  }
+
+  /// What an inspection found: the pending migrations, and the `PRAGMA data_version` of the
+  /// read transaction that found them.
+  struct Inspection {
+    var pending: [Migration]
+    var dataVersion: Int64?
+  }
+
+  /// ``pending(on:verifyingSchema:)`` in one read transaction (one snapshot of the file, one
+  /// read lock), with the `PRAGMA data_version` of that snapshot. Writes nothing.
+  static func inspect(_ connection: Connection) throws -> Inspection {
+    try connection.transaction(.deferred) {
+      let version = try connection.scalarInt(SessionLog.dataVersionSQL)
+      return Inspection(pending: try pending(on: connection), dataVersion: version)
+    }
+  }
+
+  /// Prepares a writer whose file ``inspect(_:)`` found up to date: the schema version it
+  /// verified is remembered (as ``reverify(_:)`` does) and true is returned, when no other
+  /// connection committed since the inspection. Otherwise returns false and the caller
+  /// migrates and verifies again.
+  ///
+  /// `PRAGMA data_version` moves with every commit of another connection, and this connection
+  /// changed nothing the inspection read (the ledger, `user_version`, `sqlite_master`): an
+  /// unmoved version means the file holds what the inspection judged, so ``migrate(_:now:)``
+  /// would find nothing pending and ``reverify(_:)`` nothing wrong.
+  static func adoptInspection(_ inspection: Inspection, on connection: Connection) throws -> Bool {
+    guard inspection.pending.isEmpty, let inspected = inspection.dataVersion else { return false }
+    return try connection.transaction(.deferred) {
+      guard try connection.scalarInt(SessionLog.dataVersionSQL) == inspected else { return false }
+      connection.verifiedSchemaVersion = try connection.scalarInt(schemaVersionSQL)
+      return true
+    }
   }
 
   /// Throws when the migration records differ from this build's migrations: one newer than
@@ -193,10 +233,12 @@ extension Migrator {
   /// number whose schema the file holds says which record was edited by hand. Nothing is
   /// repaired automatically: the file is refused untouched, and the message ends with the
   /// SQL that repairs it.
-  static func verifyAgreement(ledger: Int, userVersion: Int64, on connection: Connection) throws {
-    if Int64(ledger) == userVersion, try Schema.differences(on: connection, applied: ledger).isEmpty {
-      return
-    }
+  /// `differences` are the file's schema compared with the one `ledger` migrations create
+  /// (read only when `ledger` equals `userVersion`).
+  static func verifyAgreement(
+    ledger: Int, userVersion: Int64, differences: [Schema.Difference], on connection: Connection
+  ) throws {
+    if Int64(ledger) == userVersion, differences.isEmpty { return }
     let matching = try matchingCount(on: connection)
     guard Int64(ledger) != userVersion || (matching != nil && matching != ledger) else { return }
     var message =

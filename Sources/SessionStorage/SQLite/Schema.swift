@@ -48,46 +48,85 @@ enum Schema {
     }
   }
 
+  /// One row of `sqlite_master` as SQLite keeps it, before ``normalized(_:)``.
+  struct Row: Equatable, Sendable {
+    var type: String
+    var name: String
+    var table: String
+    var sql: String?
+  }
+
   /// The schema after 0, 1, … ``Migrator/known``.count migrations, built once per process.
-  static let expected: Result<[[Object]], SessionStorageError> = {
-    do {
-      return .success(try build())
-    } catch let error as SessionStorageError {
-      return .failure(error)
-    } catch {
-      return .failure(SessionStorageError(.sqlite, "cannot build the reference schema: \(error)"))
-    }
-  }()
+  static var expected: Result<[[Object]], SessionStorageError> { reference.map(\.schemas) }
+
+  /// The rows of `sqlite_master` after 0, 1, … migrations, as ``rows(on:)`` reads them.
+  static var expectedRows: [[Row]]? { try? reference.get().rows }
+
+  /// The table of normalized texts of ``reference``; nil when the reference could not be built.
+  static var normalizedTexts: [String: String]? { try? reference.get().normalizedTexts }
+
+  /// The reference schemas, the rows they were made from, and each `CREATE` statement in
+  /// them as SQLite keeps its text, mapped to ``normalized(_:)`` of that text. A file the
+  /// migrations made holds these very rows and texts, so reading its schema compares its rows
+  /// with these, and normalizes a text that differs only when it is not one of these: the
+  /// value found is what ``normalized(_:)`` returns for that text.
+  private static let reference:
+    Result<(schemas: [[Object]], rows: [[Row]], normalizedTexts: [String: String]), SessionStorageError> = {
+      do {
+        return .success(try build())
+      } catch let error as SessionStorageError {
+        return .failure(error)
+      } catch {
+        return .failure(SessionStorageError(.sqlite, "cannot build the reference schema: \(error)"))
+      }
+    }()
 
   /// Applies the embedded migrations one by one to an in-memory database and lists its
-  /// schema before the first and after each.
-  private static func build() throws -> [[Object]] {
+  /// schema before the first and after each, and the normalized form of each statement's text.
+  private static func build() throws -> (
+    schemas: [[Object]], rows: [[Row]], normalizedTexts: [String: String]
+  ) {
     let connection = try Connection(path: ":memory:", mode: .memory)
-    var schemas = [try objects(on: connection)]
+    var rows = [try Self.rows(on: connection)]
     for migration in Migrator.known {
       try connection.transaction(.immediate) {
         try Migrator.apply(migration, on: connection, now: { "1970-01-01T00:00:00.000Z" })
       }
-      schemas.append(try objects(on: connection))
+      rows.append(try Self.rows(on: connection))
     }
-    return schemas
+    var texts: [String: String] = [:]
+    for row in rows.joined() { if let text = row.sql { texts[text] = normalized(text) } }
+    return (rows.map { $0.map { object($0) } }, rows, texts)
   }
 
-  /// The schema objects of the file, SQLite's statistics tables (`ANALYZE`) left out.
-  static func objects(on connection: Connection) throws -> [Object] {
+  /// The rows of the file's `sqlite_master`, SQLite's statistics tables (`ANALYZE`) left out.
+  static func rows(on connection: Connection) throws -> [Row] {
     try connection.query(
       "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT GLOB 'sqlite_stat[0-9]*' "
         + "ORDER BY type, name"
     ) { statement in
-      var objects: [Object] = []
+      var rows: [Row] = []
       while try statement.step() {
-        objects.append(
-          Object(
+        rows.append(
+          Row(
             type: statement.lossyText(at: 0) ?? "", name: statement.lossyText(at: 1) ?? "",
-            table: statement.lossyText(at: 2) ?? "", sql: statement.lossyText(at: 3).map(normalized)))
+            table: statement.lossyText(at: 2) ?? "", sql: statement.lossyText(at: 3)))
       }
-      return objects
+      return rows
     }
+  }
+
+  /// The schema objects of the file, SQLite's statistics tables (`ANALYZE`) left out.
+  static func objects(on connection: Connection, normalizedTexts: [String: String] = [:]) throws -> [Object] {
+    try rows(on: connection).map { object($0, normalizedTexts: normalizedTexts) }
+  }
+
+  /// The object of a row. A statement whose text is a key of `normalizedTexts` takes its
+  /// value as its normalized form (see ``reference``).
+  static func object(_ row: Row, normalizedTexts: [String: String] = [:]) -> Object {
+    Object(
+      type: row.type, name: row.name, table: row.table,
+      sql: row.sql.map { normalizedTexts[$0] ?? normalized($0) })
   }
 
   /// How the file's schema differs from the one `applied` migrations create; empty when
@@ -96,22 +135,26 @@ enum Schema {
   static func differences(on connection: Connection, applied: Int, ignoringLedger: Bool = false) throws
     -> [Difference]
   {
-    let schemas = try expected.get()
+    let (schemas, expectedRows, normalizedTexts) = try reference.get()
     guard schemas.indices.contains(applied) else { return [] }
+    let rows = try Self.rows(on: connection)
+    // The rows the migrations made, unchanged: equal rows make equal objects, in the same
+    // order, so each expected object is found as it is and there is no other.
+    if !ignoringLedger, rows == expectedRows[applied] { return [] }
     let reference = schemas[applied].filter { !ignoringLedger || $0.name != "schema_migrations" }
-    let actual = try objects(on: connection)
+    let actual = rows.map { object($0, normalizedTexts: normalizedTexts) }
     func key(_ object: Object) -> String { object.type + " " + object.name }
     let actualByKey = Dictionary(actual.map { (key($0), $0) }, uniquingKeysWith: { first, _ in first })
     let referenceKeys = Set(reference.map(key))
     var differences: [Difference] = []
     for object in reference {
-      let origin = origin(of: object, in: schemas)
+      // Where the object comes from is looked up only for a difference, which names it.
       guard let found = actualByKey[key(object)] else {
-        differences.append(.missing(object, origin: origin))
+        differences.append(.missing(object, origin: origin(of: object, in: schemas)))
         continue
       }
       if found.sql != object.sql || found.table != object.table {
-        differences.append(.changed(object, origin: origin))
+        differences.append(.changed(object, origin: origin(of: object, in: schemas)))
       }
     }
     differences += actual.filter { !referenceKeys.contains(key($0)) }.map { .extra($0) }
@@ -121,9 +164,14 @@ enum Schema {
   /// Throws ``SessionStorageError/Code-swift.enum/tamperedSchema`` when the file's schema
   /// is not exactly the one `applied` migrations create.
   static func verify(on connection: Connection, applied: Int) throws {
-    let differences = try differences(on: connection, applied: applied)
+    try verify(try differences(on: connection, applied: applied), path: connection.path)
+  }
+
+  /// Throws ``SessionStorageError/Code-swift.enum/tamperedSchema`` when there are
+  /// `differences`.
+  static func verify(_ differences: [Difference], path: String) throws {
     guard !differences.isEmpty else { return }
-    throw SessionStorageError(.tamperedSchema, message(differences), path: connection.path)
+    throw SessionStorageError(.tamperedSchema, message(differences), path: path)
   }
 
   /// What is wrong, why the file is refused, and how to repair it.
