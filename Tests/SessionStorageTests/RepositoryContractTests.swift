@@ -270,7 +270,7 @@ import Testing
 
   @Test func aPreviewStoreRoundsTheTimeItIsGiven() throws {
     let state = SessionState(username: "a", isLoggedIn: true, updatedAt: Date(timeIntervalSince1970: 1.23456))
-    #expect(try InMemorySessionStore(state: state).state.updatedAt == Date(timeIntervalSince1970: 1.235))
+    #expect(InMemorySessionStore(state: state).state.updatedAt == Date(timeIntervalSince1970: 1.235))
     #expect(InMemorySessionStore(state: state).origin == "memory")
   }
 }

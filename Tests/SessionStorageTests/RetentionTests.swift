@@ -196,7 +196,7 @@ import Testing
       let compaction = #expect(throws: SessionStorageError.self) { try memory.compact(olderThan: age) }
       #expect(compaction?.code == .invalidArgument)
     }
-    #expect(try memory.bounds() == FeedBounds(oldest: Cursor(1), head: Cursor(1)))
+    #expect(memory.bounds() == FeedBounds(oldest: Cursor(1), head: Cursor(1)))
   }
 
   /// The age DELETE itself deletes nothing when SQLite cannot compute its cutoff (the date

@@ -29,7 +29,7 @@ import Testing
   @Test func greetingReadsAnInMemoryStore() throws {
     let store = InMemorySessionStore()
     try store.blocking.logIn(as: "ada")
-    #expect(GreetingViewModel(session: try store.state).greeting == "Hello, ada")
+    #expect(GreetingViewModel(session: store.state).greeting == "Hello, ada")
   }
 
   /// The stores a view model can be handed; the view models cannot tell them apart.
@@ -406,7 +406,7 @@ import Testing
     #expect(!signIn.canSignIn)
     #expect(await signIn.signIn() == false)
     #expect(signIn.signInError == problem)
-    #expect(try store.state.isLoggedIn == false, "nothing was written")
+    #expect(store.state.isLoggedIn == false, "nothing was written")
 
     let profile = ProfileViewModel(session: store)
     try await whileFollowing(profile) {
@@ -455,7 +455,7 @@ import Testing
     try await whileFollowing(later) {
       try await later.waitUntil { $0.phase == .following }
       #expect(later.lastChange?.cursor == Cursor(1))
-      #expect(try later.lastChange?.time == store.state.updatedAt)
+      #expect(later.lastChange?.time == store.state.updatedAt)
       #expect(later.lastChange?.origin == nil)
     }
   }
