@@ -1,6 +1,11 @@
-import Foundation
 import Synchronization
 internal import SystemKit
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 #if canImport(Glibc)
   import Glibc
@@ -80,12 +85,10 @@ package final class ChangeWatcher: Sendable {
       fileNames: fileNames, events: events, stopFD: ends?.read ?? -1, stopPipe: stopPipe,
       pollMilliseconds: Int32(clamping: pollInterval.milliseconds),
       hasChanged: hasChanged, localWrites: localWrites, onChange: onChange)
-    let thread = Thread {
+    DetachedThread.start(name: "ChangeWatcher") {
       loop.run()
       stopPipe.closePipe()
     }
-    thread.name = "ChangeWatcher"
-    thread.start()
   }
 
   /// Tells the thread to stop, without waiting for it: the thread closes its descriptors as

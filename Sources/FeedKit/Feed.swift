@@ -1,5 +1,10 @@
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 /// A source and its wake-up signal: the factory of subscriptions. Stores keep one and
 /// forward their feed methods to it; apps see only the subscriptions it hands out.

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 /// A position in a feed: the number of an entry. Cursors only increase, commit order is
 /// cursor order, and a number is never used twice.

@@ -1,6 +1,19 @@
 import CSQLite
-import Foundation
 internal import SystemKit
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
 
 /// The store's calls to the file system outside SQLite. None opens a store's file, `-wal`
 /// or `-shm`: closing *any* descriptor of a file drops the process's POSIX locks on it,

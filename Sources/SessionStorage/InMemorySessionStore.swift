@@ -1,6 +1,12 @@
-import Foundation
+import Dispatch
 import Synchronization
 internal import SystemKit
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 /// A ``SessionRepository`` without a file, for tests and previews.
 ///

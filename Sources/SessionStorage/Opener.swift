@@ -1,5 +1,18 @@
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
 
 /// The one place that opens a store's file: creates it atomically or inspects it without
 /// writing, migrates it, and hands a second instance on the same file (by device and inode)

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 /// One committed change of the session: the states before and after, and what it means.
 /// Its feed entry (``SessionEntry``) adds the cursor, time and origin.

@@ -1,6 +1,11 @@
 import FeedKit
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 /// The `session_changes` table as a ``FeedSource``, read through one connection.
 final class SessionLog: FeedSource {

@@ -1,7 +1,12 @@
 // `import SessionStorage` alone gives an app everything it needs: cursors, feed starts and
 // feed errors come from FeedKit.
+import Dispatch
 @_exported import FeedKit
-import Foundation
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 /// The narrowest view of a session: who is signed in. Hand this to a view model that only
 /// reads; a two-line struct conforms, which makes such a view model trivial to test.

@@ -1,5 +1,11 @@
+import Dispatch
 import FeedKit
-import Foundation
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 /// Persists who is signed in in a SQLite file, and turns every committed change into one
 /// entry of an ordered, resumable feed, whichever process or tool made it.

@@ -1,6 +1,12 @@
+import Dispatch
 import FeedKit
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 /// The connections this process holds on one database file, shared by every
 /// ``SessionStore`` opened on it, so that no instance can disturb another's locks; closed

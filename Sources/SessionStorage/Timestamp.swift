@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 /// The feed's time format, ISO-8601 UTC with milliseconds (`2026-11-29T20:14:35.689Z`), as
 /// SQLite's `strftime('%Y-%m-%dT%H:%M:%fZ')` writes it. Parsed by hand: exactly this format,

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 /// The rules a username must meet before anything is written.
 ///
@@ -52,7 +56,13 @@ public enum Username {
         scalars.allSatisfy(\.properties.isWhitespace)
           ? "it is only whitespace" : "it has leading or trailing whitespace")
     }
-    let normalized = raw.precomposedStringWithCanonicalMapping
+    #if canImport(FoundationEssentials)
+      // NFC, as Foundation's `precomposedStringWithCanonicalMapping` (absent from
+      // FoundationEssentials) composes it: normalization is stable across Unicode versions.
+      let normalized = String(decoding: raw._nfcCodeUnits, as: UTF8.self)
+    #else
+      let normalized = raw.precomposedStringWithCanonicalMapping
+    #endif
     for (offset, character) in normalized.enumerated()
     where character.unicodeScalars.count > maximumScalarsPerCharacter {
       throw refuse(

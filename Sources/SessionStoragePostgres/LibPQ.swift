@@ -2,8 +2,21 @@
 // (The members are libpq's functions, under libpq's names.)
 
 import CLibPQ
-import Foundation
 import SessionStorage
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
 
 /// libpq's functions, from the library loaded when the first PostgreSQL store (or raw
 /// connection) is opened: nothing links libpq, so a program that opens no PostgreSQL store

@@ -1,6 +1,20 @@
 import CLibPQ
-import Foundation
 import SessionStorage
+internal import SystemKit
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
 
 /// One libpq connection to the store's server, with `search_path` set to the store's
 /// schema. libpq connections are not thread-safe: each is used under a lock of its owner.
@@ -104,7 +118,7 @@ final class PQConnection {
   /// The SQLSTATE in a message libpq wrote in verbose mode (`SEVERITY:  STATE: message`).
   private static func sqlState(in message: String) -> String? {
     var rest = message[...]
-    while let separator = rest.range(of: ":  ") {
+    while let separator = rest.rangeAsFoundationFinds(":  ") {
       let after = rest[separator.upperBound...]
       let code = after.prefix(5)
       if code.count == 5, code.allSatisfy({ $0.isASCII && ($0.isNumber || $0.isUppercase) }),
@@ -300,7 +314,7 @@ final class PQConnection {
   private static func message(_ handle: OpaquePointer?, _ libpq: LibPQ) -> String {
     guard let handle, let text = libpq.PQerrorMessage(handle) else { return "no message" }
     return String(cString: text).split(whereSeparator: \.isNewline)
-      .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: "; ")
+      .map { $0.trimmingWhitespace() }.filter { !$0.isEmpty }.joined(separator: "; ")
   }
 
   // MARK: Notifications

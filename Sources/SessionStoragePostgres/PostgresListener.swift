@@ -1,8 +1,13 @@
 import FeedKit
-import Foundation
 import SessionStorage
 import Synchronization
 internal import SystemKit
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 #if canImport(Glibc)
   import Glibc
@@ -46,12 +51,10 @@ final class PostgresListener: Sendable {
     let (connected, refused) = loop.connect(retryingIn: ListenLoop.firstBackoff)
     let first = Handoff(connection: connected)
     let delay = refused ? ListenLoop.refusedBackoff : ListenLoop.firstBackoff
-    let thread = Thread {
+    DetachedThread.start(name: "PostgresListener") {
       loop.run(first.connection, firstAttemptIn: delay)
       stop.closePipe()
     }
-    thread.name = "PostgresListener"
-    thread.start()
   }
 
   /// Asks the thread to stop; it closes its connection as it exits.

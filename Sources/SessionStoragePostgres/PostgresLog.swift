@@ -1,7 +1,12 @@
 import FeedKit
-import Foundation
 import SessionStorage
 import Synchronization
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 /// The SQL that reads the store's tables, and the decoding of their rows, shared by the
 /// feed's log, the writes and `check`. Times are read as the feed's text format, so that

@@ -1,4 +1,10 @@
-import Foundation
+internal import SystemKit
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 /// Finds the passwords in a connection string the way libpq reads it, so that none is
 /// printed (``redacted(_:)``) or handed to a child process (``withoutPasswords(_:)``).
@@ -28,7 +34,7 @@ enum PostgresPasswords {
   /// Where the query of a URL begins, as libpq reads it: the first `?` after the user part
   /// (which ends at the first `@` before any `/`); nil when there is none.
   static func queryStart(in url: String) -> String.Index? {
-    guard let scheme = url.range(of: "://") else { return url.firstIndex(of: "?") }
+    guard let scheme = url.rangeAsFoundationFinds("://") else { return url.firstIndex(of: "?") }
     var rest = url[scheme.upperBound...]
     if let end = rest.firstIndex(where: { $0 == "@" || $0 == "/" }), rest[end] == "@" {
       rest = rest[rest.index(after: end)...]
@@ -38,7 +44,7 @@ enum PostgresPasswords {
 
   private static func rewrite(_ text: String, strip: Bool) -> String {
     // Any URL (a mistyped scheme is shown too), else the key/value form.
-    if let scheme = text.range(of: "://"), !text[..<scheme.lowerBound].isEmpty,
+    if let scheme = text.rangeAsFoundationFinds("://"), !text[..<scheme.lowerBound].isEmpty,
       text[..<scheme.lowerBound].allSatisfy({
         $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0))
       })
@@ -82,7 +88,7 @@ enum PostgresPasswords {
       let key = piece.prefix { $0 != "=" }
       if inPassword, key.count == piece.count { continue }  // a raw '&' of the password
       inPassword = false
-      guard key.count < piece.count, (String(key).removingPercentEncoding ?? String(key)) == "password" else {
+      guard key.count < piece.count, (String(key).percentDecoded ?? String(key)) == "password" else {
         kept.append(String(piece))
         continue
       }
@@ -137,6 +143,6 @@ enum PostgresPasswords {
       }
     }
     guard changed else { return text }
-    return strip ? output.trimmingCharacters(in: .whitespaces) : output
+    return strip ? output.trimmingWhitespace() : output
   }
 }

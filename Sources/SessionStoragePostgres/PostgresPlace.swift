@@ -1,6 +1,11 @@
-import Foundation
 import SessionStorage
 internal import SystemKit
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 /// Where a store lives: the server (a libpq URL without the `schema` parameter) and the
 /// schema; what every error names (the URL with its password replaced by `***`).
@@ -54,7 +59,7 @@ struct PostgresPlace: Sendable {
         throw SessionStorageError(.invalidArgument, "the URL '\(described)' names the schema twice")
       }
       let value = parameter.dropFirst(name.count + 1)
-      schema = String(value).removingPercentEncoding ?? String(value)
+      schema = String(value).percentDecoded ?? String(value)
     }
     self.schema = try Self.validatedSchema(schema ?? Self.defaultSchema, in: described)
     conninfo = kept.isEmpty ? base : base + "?" + kept.joined(separator: "&")

@@ -1,5 +1,11 @@
-import Foundation
 import SessionStorage
+internal import SystemKit
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 /// What a store verifies about its schema beyond the migration ledger: that its functions
 /// and triggers are what the migrations made, not only that objects of those names exist.
@@ -74,12 +80,14 @@ enum PostgresSchema {
     var found: [(String, String, Bool)] = []
     var rest = sql[...]
     let keywords = ["\nCREATE OR REPLACE FUNCTION ", "\nCREATE FUNCTION "]
-    while let start = keywords.compactMap({ rest.range(of: $0) }).min(by: { $0.lowerBound < $1.lowerBound }) {
+    while let start = keywords.compactMap({ rest.rangeAsFoundationFinds($0) }).min(by: {
+      $0.lowerBound < $1.lowerBound
+    }) {
       let definition = rest[start.upperBound...]
-      guard let open = definition.firstIndex(of: "("), let opening = definition.range(of: "$$"),
-        let closing = definition[opening.upperBound...].range(of: "$$")
+      guard let open = definition.firstIndex(of: "("), let opening = definition.rangeAsFoundationFinds("$$"),
+        let closing = definition[opening.upperBound...].rangeAsFoundationFinds("$$")
       else { break }
-      let name = definition[..<open].trimmingCharacters(in: .whitespaces)
+      let name = definition[..<open].trimmingWhitespace()
       let header = definition[..<opening.lowerBound]
       found.append(
         (
@@ -221,7 +229,7 @@ enum PostgresSchema {
   private static func firstSchema(of config: String) -> String? {
     guard config.hasPrefix("search_path=") else { return nil }
     let first = config.dropFirst("search_path=".count).split(separator: ",").first.map {
-      $0.trimmingCharacters(in: .whitespaces)
+      $0.trimmingWhitespace()
     }
     guard var name = first, !name.isEmpty, name != "pg_temp" else { return nil }
     if name.hasPrefix("\""), name.hasSuffix("\""), name.count >= 2 {

@@ -1,8 +1,14 @@
+import Dispatch
 import FeedKit
-import Foundation
 import SessionStorage
 import Synchronization
 internal import SystemKit
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 /// The session store on PostgreSQL, for several machines sharing one session: the same
 /// contract as `SessionStore` (its feed's promises included), in one schema of a server.

@@ -1,6 +1,11 @@
-import Foundation
 import Observation
 import SessionStorage
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 /// A profile screen's state, following the session live: the greeting, the login state and
 /// the last change move as commits arrive, from this process, other processes or the

@@ -1,6 +1,19 @@
 import Dispatch
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
 
 // Starting and waiting for a child process from async code (tests, above all). Swift's
 // cooperative pool has one thread per core: a task that blocks one of them in
@@ -92,7 +105,7 @@ private final class Overdue: Sendable {
 /// Runs `body` on a new thread and resumes the caller with what it returns.
 private func onThreadOfItsOwn<Value: Sendable>(_ body: @escaping @Sendable () -> Value) async -> Value {
   await withCheckedContinuation { continuation in
-    Thread.detachNewThread { continuation.resume(returning: body()) }
+    DetachedThread.start { continuation.resume(returning: body()) }
   }
 }
 

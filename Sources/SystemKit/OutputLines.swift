@@ -1,6 +1,11 @@
 import Dispatch
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 #if canImport(Glibc)
   import Glibc
@@ -43,7 +48,7 @@ final class OutputLines: Sendable {
   init(collecting descriptor: Int32, name: String, _ intercept: (@Sendable (String) -> Bool)?) {
     state = Mutex(State())
     collects = true
-    let thread = Thread { [self] in
+    DetachedThread.start(name: name) { [self] in
       var partial: [UInt8] = []
       var chunk = [UInt8](repeating: 0, count: 4096)
       while let count = try? retryingOnInterrupt({
@@ -62,8 +67,6 @@ final class OutputLines: Sendable {
       }
       self.changed.signal()
     }
-    thread.name = name
-    thread.start()
   }
 
   /// The whole lines in `partial` followed by `bytes`; `partial` keeps what follows the

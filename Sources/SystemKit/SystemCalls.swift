@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 #if canImport(Glibc)
   import Glibc
@@ -106,7 +110,7 @@ package enum SystemLimits {
   /// it only completes a sentence, and without descriptors it cannot be read at all).
   private static func procValue(_ name: String) -> String {
     (try? String(contentsOfFile: "/proc/sys/" + name, encoding: .utf8))
-      .map { " (\($0.trimmingCharacters(in: .whitespacesAndNewlines)))" } ?? ""
+      .map { " (\($0.trimmingWhitespace(newlines: true)))" } ?? ""
   }
 
   #if os(Linux)

@@ -1,6 +1,19 @@
-import Foundation
 import SessionStorage
 import SessionStoragePostgres
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
 
 /// Where the database is, and why there: the library's ``SessionStore/Location``, which an
 /// app resolves the same way (`--db`, else `$SESSIONCTL_DB`, else the default path). A

@@ -1,7 +1,20 @@
-import Foundation
 import SessionStorage
 import Synchronization
 import SystemKit
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
 
 /// Writes whole lines straight to a file descriptor with `write(2)`: nothing is buffered,
 /// so each line reaches a pipe as soon as it is written (JSON Lines are flushed per line),
@@ -56,7 +69,7 @@ struct LineWriter: Sendable {
         do throws(Errno) {
           written += try retryingOnInterrupt {
             bytes.withUnsafeBytes {
-              Foundation.write(descriptor, $0.baseAddress.map { $0 + written }, $0.count - written)
+              writeDescriptor(descriptor, $0.baseAddress.map { $0 + written }, $0.count - written)
             }
           }
         } catch .wouldBlock {
@@ -90,7 +103,7 @@ struct LineWriter: Sendable {
   /// - Throws: ``Failure`` when `close(2)` reports an error (`EINTR` is none: Linux has
   ///   closed the descriptor already).
   func close() throws(Failure) {
-    guard Foundation.close(descriptor) != 0 else { return }
+    guard closeDescriptor(descriptor) != 0 else { return }
     let error = Errno.current
     guard error != .interrupted else { return }
     throw Failure(errno: error, descriptor: descriptor)
@@ -107,7 +120,7 @@ struct LineWriter: Sendable {
       let opened = open("/dev/null", O_RDONLY)
       if opened >= 0, opened != descriptor {
         dup2(opened, descriptor)
-        Foundation.close(opened)
+        closeDescriptor(opened)
       }
     }
   }

@@ -1,6 +1,19 @@
 import CommandLineKit
-import Foundation
 import SessionStorage
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
 
 /// The sessionctl tool: parses a command line against ``root``, runs the command it names
 /// (one of ``commands``) and turns every outcome into output and an exit status.

@@ -1,9 +1,22 @@
 import CommandLineKit
-import Foundation
 import SessionStorage
 import SessionStoragePostgres
 import Synchronization
 import SystemKit
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
 
 extension SessionCtl {
   /// `sessionctl watch`: a snapshot line (unless `--since` is given), then one line per
@@ -426,7 +439,7 @@ final class StopSignals: Sendable {
         sem_post(signalArrived)
       }
     }
-    Thread.detachNewThread { [self] in
+    DetachedThread.start { [self] in
       while true {
         if sem_wait(signalArrived) == 0 { receive(receivedSignal.pointee) }
       }
@@ -437,7 +450,7 @@ final class StopSignals: Sendable {
     let reason: Reason = number == SIGINT ? .interrupt : .terminate
     guard state.withLock({ $0.listening }) else { _exit(128 + number) }
     trigger(reason)
-    Thread.sleep(forTimeInterval: 1)
+    DetachedThread.sleep(seconds: 1)
     _exit(reason.exitCode.rawValue)
   }
 
@@ -449,7 +462,7 @@ final class StopSignals: Sendable {
     if fstat(descriptor, &info) == 0,
       (info.st_mode & S_IFMT) == S_IFIFO || (info.st_mode & S_IFMT) == S_IFSOCK
     {
-      Thread.detachNewThread { [weak self] in
+      DetachedThread.start { [weak self] in
         var watched = pollfd(fd: descriptor, events: 0, revents: 0)
         _ = try? retryingOnInterrupt { poll(&watched, 1, -1) }
         if watched.revents & Int16(POLLERR | POLLHUP) != 0 { self?.trigger(.outputClosed) }

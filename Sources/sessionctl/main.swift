@@ -1,4 +1,19 @@
-import Foundation
+import Dispatch
+import SystemKit
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
 
 // Before anything opens a file: a closed stdout must not be handed to the next file opened.
 LineWriter.occupyClosedStandardDescriptors()
@@ -10,7 +25,7 @@ let rawArguments = (1..<Int(CommandLine.argc)).map { index in
 // Below this many open files the runtime itself cannot start its threads (it crashes
 // reading /proc), and SQLite cannot open a store: say so before anything starts.
 if let message = DescriptorLimit.refusal(minimum: 10, free: 7) {
-  FileHandle.standardError.write(Data("sessionctl: error: \(message)\n".utf8))
+  try? writeAll(STDERR_FILENO, Array("sessionctl: error: \(message)\n".utf8))
   exit(1)
 }
 let sessionctl = SessionCtl(environment: ProcessInfo.processInfo.environment, closesOutput: true)

@@ -1,7 +1,20 @@
 import CSQLite
 import FeedKit
-import Foundation
 internal import SystemKit
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
 
 /// One SQLite connection: opened with our pragmas, with a small cache of prepared
 /// statements. Not thread-safe; a `Mutex` guards each one that crosses threads.
@@ -48,7 +61,7 @@ final class Connection {
       name = ":memory:"
     case .immutable:
       flags |= SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
-      let escaped = path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? path
+      let escaped = Self.percentEncodedPath(path)
       name = "file:\(escaped)?immutable=1"
     }
     var db: OpaquePointer?
@@ -241,7 +254,7 @@ final class Connection {
   private static func createPrivately(_ path: String) throws {
     let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
     if fd >= 0 {
-      defer { Foundation.close(fd) }
+      defer { closeDescriptor(fd) }
       guard fchmod(fd, 0o600) == 0 else {
         let err = errno
         unlink(path)
@@ -321,5 +334,30 @@ extension Connection {
         + "can bring it back: check the disk, then read the state again before you rely on either outcome"
       : "the change could not be committed (\(failure.message)); SQLite rolled it back"
     return failure
+  }
+}
+
+extension Connection {
+  /// `path` with every UTF-8 byte outside Foundation's `CharacterSet.urlPathAllowed` written as
+  /// `%XX` (upper-case hex), the bytes `addingPercentEncoding(withAllowedCharacters:)` writes
+  /// (which also encodes `:` in the first segment of a relative path, where it would read as
+  /// a scheme); FoundationEssentials has no character sets.
+  static func percentEncodedPath(_ path: String) -> String {
+    var allowed = Set("!$&'()*+,-./=@_~".utf8)
+    if path.hasPrefix("/") { allowed.insert(UInt8(ascii: ":")) }
+    let hex = Array("0123456789ABCDEF".utf8)
+    var bytes: [UInt8] = []
+    for byte in path.utf8 {
+      switch byte {
+      case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+        UInt8(ascii: "a")...UInt8(ascii: "z"):
+        bytes.append(byte)
+      case _ where allowed.contains(byte):
+        bytes.append(byte)
+        if byte == UInt8(ascii: "/") { allowed.insert(UInt8(ascii: ":")) }
+      default: bytes += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+      }
+    }
+    return String(decoding: bytes, as: UTF8.self)
   }
 }

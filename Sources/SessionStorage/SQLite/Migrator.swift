@@ -1,4 +1,10 @@
-import Foundation
+internal import SystemKit
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 /// Applies the embedded migrations, and refuses files it must not touch.
 enum Migrator {

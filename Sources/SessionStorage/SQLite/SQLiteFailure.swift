@@ -1,6 +1,19 @@
 import CSQLite
-import Foundation
 internal import SystemKit
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
 
 /// SQLite result codes as ``SessionStorageError``s that say what failed, why and what to do,
 /// SQLite's own message last (`(SQLite: …)`): its bare "unable to open database file" names

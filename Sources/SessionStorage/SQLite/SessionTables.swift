@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 /// The SQL that reads the session's tables, and the decoding of their rows: shared by the
 /// feed's log, the store's writes and `check`, which each run it on a connection of theirs.
