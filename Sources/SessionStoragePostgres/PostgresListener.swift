@@ -51,7 +51,7 @@ final class PostgresListener: Sendable {
     let (connected, refused) = loop.connect(retryingIn: ListenLoop.firstBackoff)
     let first = Handoff(connection: connected)
     let delay = refused ? ListenLoop.refusedBackoff : ListenLoop.firstBackoff
-    DetachedThread.start(name: "PostgresListener") {
+    DetachedThread.start(name: "PostgresListen") {
       loop.run(first.connection, firstAttemptIn: delay)
       stop.closePipe()
     }

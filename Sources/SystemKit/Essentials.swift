@@ -11,8 +11,7 @@
 /// `Thread.start()` and `Thread.detachNewThread(_:)` start on Linux.
 package enum DetachedThread {
   /// Starts a detached thread that runs `body`, called `name` when one is given (set on the
-  /// new thread before `body` runs; `Thread.name` set before `start()` names no thread on
-  /// Linux, so `top -H` and `/proc/PID/task/*/comm` show these names only since).
+  /// new thread before `body` runs, so that `top -H` and `/proc/PID/task/*/comm` show it).
   package static func start(name: String? = nil, _ body: @escaping @Sendable () -> Void) {
     let context = Unmanaged.passRetained(Start(name: name, body: body)).toOpaque()
     var attributes = pthread_attr_t()
