@@ -352,23 +352,7 @@ enum SubscriptionHolder {
 
     private func subscribe(_ count: Int) throws {
       for _ in 0..<count {
-        let changes = try store.changes(from: .now)
-        let delivered = self.delivered
-        let task = Task.detached {
-          var last = changes.cursor.value
-          do {
-            for try await entry in changes {
-              guard entry.cursor.value == last + 1 else {
-                delivered.fail("a subscriber received cursor \(entry.cursor.value) after \(last)")
-                return
-              }
-              last = entry.cursor.value
-              delivered.add()
-            }
-          } catch {
-            delivered.fail("a subscription failed: \(error)")
-          }
-        }
+        let task = Self.count(try store.changes(from: .now), into: delivered, named: "a subscription")
         tasks.withLock { $0.append(task) }
       }
     }
@@ -379,24 +363,33 @@ enum SubscriptionHolder {
       guard let subscription = held.withLock({ $0.first }) else { throw BenchError("nothing is held") }
       let drained = DeliveryCount()
       let expected = Int(head - subscription.cursor.value)
-      let task = Task.detached {
+      let task = Self.count(subscription, into: drained, until: head, named: "the held subscription")
+      defer { task.cancel() }
+      return try drained.wait(atLeast: expected, timeout: MemoryScenario.deliveryTimeout)
+    }
+
+    /// Iterates `subscription` on a task of its own, counting into `count` each entry whose
+    /// cursor follows the one before (else recording a failure), up to `head` when given.
+    private static func count(
+      _ subscription: SessionSubscription, into count: DeliveryCount, until head: Int64? = nil,
+      named name: String
+    ) -> Task<Void, Never> {
+      Task.detached {
         var last = subscription.cursor.value
         do {
           for try await entry in subscription {
             guard entry.cursor.value == last + 1 else {
-              drained.fail("the held subscription received cursor \(entry.cursor.value) after \(last)")
+              count.fail("\(name) received cursor \(entry.cursor.value) after \(last)")
               return
             }
             last = entry.cursor.value
-            drained.add()
-            if last >= head { return }
+            count.add()
+            if let head, last >= head { return }
           }
         } catch {
-          drained.fail("the held subscription failed: \(error)")
+          count.fail("\(name) failed: \(error)")
         }
       }
-      defer { task.cancel() }
-      return try drained.wait(atLeast: expected, timeout: MemoryScenario.deliveryTimeout)
     }
   }
 }
