@@ -10,7 +10,8 @@ import Synchronization
 
 /// The SQL that reads the store's tables, and the decoding of their rows, shared by the
 /// feed's log, the writes and `check`. Times are read as the feed's text format, so that
-/// they parse to the same `Date`s as the SQLite store's.
+/// they parse to the same `Date`s as the SQLite store's. Tables are read `ONLY`: rows of a
+/// table that inherits from one of them passed none of its triggers, and are no part of it.
 enum PostgresTables {
   /// A `timestamptz` column as `2026-11-29T20:33:33.897Z`.
   static func time(_ column: String) -> String {
@@ -20,15 +21,17 @@ enum PostgresTables {
   static let changeColumns =
     "seq, \(time("at")), origin, old_username, new_username, old_is_logged_in, new_is_logged_in, "
     + time("old_updated_at")
-  static let pageSQL = "SELECT \(changeColumns) FROM session_changes WHERE seq > $1 ORDER BY seq LIMIT $2"
-  static let entrySQL = "SELECT \(changeColumns) FROM session_changes WHERE seq = $1"
+  static let pageSQL =
+    "SELECT \(changeColumns) FROM ONLY session_changes WHERE seq > $1 ORDER BY seq LIMIT $2"
+  static let entrySQL = "SELECT \(changeColumns) FROM ONLY session_changes WHERE seq = $1"
   /// The entry at the head, as a write reads back its own in its transaction.
   static let headEntrySQL =
-    "SELECT \(changeColumns) FROM session_changes WHERE seq = (SELECT head FROM session WHERE id = 1)"
+    "SELECT \(changeColumns) FROM ONLY session_changes WHERE seq = (SELECT head FROM ONLY session WHERE id = 1)"
   /// The state and the head, in one row: a snapshot is one statement.
   static let snapshotSQL =
-    "SELECT username, is_logged_in, \(time("updated_at")), head FROM session WHERE id = 1"
-  static let boundsSQL = "SELECT (SELECT min(seq) FROM session_changes), head FROM session WHERE id = 1"
+    "SELECT username, is_logged_in, \(time("updated_at")), head FROM ONLY session WHERE id = 1"
+  static let boundsSQL =
+    "SELECT (SELECT min(seq) FROM ONLY session_changes), head FROM ONLY session WHERE id = 1"
 
   /// The entry in a row of ``changeColumns``.
   static func entry(_ row: [String?]) -> SessionEntry {

@@ -19,7 +19,10 @@ internal import SystemKit
 ///   (`tgenabled = 'O'`: not disabled, not `REPLICA` or `ALWAYS` only), on the migration's
 ///   events, with the migration's function, no `WHEN` condition, column list or arguments.
 /// - The tables are plain tables, without row-level security (which could hide feed rows
-///   from a reader) and without rules (which could swallow them).
+///   from a reader) and without rules (which could swallow them); they are logged (an
+///   `UNLOGGED` table is emptied after a crash, acknowledged changes with it), and they
+///   neither inherit nor are inherited from (a child's rows pass none of its parent's
+///   triggers).
 ///
 /// A writable open refuses a schema with any difference (`tamperedSchema`); a read-only one
 /// keeps the refusal for every read but `check`, which reports it.
@@ -42,6 +45,9 @@ enum PostgresSchema {
     /// `pg_trigger.tgtype`: 1 row, 2 before, 4 insert, 8 delete, 16 update, 32 truncate.
     var type: Int
     var events: String
+    /// A constraint trigger deferred to the end of the transaction (`DEFERRABLE INITIALLY
+    /// DEFERRED`), rather than one that fires at its statement.
+    var deferred = false
   }
 
   static let triggers = [
@@ -57,6 +63,10 @@ enum PostgresSchema {
     Trigger(
       table: "session_changes", name: "session_changes_guard", function: "session_changes_guard",
       type: 1 | 2 | 4 | 16, events: "BEFORE INSERT OR UPDATE FOR EACH ROW"),
+    Trigger(
+      table: "session_changes", name: "session_changes_settled", function: "session_changes_guard",
+      type: 1 | 4, events: "AFTER INSERT FOR EACH ROW, deferred to the end of the transaction", deferred: true
+    ),
   ]
 
   static let tables = ["schema_migrations", "session", "session_changes"]
@@ -157,7 +167,8 @@ enum PostgresSchema {
     let rows = try connection.query(
       """
       SELECT c.relname, t.tgname, t.tgenabled, t.tgtype, fn.nspname = $1 AND f.proname = ANY($2::text[]),
-        f.proname, t.tgnargs, t.tgqual IS NOT NULL, t.tgattr::text <> ''
+        f.proname, t.tgnargs, t.tgqual IS NOT NULL, t.tgattr::text <> '',
+        t.tgconstraint <> 0 AND t.tgdeferrable AND t.tginitdeferred
       FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
       JOIN pg_proc f ON f.oid = t.tgfoid JOIN pg_namespace fn ON fn.oid = f.pronamespace
       WHERE n.nspname = $1 AND c.relname IN ('session', 'session_changes') AND NOT t.tgisinternal
@@ -186,7 +197,7 @@ enum PostgresSchema {
           "trigger \(name) on \(table) fires always (ENABLE ALWAYS TRIGGER), not in the normal mode")
       default: problems.append("trigger \(name) on \(table) has the firing mode '\(row[2] ?? "")'")
       }
-      if Int(row[3] ?? "") != expected.type {
+      if Int(row[3] ?? "") != expected.type || (row[9] == "t") != expected.deferred {
         problems.append("trigger \(name) on \(table) does not fire \(expected.events) as it should")
       }
       if row[4] != "t" || row[5] != expected.function {
@@ -202,10 +213,18 @@ enum PostgresSchema {
   }
 
   private static func tableProblems(on connection: PQConnection) throws -> [String] {
+    let schema = connection.place.quotedSchema
+    // Names of other tables as `regclass` prints them on the store's search path: this
+    // schema's unqualified, any other's qualified.
     let rows = try connection.query(
       """
       SELECT c.relname, c.relkind, c.relrowsecurity,
-        (SELECT count(*) FROM pg_rewrite r WHERE r.ev_class = c.oid AND r.rulename <> '_RETURN')
+        (SELECT count(*) FROM pg_rewrite r WHERE r.ev_class = c.oid AND r.rulename <> '_RETURN'),
+        c.relpersistence,
+        (SELECT string_agg(i.inhrelid::regclass::text, ', ' ORDER BY i.inhrelid::regclass::text)
+         FROM pg_inherits i WHERE i.inhparent = c.oid),
+        (SELECT string_agg(i.inhparent::regclass::text, ', ' ORDER BY i.inhparent::regclass::text)
+         FROM pg_inherits i WHERE i.inhrelid = c.oid)
       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
       WHERE n.nspname = $1 AND c.relname = ANY($2::text[]) ORDER BY c.relname
       """, [connection.place.schema, "{" + tables.joined(separator: ",") + "}"]
@@ -220,6 +239,22 @@ enum PostgresSchema {
       if row[2] == "t" { problems.append("table \(name) has row-level security, which can hide its rows") }
       if row[3] != "0" {
         problems.append("table \(name) has rules (CREATE RULE), which can rewrite its writes")
+      }
+      if row[4] == "u" {
+        problems.append(
+          "table \(name) is UNLOGGED: the server empties it after a crash or an immediate shutdown, and "
+            + "acknowledged changes and the session row are lost with it; make it crash-safe again with "
+            + "ALTER TABLE \(schema).\(name) SET LOGGED")
+      }
+      if let children = row[5] {
+        problems.append(
+          "table \(name) is inherited by \(children) (INHERITS): rows of a child pass none of \(name)'s "
+            + "triggers; detach it with ALTER TABLE <child> NO INHERIT \(schema).\(name), or drop it")
+      }
+      if let parents = row[6] {
+        problems.append(
+          "table \(name) inherits from \(parents); detach it with ALTER TABLE \(schema).\(name) NO INHERIT "
+            + "<parent>")
       }
     }
     return problems

@@ -54,7 +54,7 @@ extension PostgresSessionStore {
           return (true, "every cursor is at least 1 and below the largest integer")
         },
         item(.username) {
-          guard let name = try connection.scalar("SELECT username FROM session WHERE id = 1") else {
+          guard let name = try connection.scalar("SELECT username FROM ONLY session WHERE id = 1") else {
             return (true, "no username")
           }
           do {
@@ -119,7 +119,7 @@ extension PostgresSessionStore {
   /// Counts the cursors missing between the oldest kept and the head.
   private static func checkContinuity(on connection: PQConnection) throws -> (passed: Bool, detail: String) {
     let bounds = try bounds(on: connection)
-    let row = try connection.query("SELECT count(*), max(seq) FROM session_changes").rows.first
+    let row = try connection.query("SELECT count(*), max(seq) FROM ONLY session_changes").rows.first
     let count = PostgresTables.integer(row?[0] ?? nil)
     if let newest = row?[1] ?? nil, let value = Int64(newest), value > bounds.head.value {
       return (

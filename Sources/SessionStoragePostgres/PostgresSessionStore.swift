@@ -162,20 +162,20 @@ public final class PostgresSessionStore: _SessionBackedStore, SessionBackend {
     switch deletion {
     case .keepingLast(let count):
       try maintain(
-        "DELETE FROM session_changes WHERE seq <= "
-          + "(SELECT seq FROM session_changes ORDER BY seq DESC LIMIT 1 OFFSET $1)",
+        "DELETE FROM ONLY session_changes WHERE seq <= "
+          + "(SELECT seq FROM ONLY session_changes ORDER BY seq DESC LIMIT 1 OFFSET $1)",
         [String(count)])
     case .before(let cursor):
-      try maintain("DELETE FROM session_changes WHERE seq < $1", [String(cursor.value)])
+      try maintain("DELETE FROM ONLY session_changes WHERE seq < $1", [String(cursor.value)])
     case .olderThan(let age):
       // Clamped to about 3,000 years: further back than that is before every entry, and
       // stays within timestamptz's range.
       try maintain(
         """
-        DELETE FROM session_changes WHERE seq <= coalesce(
-          (SELECT seq FROM session_changes WHERE at >= clock_timestamp() - $1::bigint * interval '1 millisecond'
+        DELETE FROM ONLY session_changes WHERE seq <= coalesce(
+          (SELECT seq FROM ONLY session_changes WHERE at >= clock_timestamp() - $1::bigint * interval '1 millisecond'
            ORDER BY seq LIMIT 1) - 1,
-          (SELECT max(seq) FROM session_changes))
+          (SELECT max(seq) FROM ONLY session_changes))
         """, [String(min(age.milliseconds, 100_000_000_000_000))])
     }
   }

@@ -149,6 +149,9 @@ enum ForgedFeed: String, CaseIterable, CustomTestStringConvertible, Sendable {
   /// A function called `session_feed` in another schema, with the store's INSERT, word
   /// for word, as a trigger of a temporary table.
   case lookalikeFunction
+  /// The same look-alike with a search path of its own that reaches the store's schema: in
+  /// the server's messages it is named as the store's own function is.
+  case lookalikeFunctionSearchingTheStore
   /// The store's own `session_feed` attached to a temporary table that looks like `session`.
   case storesFunctionOnAnotherTable
 
@@ -172,11 +175,12 @@ enum ForgedFeed: String, CaseIterable, CustomTestStringConvertible, Sendable {
         CREATE TRIGGER forge BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION pg_temp.forge();
         INSERT INTO t VALUES (1);
         """
-    case .lookalikeFunction:
+    case .lookalikeFunction, .lookalikeFunctionSearchingTheStore:
       let other = "lookalike_" + schema
+      let path = self == .lookalikeFunction ? "" : "SET search_path = \(other), \(schema) "
       return """
         CREATE SCHEMA \(other);
-        CREATE FUNCTION \(other).session_feed() RETURNS trigger LANGUAGE plpgsql AS $$
+        CREATE FUNCTION \(other).session_feed() RETURNS trigger LANGUAGE plpgsql \(path)AS $$
         DECLARE now_ms timestamptz := now(); who text := 'forged';
         BEGIN NEW.head := NEW.head + 1;
         \(insert);

@@ -73,6 +73,17 @@ enum Tampering: String, CaseIterable, CustomTestStringConvertible, Sendable {
   case rowSecurity
   /// `session_feed` searching another schema.
   case otherSearchPath
+  /// The session table switched to `UNLOGGED`: emptied by the server after a crash.
+  case unloggedSession
+  /// The feed switched to `UNLOGGED`.
+  case unloggedFeed
+  /// A table of another schema that inherits from the feed: its rows pass none of the
+  /// feed's triggers.
+  case inheritedFeed
+  /// The session table inheriting from a table of another schema.
+  case inheritingSession
+  /// The feed's deferred check made an ordinary trigger, which fires before the head moved.
+  case undeferredCheck
 
   var testDescription: String { rawValue }
 
@@ -93,6 +104,11 @@ enum Tampering: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case .addedTrigger: "trigger extra on session was added by hand"
     case .rowSecurity: "table session_changes has row-level security"
     case .otherSearchPath: "function session_feed() searches schema public"
+    case .unloggedSession: "table session is UNLOGGED"
+    case .unloggedFeed: "table session_changes is UNLOGGED"
+    case .inheritedFeed: "table session_changes is inherited by"
+    case .inheritingSession: "table session inherits from"
+    case .undeferredCheck: "trigger session_changes_settled on session_changes does not fire"
     }
   }
 
@@ -131,6 +147,25 @@ enum Tampering: String, CaseIterable, CustomTestStringConvertible, Sendable {
         """
     case .rowSecurity: return "ALTER TABLE session_changes ENABLE ROW LEVEL SECURITY;"
     case .otherSearchPath: return "ALTER FUNCTION session_feed() SET search_path = public, pg_temp;"
+    case .unloggedSession: return "ALTER TABLE session SET UNLOGGED;"
+    case .unloggedFeed: return "ALTER TABLE session_changes SET UNLOGGED;"
+    case .inheritedFeed:
+      return """
+        CREATE SCHEMA extra_\(schema);
+        CREATE TABLE extra_\(schema).kept () INHERITS (session_changes);
+        """
+    case .inheritingSession:
+      return """
+        CREATE SCHEMA extra_\(schema);
+        CREATE TABLE extra_\(schema).base ();
+        ALTER TABLE session INHERIT extra_\(schema).base;
+        """
+    case .undeferredCheck:
+      return """
+        DROP TRIGGER session_changes_settled ON session_changes;
+        CREATE CONSTRAINT TRIGGER session_changes_settled AFTER INSERT ON session_changes
+        FOR EACH ROW EXECUTE FUNCTION session_changes_guard();
+        """
     }
   }
 }

@@ -10,7 +10,10 @@ import Testing
   @Test func aPsqlUpdateIsExternalAndLibraryWritesNameTheirOrigin() async throws {
     let cluster = try await PostgresCluster.shared()
     let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "front-desk"))
-    #expect(store.appliedMigrations.map(\.name) == ["0001_session_and_feed", "0002_own_tables_only"])
+    #expect(
+      store.appliedMigrations.map(\.name) == [
+        "0001_session_and_feed", "0002_own_tables_only", "0003_feed_guard_by_head",
+      ])
     let changes = try store.changes(from: .now)
     try await store.logIn(as: "alice")
     _ = try await cluster.psql("UPDATE session SET username = 'bob'", schema: store.schema)
@@ -50,9 +53,9 @@ import Testing
       }
       return try await group.reduce(into: []) { $0.append($1) }
     }
-    #expect(applied.sorted() == [0, 0, 0, 0, 0, 2])
+    #expect(applied.sorted() == [0, 0, 0, 0, 0, 3])
     let store = try PostgresSessionStore(url: url)
-    #expect(try await cluster.psql("SELECT count(*) FROM schema_migrations", schema: store.schema) == "2\n")
+    #expect(try await cluster.psql("SELECT count(*) FROM schema_migrations", schema: store.schema) == "3\n")
   }
 
   @Test func aReadOnlyStoreNeverCreatesASchema() async throws {
