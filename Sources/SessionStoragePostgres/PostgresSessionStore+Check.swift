@@ -18,13 +18,14 @@ extension PostgresSessionStore {
       try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
       defer { try? connection.execute("ROLLBACK") }
       // Each verification in a savepoint: one the server fails aborts only its own part
-      // of the transaction.
+      // of the transaction, which is rolled back before the next one starts.
       func item(_ check: StoreCheck, _ body: () throws -> (passed: Bool, detail: String)) -> CheckResult {
         .running(check) {
           do {
             try connection.execute("SAVEPOINT item")
-            defer { try? connection.execute("RELEASE SAVEPOINT item") }
-            return try body()
+            let result = try body()
+            try connection.execute("RELEASE SAVEPOINT item")
+            return result
           } catch {
             try? connection.execute("ROLLBACK TO SAVEPOINT item")
             throw error

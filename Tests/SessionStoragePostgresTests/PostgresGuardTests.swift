@@ -7,7 +7,7 @@ import Testing
 
 /// The feed's guards and `check` on servers and tables as operators leave them: a server
 /// that speaks another language, a table that inherits from the feed, tables switched to
-/// `UNLOGGED`.
+/// `UNLOGGED`, and a verification that cannot run.
 @Suite(.timeLimit(.minutes(2))) struct PostgresGuardTests {
   /// A database whose `lc_messages` is not English (as `initdb --locale=de_DE.UTF-8` leaves
   /// it): the library's writes and psql's go through, with their origins, and `check` passes.
@@ -101,6 +101,26 @@ import Testing
     let repaired = try PostgresSessionStore(url: url, options: .init(origin: "late"))
     #expect(try repaired.state.username == "alice")
     #expect(try repaired.check().allSatisfy { $0.verdict == .passed })
+  }
+
+  /// A verification the server fails (its table lost a column) fails on its own: every
+  /// other one still runs and reports its own result, not "current transaction is aborted".
+  @Test func aVerificationThatCannotRunLeavesTheOthersTheirResults() async throws {
+    let cluster = try await PostgresCluster.shared()
+    let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "desk"))
+    try await store.logIn(as: "alice")
+    try await cluster.query(
+      "ALTER TABLE schema_migrations RENAME COLUMN checksum TO sum", schema: store.schema)
+
+    let results = try store.check()
+    let migrations = try #require(results.first { $0.check == .migrations })
+    #expect(migrations.verdict == .failed)
+    #expect(migrations.detail.contains("could not check"), "\(migrations)")
+    for result in results where result.check != .migrations {
+      #expect(!result.detail.contains("aborted"), "\(result)")
+      #expect(result.verdict == .passed, "\(result)")
+    }
+    #expect(results.map(\.check).contains(.username))
   }
 }
 
