@@ -274,8 +274,18 @@ enum PostgresSchema {
   }
 
   /// The refusal for a schema that differs from what its migrations make, or nil.
+  /// A session table without its row (emptied: an `UNLOGGED` table after a crash, or a
+  /// `TRUNCATE` with its triggers disabled) is refused too: writes would change nothing.
   static func refusal(on connection: PQConnection) throws -> SessionStorageError? {
-    let found = try problems(on: connection)
+    var found = try problems(on: connection)
+    if !found.contains("table session is missing"),
+      try connection.scalar("SELECT count(*) FROM ONLY session WHERE id = 1") == "0"
+    {
+      found.append(
+        "the session table holds no session row: it was emptied (an UNLOGGED table after a crash or an immediate "
+          + "shutdown, or a TRUNCATE with its triggers disabled), and the session and its history with it; "
+          + "restore the schema from a backup")
+    }
     guard !found.isEmpty else { return nil }
     return SessionStorageError(
       .tamperedSchema,

@@ -103,6 +103,43 @@ import Testing
     #expect(try repaired.check().allSatisfy { $0.verdict == .passed })
   }
 
+  /// A store opened before its tables were switched to `UNLOGGED` gets no acknowledgement
+  /// for a change that a crash would take: its write, and psql's, are refused while they are
+  /// unlogged. After an immediate shutdown has emptied them, an open says so instead of
+  /// writing nothing.
+  @Test(.timeLimit(.minutes(5))) func noChangeIsAcknowledgedIntoAnUnloggedTable() async throws {
+    try await PostgresCluster.withPrivateCluster { cluster in
+      let url = cluster.freshStoreURL()
+      let store = try PostgresSessionStore(url: url, options: .init(origin: "desk"))
+      let first = try #require(try await store.logIn(as: "alice"))
+      let schema = store.schema
+      try await cluster.query("ALTER TABLE session SET UNLOGGED", schema: schema)
+
+      let refused = await #expect(throws: SessionStorageError.self) { try await store.rename(to: "bob") }
+      #expect(refused?.code == .tamperedSchema)
+      #expect(
+        refused?.message.contains("UNLOGGED table(s) of the store: session") == true,
+        "\(String(describing: refused))")
+      await #expect(throws: (any Error).self, "psql's change is refused as well") {
+        try await cluster.query("UPDATE session SET username = 'carol'", schema: schema)
+      }
+      #expect(try store.bounds().head == first.cursor)
+
+      try await cluster.restart(immediate: true)
+      let afterCrash = #expect(throws: SessionStorageError.self) {
+        try PostgresSessionStore(url: url, options: .init(origin: "late"))
+      }
+      #expect(afterCrash?.code == .tamperedSchema)
+      #expect(afterCrash?.message.contains("SET LOGGED") == true, "\(String(describing: afterCrash))")
+      try await cluster.query("ALTER TABLE \"\(schema)\".session SET LOGGED")
+      let emptied = #expect(throws: SessionStorageError.self) {
+        try PostgresSessionStore(url: url, options: .init(origin: "late"))
+      }
+      #expect(emptied?.code == .tamperedSchema)
+      #expect(emptied?.message.contains("holds no session row") == true, "\(String(describing: emptied))")
+    }
+  }
+
   /// A verification the server fails (its table lost a column) fails on its own: every
   /// other one still runs and reports its own result, not "current transaction is aborted".
   @Test func aVerificationThatCannotRunLeavesTheOthersTheirResults() async throws {

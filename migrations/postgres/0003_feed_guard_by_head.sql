@@ -25,6 +25,10 @@
 -- session_changes pass no trigger of it; the library reads the feed with ONLY, and opens
 -- and check refuse such a table.
 --
+-- Every change is refused while the session table or the feed is UNLOGGED (ALTER TABLE …
+-- SET UNLOGGED): the server empties such a table after a crash or an immediate shutdown, so
+-- an acknowledged change would be lost with the session row.
+--
 -- The guard runs as the schema's owner (SECURITY DEFINER): the deferred check reads the
 -- session row at COMMIT, under the role of whoever commits. `SET CONSTRAINTS … IMMEDIATE`
 -- moves that check to the end of session_feed's own INSERT, before the head moved: the
@@ -34,8 +38,17 @@ CREATE OR REPLACE FUNCTION session_changes_guard() RETURNS trigger LANGUAGE plpg
 SET search_path FROM CURRENT AS $$
 DECLARE
   current_head bigint;
+  unlogged text;
 BEGIN
-  SELECT s.head INTO current_head FROM ONLY session s WHERE s.id = 1;
+  SELECT s.head, (SELECT string_agg(c.relname, ' and ') FROM pg_class c
+                  WHERE c.oid IN (s.tableoid, TG_RELID) AND c.relpersistence <> 'p')
+    INTO current_head, unlogged
+    FROM ONLY session s WHERE s.id = 1;
+  IF unlogged IS NOT NULL THEN
+    RAISE EXCEPTION 'UNLOGGED table(s) of the store: %; the server empties them after a crash, so this change would be lost. Nothing was written; make each crash-safe with ALTER TABLE … SET LOGGED',
+      unlogged
+      USING ERRCODE = 'SS001';
+  END IF;
   IF TG_WHEN = 'AFTER' THEN
     IF current_head IS NULL OR NEW.seq > current_head THEN
       RAISE EXCEPTION 'feed row % is above the session''s head (%) at the end of its transaction: it was not written by the session_feed trigger, or SET CONSTRAINTS … IMMEDIATE checked it before the head moved; nothing was written',
