@@ -242,8 +242,8 @@ enum PostgresSchema {
       }
       if row[4] == "u" {
         problems.append(
-          "table \(name) is UNLOGGED: the server empties it after a crash or an immediate shutdown, and "
-            + "acknowledged changes and the session row are lost with it; make it crash-safe again with "
+          "table \(name) is UNLOGGED: the server empties it after a crash or an immediate shutdown, and what "
+            + "it holds is lost, acknowledged changes included; make it crash-safe again with "
             + "ALTER TABLE \(schema).\(name) SET LOGGED")
       }
       if let children = row[5] {
