@@ -154,6 +154,12 @@ enum ForgedFeed: String, CaseIterable, CustomTestStringConvertible, Sendable {
   case lookalikeFunctionSearchingTheStore
   /// The store's own `session_feed` attached to a temporary table that looks like `session`.
   case storesFunctionOnAnotherTable
+  /// In one transaction, the head's entry deleted (as compaction may) and a forged one
+  /// written at its cursor by a trigger of a temporary table.
+  case rowAtACompactedCursor
+  /// In one transaction, a forged row at the next cursor by a trigger of a temporary table,
+  /// then a real change of the session, which would take that cursor.
+  case rowBeforeARealChange
 
   var testDescription: String { rawValue }
 
@@ -198,6 +204,28 @@ enum ForgedFeed: String, CaseIterable, CustomTestStringConvertible, Sendable {
         INSERT INTO t SELECT * FROM \(schema).session;
         CREATE TRIGGER forge BEFORE UPDATE ON t FOR EACH ROW EXECUTE FUNCTION \(schema).session_feed();
         UPDATE t SET username = 'eve', updated_by = 'forged', write_token = 7;
+        """
+    case .rowAtACompactedCursor, .rowBeforeARealChange:
+      let (seq, before, after) =
+        self == .rowAtACompactedCursor
+        ? (
+          "head", "DELETE FROM \(schema).session_changes WHERE seq = (SELECT head FROM \(schema).session);",
+          ""
+        )
+        : ("head + 1", "", "UPDATE \(schema).session SET username = 'eve';")
+      return """
+        CREATE TEMP TABLE t (x int);
+        CREATE FUNCTION pg_temp.forge() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+          INSERT INTO \(schema).session_changes (seq, at, origin, old_username, new_username, old_is_logged_in,
+            new_is_logged_in, old_updated_at)
+          SELECT \(seq), now(), 'forged', username, 'eve', true, true, now() FROM \(schema).session;
+          RETURN NEW; END $$;
+        CREATE TRIGGER forge BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION pg_temp.forge();
+        BEGIN;
+        \(before)
+        INSERT INTO t VALUES (1);
+        \(after)
+        COMMIT;
         """
     }
   }
