@@ -219,6 +219,9 @@ enum FileSystem {
 
   /// Throws for a file that is not a SQLite database or was cut off, reading its header
   /// through `connection` (which has not read the file yet, so SQLite has written nothing).
+  /// A file whose header counts more pages than it holds is read once through SQLite, which
+  /// accepts it when its WAL holds them (a checkpoint growing the file); refused, it is
+  /// reported as truncated.
   static func inspectHeader(through connection: Connection) throws {
     let path = connection.path
     let (header, size) = try connection.rawHeader()
@@ -229,19 +232,33 @@ enum FileSystem {
       throw SessionStorageError(.corrupt, "the file is truncated (\(size) bytes)", path: path)
     }
     // The header's page count is valid when its version-valid-for number equals the change
-    // counter; a file shorter than that count was cut off.
+    // counter. A file shorter than that count may be cut off, or may be whole: with a WAL,
+    // SQLite takes the database's size from the WAL, and a checkpoint that grows the file
+    // writes page 1 before the pages it counts. SQLite decides: its first read compares the
+    // page count it sees (page 1 from the WAL when there) with the size it sees, and refuses
+    // a truncated file as corrupt. Its verdict is worded here, not replaced.
     func integer(_ offset: Int, _ width: Int) -> Int {
       header[offset..<offset + width].reduce(0) { $0 << 8 | Int($1) }
     }
     let pageSize = integer(16, 2) == 1 ? 65_536 : integer(16, 2)
     let pageCount = integer(28, 4)
-    if integer(92, 4) == integer(24, 4), pageCount > 0, size < Int64(pageCount) * Int64(pageSize) {
+    guard integer(92, 4) == integer(24, 4), pageCount > 0, size < Int64(pageCount) * Int64(pageSize) else {
+      return
+    }
+    do {
+      _ = try connection.scalarInt(pageCountSQL)
+    } catch let error as SessionStorageError
+      where [SQLITE_CORRUPT, SQLITE_NOTADB].contains((error.resultCode ?? 0) & 0xff)
+    {
       throw SessionStorageError(
         .corrupt,
         "the file is truncated: its header counts \(pageCount) pages of \(pageSize) bytes, the file has \(size) bytes",
-        path: path)
+        path: path, resultCode: error.resultCode)
     }
   }
+
+  /// A read of the database's size, which makes SQLite check the header against it.
+  private static let pageCountSQL = SQL("PRAGMA page_count")
 
   /// Why this user cannot use an existing file SQLite failed to open or write, from
   /// `access(2)` (which opens nothing): the file unreadable, the file unwritable (for a
