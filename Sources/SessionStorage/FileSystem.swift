@@ -93,6 +93,20 @@ enum FileSystem {
     return Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
   }
 
+  /// Whether a descriptor of this process holds the file `identity` names after its last
+  /// name was removed (deleted while open). Looks through `/proc/self/fd` with `stat`, which
+  /// opens nothing; where there is no `/proc`, it cannot tell and answers yes.
+  static func isHeldAfterDeletion(_ identity: Identity) -> Bool {
+    guard let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else {
+      return true
+    }
+    return descriptors.contains { descriptor in
+      var info = stat()
+      return stat("/proc/self/fd/" + descriptor, &info) == 0 && info.st_nlink == 0
+        && Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) == identity
+    }
+  }
+
   /// Whether anything (a dangling symbolic link too) is at `path`.
   static func lexists(_ path: String) -> Bool {
     var info = stat()

@@ -60,4 +60,37 @@ import Testing
     #expect(try reader.state.username == "bob")
     #expect(try writer.check().allSatisfy { $0.verdict == .passed })
   }
+
+  /// A store switched to the rollback journal (`PRAGMA journal_mode = DELETE` in the sqlite3
+  /// shell, or rebuilt from `.dump`) has no `-wal`, and none was deleted: a read-only store
+  /// reads it and sees shell writes; a writable open switches it back to WAL.
+  @Test func aFileInRollbackJournalModeIsReadAndAWriterTurnsItBackToWAL() async throws {
+    try SessionStore(path: path, options: .init(origin: "test")).blocking.logIn(as: "alice")
+    #expect(try await ProcessRunner.sqlite3(path, "PRAGMA journal_mode = DELETE") == "delete\n")
+    let reader = try SessionStore(path: path, options: .init(readOnly: true))
+    #expect(try reader.state.username == "alice")
+    #expect(try reader.history().map(\.cursor.value) == [1])
+    #expect(try reader.check().allSatisfy { $0.verdict == .passed })
+    try await ProcessRunner.sqlite3(path, "UPDATE session SET username = 'bob'")
+    #expect(try reader.state.username == "bob")
+    #expect(try reader.snapshotAndChanges().state.username == "bob")
+    #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+
+    let writer = try SessionStore(path: path, options: .init(origin: "test"))
+    try writer.blocking.rename(to: "carol")
+    #expect(try await ProcessRunner.sqlite3(path, "PRAGMA journal_mode") == "wal\n")
+    #expect(try reader.state.username == "carol")
+    #expect(try reader.history().map(\.after.username) == ["alice", "bob", "carol"])
+  }
+
+  /// A `-wal` deleted under a read-only store that reads it is still noticed.
+  @Test func aWALDeletedUnderAReaderIsStillNoticed() async throws {
+    try SessionStore(path: path, options: .init(origin: "test")).blocking.logIn(as: "alice")
+    let reader = try SessionStore(path: path, options: .init(readOnly: true))
+    #expect(try reader.snapshotAndChanges().state.username == "alice")
+    #expect(unlink(path + "-wal") == 0)
+    let error = try #require(throws: SessionStorageError.self) { try reader.snapshotAndChanges() }
+    #expect(error.code == .fileReplaced)
+    #expect(error.message.contains("-wal file beside it was deleted"))
+  }
 }
