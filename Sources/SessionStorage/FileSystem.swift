@@ -213,22 +213,25 @@ enum FileSystem {
     return absolute
   }
 
-  /// Creates the missing directories above `path` with mode 0700 (only its owner may enter).
+  /// Creates the missing directories above `path` with mode 0700 (only its owner may enter),
+  /// as `mkdir -p` does: from `/` down, each missing component is created, also one that a
+  /// `..` follows (`$HOME/missing/..`), since the kernel resolves `..` only in a directory
+  /// that exists. One pass over the components: a path ends, whatever it holds.
   static func makeDirectories(above path: String) throws {
-    func make(_ directory: String) throws {
+    var directory = ""
+    for name in parent(of: path).split(separator: "/") {
+      directory += "/" + name
       var info = stat()
-      guard !directory.isEmpty, stat(directory, &info) != 0 else { return }
-      try make(parent(of: directory))
+      guard name != ".", name != "..", stat(directory, &info) != 0 else { continue }
       if mkdir(directory, 0o700) == 0 {
         chmod(directory, 0o700)  // whatever the umask
-        return
+        continue
       }
       let err = errno
-      guard err != EEXIST else { return }  // made by someone else meanwhile
+      guard err != EEXIST else { continue }  // made by someone else meanwhile
       throw SessionStorageError(
         systemError: err, "cannot create the directory \(directory)", writing: true, path: path)
     }
-    try make(parent(of: path))
   }
 
   /// Throws for a file that is not a SQLite database or was cut off, reading its header
