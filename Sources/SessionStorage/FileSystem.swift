@@ -93,6 +93,20 @@ enum FileSystem {
     return Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
   }
 
+  /// Whether a descriptor of this process holds the file `identity` names after its last
+  /// name was removed (deleted while open). Looks through `/proc/self/fd` with `stat`, which
+  /// opens nothing; where there is no `/proc`, it cannot tell and answers yes.
+  static func isHeldAfterDeletion(_ identity: Identity) -> Bool {
+    guard let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else {
+      return true
+    }
+    return descriptors.contains { descriptor in
+      var info = stat()
+      return stat("/proc/self/fd/" + descriptor, &info) == 0 && info.st_nlink == 0
+        && Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) == identity
+    }
+  }
+
   /// Whether anything (a dangling symbolic link too) is at `path`.
   static func lexists(_ path: String) -> Bool {
     var info = stat()
@@ -199,26 +213,32 @@ enum FileSystem {
     return absolute
   }
 
-  /// Creates the missing directories above `path` with mode 0700 (only its owner may enter).
+  /// Creates the missing directories above `path` with mode 0700 (only its owner may enter),
+  /// as `mkdir -p` does: from `/` down, each missing component is created, also one that a
+  /// `..` follows (`$HOME/missing/..`), since the kernel resolves `..` only in a directory
+  /// that exists. One pass over the components: a path ends, whatever it holds.
   static func makeDirectories(above path: String) throws {
-    func make(_ directory: String) throws {
+    var directory = ""
+    for name in parent(of: path).split(separator: "/") {
+      directory += "/" + name
       var info = stat()
-      guard !directory.isEmpty, stat(directory, &info) != 0 else { return }
-      try make(parent(of: directory))
+      guard name != ".", name != "..", stat(directory, &info) != 0 else { continue }
       if mkdir(directory, 0o700) == 0 {
         chmod(directory, 0o700)  // whatever the umask
-        return
+        continue
       }
       let err = errno
-      guard err != EEXIST else { return }  // made by someone else meanwhile
+      guard err != EEXIST else { continue }  // made by someone else meanwhile
       throw SessionStorageError(
         systemError: err, "cannot create the directory \(directory)", writing: true, path: path)
     }
-    try make(parent(of: path))
   }
 
   /// Throws for a file that is not a SQLite database or was cut off, reading its header
   /// through `connection` (which has not read the file yet, so SQLite has written nothing).
+  /// A file whose header counts more pages than it holds is read once through SQLite, which
+  /// accepts it when its WAL holds them (a checkpoint growing the file); refused, it is
+  /// reported as truncated.
   static func inspectHeader(through connection: Connection) throws {
     let path = connection.path
     let (header, size) = try connection.rawHeader()
@@ -229,19 +249,33 @@ enum FileSystem {
       throw SessionStorageError(.corrupt, "the file is truncated (\(size) bytes)", path: path)
     }
     // The header's page count is valid when its version-valid-for number equals the change
-    // counter; a file shorter than that count was cut off.
+    // counter. A file shorter than that count may be cut off, or may be whole: with a WAL,
+    // SQLite takes the database's size from the WAL, and a checkpoint that grows the file
+    // writes page 1 before the pages it counts. SQLite decides: its first read compares the
+    // page count it sees (page 1 from the WAL when there) with the size it sees, and refuses
+    // a truncated file as corrupt. Its verdict is worded here, not replaced.
     func integer(_ offset: Int, _ width: Int) -> Int {
       header[offset..<offset + width].reduce(0) { $0 << 8 | Int($1) }
     }
     let pageSize = integer(16, 2) == 1 ? 65_536 : integer(16, 2)
     let pageCount = integer(28, 4)
-    if integer(92, 4) == integer(24, 4), pageCount > 0, size < Int64(pageCount) * Int64(pageSize) {
+    guard integer(92, 4) == integer(24, 4), pageCount > 0, size < Int64(pageCount) * Int64(pageSize) else {
+      return
+    }
+    do {
+      _ = try connection.scalarInt(pageCountSQL)
+    } catch let error as SessionStorageError
+      where [SQLITE_CORRUPT, SQLITE_NOTADB].contains((error.resultCode ?? 0) & 0xff)
+    {
       throw SessionStorageError(
         .corrupt,
         "the file is truncated: its header counts \(pageCount) pages of \(pageSize) bytes, the file has \(size) bytes",
-        path: path)
+        path: path, resultCode: error.resultCode)
     }
   }
+
+  /// A read of the database's size, which makes SQLite check the header against it.
+  private static let pageCountSQL = SQL("PRAGMA page_count")
 
   /// Why this user cannot use an existing file SQLite failed to open or write, from
   /// `access(2)` (which opens nothing): the file unreadable, the file unwritable (for a

@@ -185,19 +185,21 @@ enum Opener {
 final class OpenedFile: Sendable {
   let path: String
   private let identity: FileSystem.Identity
-  /// Whether a `-wal` must sit beside the file while it is open (not for an immutable read).
-  private let walExpected: Bool
+  /// Whether the `-wal` is looked after (not for an immutable read, which has none).
+  private let watchesWAL: Bool
   private let walPath: String
+  /// The `-wal` last seen beside the file, if any was.
+  private let wal: Mutex<FileSystem.Identity?>
   /// Why the path no longer names the file, once noticed.
   private let replaced = Mutex<String?>(nil)
 
-  init(path: String, identity: FileSystem.Identity, walExpected: Bool) {
+  init(path: String, identity: FileSystem.Identity, watchesWAL: Bool) {
     self.path = path
     self.identity = identity
-    self.walExpected = walExpected
+    self.watchesWAL = watchesWAL
     walPath = path + "-wal"
+    wal = Mutex(watchesWAL ? FileSystem.identity(of: walPath) : nil)
   }
-
   /// Why the path no longer names the file, once ``noticeReplacement()`` found it.
   var replacement: String? { replaced.withLock { $0 } }
 
@@ -223,13 +225,28 @@ final class OpenedFile: Sendable {
     // An error here (the path names a directory, an empty file…) means the same as
     // nothing there: not the file the store opened.
     switch try? FileSystem.identify(path, mayCreate: true) {
-    case identity?:
-      // SQLite deletes the -wal only when the last connection closes, and ours are open:
-      // gone means deleted by hand, and our commits now go where no other process looks.
-      walExpected && access(walPath, F_OK) != 0
-        ? "the -wal file beside it was deleted while the store had it open" : nil
+    case identity?: walDeletion()
     case .some: "the file was replaced: another file has its name now"
     case nil: "the file was deleted or cannot be found any more"
+    }
+  }
+
+  /// Why the `-wal` is a problem: it was deleted while a connection of this process had it
+  /// open, so that the connection's commits go where no other process looks. SQLite deletes
+  /// it only when the last connection closes, and writes it only in WAL mode: a file in
+  /// another journal mode (switched to DELETE with the sqlite3 shell, rebuilt from `.dump`)
+  /// has none, and one whose WAL no connection of ours holds (another process's, closed
+  /// while our reader read in rollback mode) is not ours to miss. What decides is whether
+  /// a descriptor of this process holds the `-wal` last seen, with no name left.
+  private func walDeletion() -> String? {
+    guard watchesWAL else { return nil }
+    let current = FileSystem.identity(of: walPath)
+    return wal.withLock { seen in
+      if let previous = seen, previous != current, FileSystem.isHeldAfterDeletion(previous) {
+        return "the -wal file beside it was deleted while the store had it open"  // kept: every look says so
+      }
+      seen = current
+      return nil
     }
   }
 }

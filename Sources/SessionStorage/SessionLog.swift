@@ -13,17 +13,40 @@ final class SessionLog: FeedSource {
   /// The file it reads, and whether its path still names it.
   let file: OpenedFile
   /// Why reads are refused, for a file opened read-only although its schema was changed
-  /// by hand: ``SessionStore/check()`` can still report it, nothing else reads it.
-  let refusal: SessionStorageError?
+  /// by hand (``SessionStore/check()`` can still report it, nothing else reads it), with
+  /// the reader's `PRAGMA data_version` when it was found (nil: not read yet).
+  private let refusal: Mutex<Refusal?>
+
+  /// A refusal and the `PRAGMA data_version` it holds for.
+  private struct Refusal {
+    var error: SessionStorageError
+    var dataVersion: Int64?
+  }
 
   init(reader: sending Connection, file: OpenedFile, refusal: SessionStorageError? = nil) {
     self.reader = Mutex(reader)
     self.file = file
-    self.refusal = refusal
+    self.refusal = Mutex(refusal.map { Refusal(error: $0, dataVersion: nil) })
   }
 
+  /// Throws the refusal while it holds. It belongs to the file as it was, not to the
+  /// process: once another connection committed (a repair with the sqlite3 shell, a write
+  /// of this process's writer, which verified the schema as it opened), the file is
+  /// inspected again, and read when it passes.
   private func readable() throws {
-    if let refusal { throw refusal }
+    guard let known = refusal.withLock({ $0 }) else { return }
+    let found = try reader.withLock { connection -> Refusal? in
+      let version = try connection.scalarInt(Self.dataVersionSQL)
+      if let version, version == known.dataVersion { return known }
+      do {
+        _ = try Migrator.inspect(connection)
+        return nil
+      } catch let error as SessionStorageError where error.code == .tamperedSchema {
+        return Refusal(error: error, dataVersion: version)
+      }
+    }
+    refusal.withLock { $0 = found }
+    if let found { throw found.error }
   }
 
   func entries(after cursor: Cursor, limit: Int) throws -> [SessionEntry] {

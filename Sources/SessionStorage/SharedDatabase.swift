@@ -59,7 +59,7 @@ final class SharedDatabase: Sendable {
   ) throws {
     try reader.execute("PRAGMA query_only = ON")
     self.path = path
-    let file = OpenedFile(path: path, identity: identity, walExpected: readerMode != .immutable)
+    let file = OpenedFile(path: path, identity: identity, watchesWAL: readerMode != .immutable)
     log = SessionLog(reader: reader, file: file, refusal: refusal)
     let slot = WriterSlot(writer.map { Writer(connection: $0, durability: options.durability) })
     self.slot = slot
