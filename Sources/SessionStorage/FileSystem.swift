@@ -290,11 +290,16 @@ struct StagedFile {
   let path: String
   /// The private name it is built under: `.NAME.PURPOSE-XXXXXX` in the same directory.
   let temporary: String
+  /// What a refusal says was not done ("nothing was created").
+  let consequence: String
 
   /// Creates the empty private file beside `path`. Both names must fit SQLite's path limit:
-  /// a too long `path` is refused (`pathTooLong`, naming `path`) before anything is made.
-  /// `what` names the file in errors ("the database file").
-  init(beside path: String, purpose: String, what: String) throws {
+  /// a too long `path` is refused (`pathTooLong`, naming `path`) before anything is made,
+  /// and so is a `path` with a leftover companion (``requireNoLeftovers(beside:_:)``).
+  /// `what` names the file in errors ("the database file"), `consequence` ends a refusal.
+  init(beside path: String, purpose: String, what: String, consequence: String = "nothing was created") throws
+  {
+    try Self.requireNoLeftovers(beside: path, consequence)
     let directory = FileSystem.parent(of: path)
     let name = URL(fileURLWithPath: path).lastPathComponent
     let template = "\(directory)/.\(name).\(purpose)-XXXXXX"
@@ -309,6 +314,7 @@ struct StagedFile {
     fchmod(fd, 0o600)  // mkstemp gives 0600 less the umask: 0400 under umask 0277
     close(fd)
     self.path = path
+    self.consequence = consequence
     temporary = String(decoding: bytes.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
   }
 
@@ -321,8 +327,11 @@ struct StagedFile {
   /// Puts the file at ``path`` — with `overwrite`, renamed over what is there; otherwise
   /// linked, which fails when anything is there — and makes the directory entry durable.
   /// Returns false, placing nothing, when `path` exists and `overwrite` is false.
-  /// - Throws: the error of a failed link or rename, `what` naming the file.
+  /// - Throws: the error of a failed link or rename, `what` naming the file; the refusal of
+  ///   ``requireNoLeftovers(beside:_:)``.
   func place(overwrite: Bool, what: String) throws -> Bool {
+    // A leftover may have come meanwhile. A file that came is no concern: the link fails.
+    if overwrite || !FileSystem.lexists(path) { try Self.requireNoLeftovers(beside: path, consequence) }
     guard (overwrite ? rename(temporary, path) : link(temporary, path)) == 0 else {
       let err = errno
       if err == EEXIST && !overwrite { return false }
@@ -330,6 +339,65 @@ struct StagedFile {
     }
     FileSystem.syncDirectory(of: path)
     return true
+  }
+}
+
+extension StagedFile {
+  /// Throws `fileExists` when a file that SQLite pairs with a database by its name — `-wal`,
+  /// `-shm`, `-journal` — sits beside `path` and would be taken for the new file's own:
+  /// SQLite replays a `-wal` and rolls back a hot `-journal` into the file it finds them
+  /// beside, whichever database wrote them, and shares a `-shm` with every process that
+  /// still has the old one open.
+  ///
+  /// Without a file at `path`, any of them is refused: it is left from a database deleted or
+  /// moved (a crash, or a process that still has it open and goes on writing into its
+  /// `-wal`), so it is not removed here but named, with what to do. When a file is there (a
+  /// backup replaces it), its empty `-wal` and `-shm` are its own and go with it, but a
+  /// `-wal` holding commits or a `-journal` holding a transaction means that something has
+  /// it open, or crashed while writing it.
+  ///
+  /// The message names the leftover files and ends with `consequence`; the error's path is
+  /// `path`.
+  static func requireNoLeftovers(beside path: String, _ consequence: String) throws {
+    let present = ["-wal", "-shm", "-journal"].filter { FileSystem.lexists(path + $0) }
+    guard !present.isEmpty else { return }
+    let names = present.map { path + $0 }
+    guard FileSystem.lexists(path) else {
+      let what = present.count == 1 ? "its \(present[0]) file is" : "its " + Self.list(present) + " files are"
+      throw SessionStorageError(
+        .fileExists,
+        "no file is there, but \(what) left from another database (one deleted or moved, maybe still open in a "
+          + "process), and SQLite would \(Self.list(present.map(Self.effect))); \(consequence). If no process has "
+          + "that database open, remove \(Self.list(names)), or choose another name",
+        path: path)
+    }
+    if FileSystem.sizeIfPresent(path + "-wal") ?? 0 > 0 {
+      throw SessionStorageError(
+        .fileExists,
+        "its -wal file holds commits, so something has it open or crashed: stop it (or open the file once, to "
+          + "move them in), then try again; \(consequence)", path: path)
+    }
+    if FileSystem.sizeIfPresent(path + "-journal") ?? 0 > 0 {
+      throw SessionStorageError(
+        .fileExists,
+        "its -journal file holds a transaction, so something is writing it or crashed: stop it (or open the file "
+          + "once, to roll the transaction back), then try again; \(consequence)", path: path)
+    }
+  }
+
+  /// What SQLite would do with a leftover companion file of `suffix` beside a new database.
+  private static func effect(of suffix: String) -> String {
+    switch suffix {
+    case "-wal": "replay the -wal's commits into the new file"
+    case "-journal": "roll the -journal back into the new file"
+    default: "share the -shm's locks with whoever has the old database open"
+    }
+  }
+
+  /// "a", "a and b", "a, b and c".
+  private static func list(_ items: [String]) -> String {
+    guard let last = items.last, items.count > 1 else { return items.joined() }
+    return items.dropLast().joined(separator: ", ") + " and " + last
   }
 }
 
