@@ -1,4 +1,5 @@
 import CSQLite
+import Synchronization
 internal import SystemKit
 
 #if canImport(FoundationEssentials)
@@ -316,12 +317,23 @@ struct StagedFile {
     self.path = path
     self.consequence = consequence
     temporary = String(decoding: bytes.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    slot = StagedFiles.register(temporary)
+  }
+
+  /// Where ``StagedFiles`` keeps the private name for a signal handler; nil when it has no
+  /// room left.
+  private let slot: Int?
+
+  /// The private file's name and the names of the companions SQLite may make beside it.
+  static func names(of temporary: String) -> [String] {
+    ["", "-wal", "-shm", "-journal"].map { temporary + $0 }
   }
 
   /// Removes the private file and any companion SQLite left beside it; after ``place(overwrite:what:)``
   /// succeeded only the companions are left to remove.
   func discard() {
-    for suffix in ["", "-wal", "-shm", "-journal"] { unlink(temporary + suffix) }
+    for name in Self.names(of: temporary) { unlink(name) }
+    if let slot { StagedFiles.unregister(slot) }
   }
 
   /// Puts the file at ``path`` — with `overwrite`, renamed over what is there; otherwise
@@ -339,6 +351,79 @@ struct StagedFile {
     }
     FileSystem.syncDirectory(of: path)
     return true
+  }
+}
+
+/// The private names of the files this process is staging (``StagedFile``), where a signal
+/// handler can remove them: a process that a signal ends in the middle of a backup or the
+/// creation of a store leaves no hidden, full-size copy behind, when its handler calls
+/// ``removeAll()`` before it exits.
+///
+/// A handler may take no lock and allocate nothing, so the names live in memory allocated
+/// once, in slots that an atomic state hands from the staging thread to the handler: free,
+/// being written, holding names. Up to ``capacity`` files are kept at once; one more is staged
+/// all the same, but a signal leaves it behind.
+package enum StagedFiles {
+  /// How many files can be kept at once.
+  static let capacity = 8
+  /// The bytes of one name, with its NUL: the longest path, and room for `-journal`.
+  private static let nameBytes = Int(PATH_MAX) + 16
+  private static let namesPerSlot = 4
+
+  private static let free = 0
+  private static let writing = 1
+  private static let holding = 2
+
+  /// The slots: their states and their names, allocated once and never freed.
+  private final class Slots: Sendable {
+    nonisolated(unsafe) let states: UnsafeMutablePointer<Atomic<Int>>
+    nonisolated(unsafe) let names: UnsafeMutablePointer<CChar>
+
+    init() {
+      states = .allocate(capacity: StagedFiles.capacity)
+      for index in 0..<StagedFiles.capacity { (states + index).initialize(to: Atomic(StagedFiles.free)) }
+      names = .allocate(capacity: StagedFiles.capacity * StagedFiles.namesPerSlot * StagedFiles.nameBytes)
+    }
+  }
+
+  private static let slots = Slots()
+
+  /// Makes sure the slots exist, so that a signal handler calling ``removeAll()`` never
+  /// allocates them: call it before installing such a handler.
+  package static func prepareForSignalHandlers() { _ = slots }
+
+  /// Removes every file being staged, and its companions. Async-signal-safe: it reads the
+  /// slots with atomic loads and calls `unlink(2)`, nothing else.
+  package static func removeAll() {
+    let slots = slots
+    for index in 0..<capacity where slots.states[index].load(ordering: .acquiring) == holding {
+      for name in 0..<namesPerSlot { unlink(slots.names + (index * namesPerSlot + name) * nameBytes) }
+    }
+  }
+
+  /// Keeps `temporary`'s names for ``removeAll()``; returns the slot, or nil when every slot
+  /// is taken or a name does not fit.
+  static func register(_ temporary: String) -> Int? {
+    let names = StagedFile.names(of: temporary)
+    guard names.allSatisfy({ $0.utf8.count < nameBytes }) else { return nil }
+    let slots = slots
+    for index in 0..<capacity
+    where slots.states[index].compareExchange(expected: free, desired: writing, ordering: .acquiring)
+      .exchanged
+    {
+      for (offset, name) in names.enumerated() {
+        let start = slots.names + (index * namesPerSlot + offset) * nameBytes
+        name.withCString { _ = strcpy(start, $0) }
+      }
+      slots.states[index].store(holding, ordering: .releasing)
+      return index
+    }
+    return nil
+  }
+
+  /// Frees the slot ``register(_:)`` returned: its file is placed or removed.
+  static func unregister(_ index: Int) {
+    slots.states[index].store(free, ordering: .releasing)
   }
 }
 
