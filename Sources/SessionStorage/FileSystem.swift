@@ -1,4 +1,5 @@
 import CSQLite
+import Synchronization
 internal import SystemKit
 
 #if canImport(FoundationEssentials)
@@ -324,11 +325,16 @@ struct StagedFile {
   let path: String
   /// The private name it is built under: `.NAME.PURPOSE-XXXXXX` in the same directory.
   let temporary: String
+  /// What a refusal says was not done ("nothing was created").
+  let consequence: String
 
   /// Creates the empty private file beside `path`. Both names must fit SQLite's path limit:
-  /// a too long `path` is refused (`pathTooLong`, naming `path`) before anything is made.
-  /// `what` names the file in errors ("the database file").
-  init(beside path: String, purpose: String, what: String) throws {
+  /// a too long `path` is refused (`pathTooLong`, naming `path`) before anything is made,
+  /// and so is a `path` with a leftover companion (``requireNoLeftovers(beside:_:)``).
+  /// `what` names the file in errors ("the database file"), `consequence` ends a refusal.
+  init(beside path: String, purpose: String, what: String, consequence: String = "nothing was created") throws
+  {
+    try Self.requireNoLeftovers(beside: path, consequence)
     let directory = FileSystem.parent(of: path)
     let name = URL(fileURLWithPath: path).lastPathComponent
     let template = "\(directory)/.\(name).\(purpose)-XXXXXX"
@@ -343,20 +349,35 @@ struct StagedFile {
     fchmod(fd, 0o600)  // mkstemp gives 0600 less the umask: 0400 under umask 0277
     close(fd)
     self.path = path
+    self.consequence = consequence
     temporary = String(decoding: bytes.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    slot = StagedFiles.register(temporary)
+  }
+
+  /// Where ``StagedFiles`` keeps the private name for a signal handler; nil when it has no
+  /// room left.
+  private let slot: Int?
+
+  /// The private file's name and the names of the companions SQLite may make beside it.
+  static func names(of temporary: String) -> [String] {
+    ["", "-wal", "-shm", "-journal"].map { temporary + $0 }
   }
 
   /// Removes the private file and any companion SQLite left beside it; after ``place(overwrite:what:)``
   /// succeeded only the companions are left to remove.
   func discard() {
-    for suffix in ["", "-wal", "-shm", "-journal"] { unlink(temporary + suffix) }
+    for name in Self.names(of: temporary) { unlink(name) }
+    if let slot { StagedFiles.unregister(slot) }
   }
 
   /// Puts the file at ``path`` — with `overwrite`, renamed over what is there; otherwise
   /// linked, which fails when anything is there — and makes the directory entry durable.
   /// Returns false, placing nothing, when `path` exists and `overwrite` is false.
-  /// - Throws: the error of a failed link or rename, `what` naming the file.
+  /// - Throws: the error of a failed link or rename, `what` naming the file; the refusal of
+  ///   ``requireNoLeftovers(beside:_:)``.
   func place(overwrite: Bool, what: String) throws -> Bool {
+    // A leftover may have come meanwhile. A file that came is no concern: the link fails.
+    if overwrite || !FileSystem.lexists(path) { try Self.requireNoLeftovers(beside: path, consequence) }
     guard (overwrite ? rename(temporary, path) : link(temporary, path)) == 0 else {
       let err = errno
       if err == EEXIST && !overwrite { return false }
@@ -364,6 +385,138 @@ struct StagedFile {
     }
     FileSystem.syncDirectory(of: path)
     return true
+  }
+}
+
+/// The private names of the files this process is staging (``StagedFile``), where a signal
+/// handler can remove them: a process that a signal ends in the middle of a backup or the
+/// creation of a store leaves no hidden, full-size copy behind, when its handler calls
+/// ``removeAll()`` before it exits.
+///
+/// A handler may take no lock and allocate nothing, so the names live in memory allocated
+/// once, in slots that an atomic state hands from the staging thread to the handler: free,
+/// being written, holding names. Up to ``capacity`` files are kept at once; one more is staged
+/// all the same, but a signal leaves it behind.
+package enum StagedFiles {
+  /// How many files can be kept at once.
+  static let capacity = 8
+  /// The bytes of one name, with its NUL: the longest path, and room for `-journal`.
+  private static let nameBytes = Int(PATH_MAX) + 16
+  private static let namesPerSlot = 4
+
+  private static let free = 0
+  private static let writing = 1
+  private static let holding = 2
+
+  /// The slots: their states and their names, allocated once and never freed.
+  private final class Slots: Sendable {
+    nonisolated(unsafe) let states: UnsafeMutablePointer<Atomic<Int>>
+    nonisolated(unsafe) let names: UnsafeMutablePointer<CChar>
+
+    init() {
+      states = .allocate(capacity: StagedFiles.capacity)
+      for index in 0..<StagedFiles.capacity { (states + index).initialize(to: Atomic(StagedFiles.free)) }
+      names = .allocate(capacity: StagedFiles.capacity * StagedFiles.namesPerSlot * StagedFiles.nameBytes)
+    }
+  }
+
+  private static let slots = Slots()
+
+  /// Makes sure the slots exist, so that a signal handler calling ``removeAll()`` never
+  /// allocates them: call it before installing such a handler.
+  package static func prepareForSignalHandlers() { _ = slots }
+
+  /// Removes every file being staged, and its companions. Async-signal-safe: it reads the
+  /// slots with atomic loads and calls `unlink(2)`, nothing else.
+  package static func removeAll() {
+    let slots = slots
+    for index in 0..<capacity where slots.states[index].load(ordering: .acquiring) == holding {
+      for name in 0..<namesPerSlot { unlink(slots.names + (index * namesPerSlot + name) * nameBytes) }
+    }
+  }
+
+  /// Keeps `temporary`'s names for ``removeAll()``; returns the slot, or nil when every slot
+  /// is taken or a name does not fit.
+  static func register(_ temporary: String) -> Int? {
+    let names = StagedFile.names(of: temporary)
+    guard names.allSatisfy({ $0.utf8.count < nameBytes }) else { return nil }
+    let slots = slots
+    for index in 0..<capacity
+    where slots.states[index].compareExchange(expected: free, desired: writing, ordering: .acquiring)
+      .exchanged
+    {
+      for (offset, name) in names.enumerated() {
+        let start = slots.names + (index * namesPerSlot + offset) * nameBytes
+        name.withCString { _ = strcpy(start, $0) }
+      }
+      slots.states[index].store(holding, ordering: .releasing)
+      return index
+    }
+    return nil
+  }
+
+  /// Frees the slot ``register(_:)`` returned: its file is placed or removed.
+  static func unregister(_ index: Int) {
+    slots.states[index].store(free, ordering: .releasing)
+  }
+}
+
+extension StagedFile {
+  /// Throws `fileExists` when a file that SQLite pairs with a database by its name — `-wal`,
+  /// `-shm`, `-journal` — sits beside `path` and would be taken for the new file's own:
+  /// SQLite replays a `-wal` and rolls back a hot `-journal` into the file it finds them
+  /// beside, whichever database wrote them, and shares a `-shm` with every process that
+  /// still has the old one open.
+  ///
+  /// Without a file at `path`, any of them is refused: it is left from a database deleted or
+  /// moved (a crash, or a process that still has it open and goes on writing into its
+  /// `-wal`), so it is not removed here but named, with what to do. When a file is there (a
+  /// backup replaces it), its empty `-wal` and `-shm` are its own and go with it, but a
+  /// `-wal` holding commits or a `-journal` holding a transaction means that something has
+  /// it open, or crashed while writing it.
+  ///
+  /// The message names the leftover files and ends with `consequence`; the error's path is
+  /// `path`.
+  static func requireNoLeftovers(beside path: String, _ consequence: String) throws {
+    let present = ["-wal", "-shm", "-journal"].filter { FileSystem.lexists(path + $0) }
+    guard !present.isEmpty else { return }
+    let names = present.map { path + $0 }
+    guard FileSystem.lexists(path) else {
+      let what = present.count == 1 ? "its \(present[0]) file is" : "its " + Self.list(present) + " files are"
+      throw SessionStorageError(
+        .fileExists,
+        "no file is there, but \(what) left from another database (one deleted or moved, maybe still open in a "
+          + "process), and SQLite would \(Self.list(present.map(Self.effect))); \(consequence). If no process has "
+          + "that database open, remove \(Self.list(names)), or choose another name",
+        path: path)
+    }
+    if FileSystem.sizeIfPresent(path + "-wal") ?? 0 > 0 {
+      throw SessionStorageError(
+        .fileExists,
+        "its -wal file holds commits, so something has it open or crashed: stop it (or open the file once, to "
+          + "move them in), then try again; \(consequence)", path: path)
+    }
+    if FileSystem.sizeIfPresent(path + "-journal") ?? 0 > 0 {
+      throw SessionStorageError(
+        .fileExists,
+        "its -journal file holds a transaction, so something is writing it or crashed: stop it (or open the file "
+          + "once, to roll the transaction back), then try again; \(consequence)", path: path)
+    }
+  }
+
+  /// What SQLite would do with a leftover companion file of `suffix` beside a new database.
+  private static func effect(of suffix: String) -> String {
+    switch suffix {
+    case "-wal": "replay the -wal's commits into the new file"
+    case "-journal": "roll the -journal back into the new file"
+    default: "share the -shm's locks with whoever has the old database open"
+    }
+  }
+
+  /// "a", "a and b", "a, b and c".
+  private static func list(_ items: [String]) -> String {
+    guard let last = items.last, items.count > 1 else { return items.joined() }
+    return items.dropLast().joined(separator: ", ") + " and " + last
   }
 }
 

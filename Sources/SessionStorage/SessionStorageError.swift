@@ -79,7 +79,9 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
     /// The file was replaced or deleted while the store had it open; open it again.
     public static let fileReplaced = Code(rawValue: "fileReplaced")
     /// The target of ``SessionStore/backup(to:overwrite:)`` exists, and overwriting it was
-    /// not asked for (or its `-wal` holds commits). Nothing was written.
+    /// not asked for (or its `-wal` holds commits, its `-journal` a transaction); or a `-wal`,
+    /// `-shm` or `-journal` left from another database sits beside the path of a backup or a
+    /// new store, which SQLite would pair with the new file. Nothing was written.
     public static let fileExists = Code(rawValue: "fileExists")
     /// A backup failed its verification: a new copy (nothing is left at the target), or the
     /// file given to ``SessionStore/restore(from:)`` (the store was not changed). The message

@@ -56,13 +56,18 @@ extension SessionStore {
   /// nor a name whose own `-wal`, `-shm` or `-journal` would be one: while any process has
   /// the store open, replacing one of them loses acknowledged commits or corrupts the
   /// store. Nor does it replace anything but a regular file (a device, a FIFO, a
-  /// directory), also with `overwrite`.
+  /// directory), also with `overwrite`. Nor is the backup paired with a `-wal`, `-shm` or
+  /// `-journal` beside `path` that is not its own, which SQLite would replay into it: with
+  /// no file at `path`, any of them is refused and named (it is left from another database,
+  /// which a process may still have open); a file replaced with `overwrite` takes its empty
+  /// `-wal` and `-shm` with it, and is refused while its `-wal` holds commits or its
+  /// `-journal` a transaction. New stores refuse the same leftovers.
   /// - Throws: ``SessionStorageError``: `storeFile` when `path` is one of the store's files,
   ///   `notARegularFile` when it exists and is not a regular file, `fileExists` when it
-  ///   exists and `overwrite` is false (or its `-wal` holds commits: something may have it
-  ///   open), `invalidBackup` when the copy failed its check, `pathTooLong` when the path
-  ///   is longer than SQLite opens, `readOnly`, `notFound`, `full` or `sqlite` when the file
-  ///   cannot be created; `notFound` for a path that begins with `~` and leads to nothing (`~`
+  ///   exists and `overwrite` is false, or a `-wal`, `-shm` or `-journal` beside it is not
+  ///   its own (as above), `invalidBackup` when the copy failed its check, `pathTooLong`
+  ///   when the path is longer than SQLite opens, `readOnly`, `notFound`, `full` or `sqlite`
+  ///   when the file cannot be created; `notFound` for a path that begins with `~` and leads to nothing (`~`
   ///   is not expanded: only a shell does that).
   public func backup(to path: String, overwrite: Bool = false) throws -> BackupResult {
     try StoreFiles(of: self.path).refuse(path, "nothing was written: back up to a file of its own")
@@ -73,21 +78,14 @@ extension SessionStore {
         "this is \(kind), not a regular file, and a backup replaces nothing but a regular file (with "
           + "--force neither); nothing was written: choose a file name", path: path)
     }
-    if FileSystem.lexists(path) {
-      guard overwrite else {
-        throw SessionStorageError(
-          .fileExists, "the file exists; nothing was written (overwrite it with --force)", path: path)
-      }
-      // A -wal with commits in it would pair with the new file (SQLite finds it by name).
-      guard FileSystem.sizeIfPresent(path + "-wal") ?? 0 == 0 else {
-        throw SessionStorageError(
-          .fileExists,
-          "its -wal file holds commits, so something has it open or crashed: stop it (or open the file "
-            + "once, to move them in), then try again; nothing was written", path: path)
-      }
+    if FileSystem.lexists(path), !overwrite {
+      throw SessionStorageError(
+        .fileExists, "the file exists; nothing was written (overwrite it with --force)", path: path)
     }
     let what = "the backup file in \(FileSystem.parent(of: path))"
-    let staged = try StagedFile(beside: path, purpose: "backup", what: what)
+    // A -wal, -shm or -journal beside `path` that is not its own is refused here.
+    let staged = try StagedFile(
+      beside: path, purpose: "backup", what: what, consequence: "nothing was written")
     defer { staged.discard() }
     do {
       try log.file.requireSameFile()

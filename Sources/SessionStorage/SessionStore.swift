@@ -98,7 +98,9 @@ public final class SessionStore: _SessionBackedStore, SessionBackend {
   /// - Throws: ``SessionStorageError``: a missing directory (unless
   ///   ``Options/createsMissingDirectories``), a path that begins with `~` and leads to
   ///   nothing (`notFound`), a file that is not a database, someone else's
-  ///   database, a newer schema, mismatching migrations, a missing file in read-only mode.
+  ///   database, a newer schema, mismatching migrations, a missing file in read-only mode,
+  ///   a missing file with a `-wal`, `-shm` or `-journal` of another database beside it
+  ///   (`fileExists`).
   ///   Such a file is left byte-identical. `invalidOrigin` for an origin that is empty, longer
   ///   than 64 characters, holds a control character or is `external`.
   public init(path: String, options: Options = Options()) throws {

@@ -423,10 +423,15 @@ final class StopSignals: Sendable {
   private init() {}
 
   /// Makes SIGINT and SIGTERM end the process at once with exit status 128 + the signal,
-  /// without the thread of ``install()``: for the commands that never listen.
+  /// without the thread of ``install()``: for the commands that never listen. A backup or a
+  /// new store being built goes with it: its private file is removed first.
   static func exitOnSignals() {
+    StagedFiles.prepareForSignalHandlers()
     for number in [SIGINT, SIGTERM] {
-      signal(number) { number in _exit(128 + number) }
+      signal(number) { number in
+        StagedFiles.removeAll()
+        _exit(128 + number)
+      }
     }
   }
 
