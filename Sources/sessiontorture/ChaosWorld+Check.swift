@@ -10,6 +10,7 @@ extension ChaosWorld {
   /// and the followers. Returns the problems; a check that cannot run is one.
   func check() -> [String] {
     do {
+      try takeUnacknowledgedIfItAppeared()
       var problems = try compareFile()
       problems += compareInstances()
       if let store = instances.first {

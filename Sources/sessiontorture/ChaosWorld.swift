@@ -32,6 +32,8 @@ final class ChaosWorld {
   /// How many writes were acknowledged (and checked), and how many failed as injected.
   private(set) var acknowledged = 0
   var failedWrites = 0
+  /// How many unacknowledged writes of killed writers appeared later.
+  var appeared = 0
   private var deliveredBefore = 0
   /// What could not run here, said once each.
   private var notes: Set<String> = []
@@ -125,15 +127,18 @@ final class ChaosWorld {
     commit(expected, window: window, at: ackedAt)
   }
 
-  /// Adds an entry the model checked to its log, as acknowledged at `ackedAt`.
-  func commit(_ entry: ChaosEntry, window: ClosedRange<Int64>, at ackedAt: UInt64) {
+  /// Adds an entry the model checked to its log, as acknowledged at `ackedAt` (or, for an
+  /// unacknowledged write that appeared, as readable from then on).
+  func commit(
+    _ entry: ChaosEntry, window: ClosedRange<Int64>, at ackedAt: UInt64, acknowledged: Bool = true
+  ) {
     var entry = entry
     entry.serial = nextSerial
     nextSerial += 1
     entry.availableAt = ackedAt
     model.commit(entry)
     model.retainByAge(window: window, at: ackedAt)
-    acknowledged += 1
+    if acknowledged { self.acknowledged += 1 }
   }
 
   static func requireTime(_ time: Int64, within window: ClosedRange<Int64>, of what: String) throws {
@@ -156,6 +161,8 @@ final class ChaosWorld {
     model.rewrittenAt = now
     model.stateSince = now
     model.compactedAt = now
+    // The restore writes the whole file: nothing of a killed writer can follow it.
+    model.unacknowledged = nil
     verifiedThrough = 0
     return model
   }
@@ -166,6 +173,7 @@ final class ChaosWorld {
   /// unexpected error).
   func apply(_ step: ChaosStep) -> [String] {
     do {
+      try takeUnacknowledgedIfItAppeared()
       try run(step)
       return []
     } catch {
@@ -211,6 +219,7 @@ final class ChaosWorld {
     case .stopChildSubscriber(let index): try stopChildSubscriber(index)
     case .crashWriter(let writes, let count, let microseconds):
       try crashWriter(writes: writes, instances: count, microseconds: microseconds)
+    case .killedAtSync(let writes, let when): try killedAtSync(writes: writes, when: when)
     case .checkpoint(let mode):
       _ = try Self.sqlite3(path, "PRAGMA wal_checkpoint(\(mode))")
     case .backup:
