@@ -166,8 +166,15 @@ enum ChaosStep: Sendable, CustomStringConvertible {
     }
   }
 
-  /// Draws a step. `sessionctl` says whether the sessionctl steps are possible.
-  static func draw(using random: inout SplitMix64, sessionctl: Bool) -> ChaosStep {
+  /// The kinds of step (below) that act on what only an SQLite file has: Python's and the
+  /// shell's SQLite clients, checkpoints, backups and restores through the shell, the feed
+  /// trigger and the file replaced, retention policies, and faults injected into `fsync`.
+  private static let sqliteOnly: Set<Int> = [4, 13, 15, 16, 17, 18, 19, 20, 21, 22, 23, 27]
+
+  /// Draws a step. `sessionctl` says whether the sessionctl steps are possible; `postgres`
+  /// leaves out the steps only an SQLite file has (a PostgreSQL run draws the same kinds of
+  /// step in the same proportions otherwise).
+  static func draw(using random: inout SplitMix64, sessionctl: Bool, postgres: Bool = false) -> ChaosStep {
     let names = ["alice", "bob", "carol", "dave", "eve", "José", "mallory"]
     func action() -> Action {
       switch Int.random(in: 0..<5, using: &random) {
@@ -192,7 +199,7 @@ enum ChaosStep: Sendable, CustomStringConvertible {
       (10, 0), (7, 1), (24, 2), (8, 3), (4, 4), (sessionctl ? 4 : 0, 5), (4, 6), (6, 7), (4, 8), (3, 9),
       (2, 10), (3, 11), (4, 12), (4, 13), (3, 14), (2, 15), (2, 16), (2, 17), (1, 18), (1, 19),
       (2, 20), (1, 21), (sessionctl ? 1 : 0, 22), (2, 23), (3, 24), (2, 25), (1, 26), (2, 27),
-    ]
+    ].map { weight, kind in (postgres && sqliteOnly.contains(kind) ? 0 : weight, kind) }
     var pick = Int.random(in: 0..<weights.reduce(0) { $0 + $1.0 }, using: &random)
     var kind = 0
     for (weight, candidate) in weights {
