@@ -154,6 +154,17 @@ struct ChaosModel: Sendable {
   var compactedAt: UInt64 = 0
   /// When the history was last rewritten (a restore).
   var rewrittenAt: UInt64 = 0
+  /// A write that was issued and never acknowledged (its writer was killed) and that the
+  /// log does not hold: it may still appear, once, as the next entry (its cursor `head +
+  /// 1`, exactly as issued), until another entry is written or the history is rewritten.
+  var unacknowledged: Unacknowledged?
+
+  /// A write whose writer died before acknowledging it, and the wall clock (ms) around it.
+  struct Unacknowledged: Sendable {
+    var entry: ChaosEntry
+    var window: ClosedRange<Int64>
+    var writer: String
+  }
 
   init(initial: ChaosState, at time: UInt64) {
     self.initial = initial
@@ -202,6 +213,8 @@ struct ChaosModel: Sendable {
   /// as the feed trigger does: the newest `keepLast` are kept exactly; the age limit is
   /// applied with ``retainByAge(window:)`` once the window of the write's clock is known.
   mutating func commit(_ entry: ChaosEntry) {
+    // Another entry at `head + 1`: an unacknowledged write can no longer be the next one.
+    unacknowledged = nil
     head = entry.cursor
     log[entry.cursor] = entry
     state = entry.after

@@ -1,5 +1,6 @@
 import CommandLineKit
 import Foundation
+import SessionStoragePostgres
 import Synchronization
 import ToolingKit
 
@@ -14,7 +15,9 @@ import ToolingKit
 /// Every committed change must reach every live subscriber within `--bound-ms` of being
 /// acknowledged; a step and its check must each end within `--hang-seconds`. On a failure
 /// it prints the seed, the step and the problem, then looks for the shortest failing run:
-/// the prefix up to the failing step, replayed, then with steps left out.
+/// the prefix up to the failing step, replayed, then with steps left out. With a
+/// `postgresql://` URL as `--db`, the steps that make sense there run on a schema of that
+/// server, with `psql` as the outside client (``ChaosBackend``).
 struct ChaosScenario: TortureScenario {
   static let seed = Option<UInt64>(
     "seed", help: "The seed the steps are drawn from (default: a random one); with --long, the first.")
@@ -61,8 +64,17 @@ struct ChaosScenario: TortureScenario {
   /// The steps of `seed`, in order.
   func draw(_ seed: UInt64, count: Int) -> [ChaosStep] {
     var random = SplitMix64(seed: seed)
-    return (0..<count).map { _ in ChaosStep.draw(using: &random, sessionctl: sessionctl != nil) }
+    return (0..<count).map { _ in
+      ChaosStep.draw(using: &random, sessionctl: sessionctl != nil, postgres: isPostgres)
+    }
   }
+
+  /// Whether `--db` names a PostgreSQL server (`postgresql://…`): each run then gets a
+  /// schema of its own there, dropped when the run passes.
+  var isPostgres: Bool { path.hasPrefix("postgresql://") || path.hasPrefix("postgres://") }
+
+  /// `--db` as reports print it: a URL's passwords replaced by `***`.
+  var shownPath: String { isPostgres ? PostgresSessionStore.redacted(path) : path }
 
   /// What a run found: the index of the first step after which a check failed, and why.
   struct Failure {
@@ -75,11 +87,14 @@ struct ChaosScenario: TortureScenario {
     var acknowledged = 0
     var delivered = 0
     var failedWrites = 0
+    /// Unacknowledged writes of killed writers that appeared later.
+    var appeared = 0
 
     static func += (total: inout Counts, run: Counts) {
       total.acknowledged += run.acknowledged
       total.delivered += run.delivered
       total.failedWrites += run.failedWrites
+      total.appeared += run.appeared
     }
   }
 
@@ -91,19 +106,30 @@ struct ChaosScenario: TortureScenario {
       report: [
         "seed \(seed)\(shrinking ? " (while shrinking the failure above)" : "") hung in \(what)\(place): "
           + "it ran past the limit of \(hangLimit)",
-        "replay: sessiontorture chaos --seed \(seed) --steps \(index + 1) --db \(path)",
+        "replay: sessiontorture chaos --seed \(seed) --steps \(index + 1) --db \(shownPath)",
       ],
       summary: #"{"scenario":"chaos","seed":\#(self.seed),"hung":true,"problems":1}"#)
   }
 
-  /// Runs `steps` on a fresh file at `file`, checking after each; returns the first failure.
+  /// Runs `steps` on a fresh file at `file` (or a fresh schema of the PostgreSQL server it
+  /// names), checking after each; returns the first failure.
   func play(_ steps: [ChaosStep], on file: String, seed: UInt64, shrinking: Bool = false) throws -> (
     failure: Failure?, counts: Counts
   ) {
-    let world = try ChaosWorld(path: file, sessionctl: sessionctl, bound: .milliseconds(boundMilliseconds))
-    defer { world.tearDown() }
+    let schema = "chaos_\(seed)_" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+    let (backend, name) = try ChaosBackend.of(file, schema: schema)
+    let world = try ChaosWorld(
+      path: name, backend: backend, sessionctl: sessionctl, bound: .milliseconds(boundMilliseconds))
+    var passed = false
+    defer {
+      world.tearDown()
+      // A failed run's schema stays for a look (the report names it).
+      if passed { backend.dispose() } else if backend.isPostgres { report("the run's schema: \(schema)") }
+    }
     func counts() -> Counts {
-      Counts(acknowledged: world.acknowledged, delivered: world.delivered, failedWrites: world.failedWrites)
+      Counts(
+        acknowledged: world.acknowledged, delivered: world.delivered, failedWrites: world.failedWrites,
+        appeared: world.appeared)
     }
     for (index, step) in steps.enumerated() {
       guardHang(seed, index, step, "", shrinking: shrinking)
@@ -116,12 +142,16 @@ struct ChaosScenario: TortureScenario {
     guardHang(seed, steps.count, nil, "", shrinking: shrinking)
     defer { ChaosWatchdog.shared.disarm() }
     var problems = world.catchUp()
+    world.tearDown()
+    // With every connection closed, the next open runs the WAL recovery: a killed writer's
+    // unacknowledged write may appear there.
+    do { try world.takeUnacknowledgedIfItAppeared() } catch { problems.append("\(error)") }
     let total = counts()
     let kept = Set(world.model.log.keys.filter { $0 >= world.model.firstAvailable })
-    world.tearDown()
     // Every instance released: a new one reads what a fresh process reads.
-    problems += try Verification.problems(path: file, acknowledged: kept)
-    return (problems.isEmpty ? nil : Failure(step: steps.count, problems: problems), total)
+    problems += try Verification.problems(of: backend.open(name, origin: "verifier"), acknowledged: kept)
+    passed = problems.isEmpty
+    return (passed ? nil : Failure(step: steps.count, problems: problems), total)
   }
 
   func run() throws -> Int32 {
@@ -143,14 +173,14 @@ struct ChaosScenario: TortureScenario {
       seed &+= 1
     } while deadline.map { Date() < $0 } ?? false
     ChildChannel.say(
-      #"{"scenario":"chaos","seed":\#(self.seed),"runs":\#(runs),"steps":\#(totalSteps),"acknowledged":\#(total.acknowledged),"delivered":\#(total.delivered),"failedWrites":\#(total.failedWrites),"problems":\#(found?.failure.problems.count ?? 0)}"#
+      #"{"scenario":"chaos","seed":\#(self.seed),"runs":\#(runs),"steps":\#(totalSteps),"acknowledged":\#(total.acknowledged),"delivered":\#(total.delivered),"failedWrites":\#(total.failedWrites),"appeared":\#(total.appeared),"problems":\#(found?.failure.problems.count ?? 0)}"#
     )
     guard let found else { return 0 }
     report(
       "seed \(found.seed) failed after step \(found.failure.step + 1) (\(found.steps.last.map(\.description) ?? "the end")):"
     )
     for problem in found.failure.problems { report("problem: \(problem)") }
-    report("replay: sessiontorture chaos --seed \(found.seed) --steps \(found.steps.count) --db \(path)")
+    report("replay: sessiontorture chaos --seed \(found.seed) --steps \(found.steps.count) --db \(shownPath)")
     let shortest = try shrink(found.steps, seed: found.seed)
     report("shortest failing run found (\(shortest.count) steps):")
     for (index, step) in shortest.enumerated() { report("  \(index + 1). \(step)") }
@@ -161,11 +191,15 @@ struct ChaosScenario: TortureScenario {
   /// `--shrink-seconds`. Timing-dependent failures may not replay; then `steps` is kept.
   func shrink(_ steps: [ChaosStep], seed: UInt64) throws -> [ChaosStep] {
     let deadline = Date().addingTimeInterval(TimeInterval(shrinkSeconds))
-    let scratch = path + ".shrink"
+    let scratch = isPostgres ? path : path + ".shrink"
     func fails(_ candidate: [ChaosStep]) throws -> Bool {
       try play(candidate, on: scratch, seed: seed, shrinking: true).failure != nil
     }
-    defer { for suffix in ["", "-wal", "-shm", ".link", ".backup", ".stderr"] { unlink(scratch + suffix) } }
+    defer {
+      if !isPostgres {
+        for suffix in ["", "-wal", "-shm", ".link", ".backup", ".stderr"] { unlink(scratch + suffix) }
+      }
+    }
     var shrinker = Shrinker(steps)
     while let candidate = shrinker.candidate, Date() < deadline {
       shrinker.record(failed: try fails(candidate))

@@ -86,6 +86,10 @@ enum ChaosStep: Sendable, CustomStringConvertible {
   case startChildSubscriber
   case stopChildSubscriber(Int)
   case crashWriter(writes: Int, instances: Int, microseconds: Int)
+  /// A writer process SIGKILLed as it enters its `when`-th fsync (strace fault injection):
+  /// on SQLite, a commit's frames in the WAL and not in the wal-index, for the next WAL
+  /// recovery to find.
+  case killedAtSync(writes: Int, when: Int)
   case checkpoint(String)
   /// `sqlite3 .backup`: a copy to restore later.
   case backup
@@ -138,6 +142,8 @@ enum ChaosStep: Sendable, CustomStringConvertible {
     case .stopChildSubscriber(let index): "stop subscriber process #\(index)"
     case .crashWriter(let writes, let instances, let microseconds):
       "writer process (\(instances) instance(s), up to \(writes) writes) SIGKILLed after \(microseconds) µs"
+    case .killedAtSync(let writes, let when):
+      "writer process (up to \(writes) writes) SIGKILLed as it enters fsync \(when)"
     case .checkpoint(let mode): "sqlite3 shell: wal_checkpoint(\(mode))"
     case .backup: "sqlite3 shell: .backup"
     case .restore: "sqlite3 shell: .restore of the last backup"
@@ -160,8 +166,15 @@ enum ChaosStep: Sendable, CustomStringConvertible {
     }
   }
 
-  /// Draws a step. `sessionctl` says whether the sessionctl steps are possible.
-  static func draw(using random: inout SplitMix64, sessionctl: Bool) -> ChaosStep {
+  /// The kinds of step (below) that act on what only an SQLite file has: Python's and the
+  /// shell's SQLite clients, checkpoints, backups and restores through the shell, the feed
+  /// trigger and the file replaced, retention policies, and faults injected into `fsync`.
+  private static let sqliteOnly: Set<Int> = [4, 13, 15, 16, 17, 18, 19, 20, 21, 22, 23, 27]
+
+  /// Draws a step. `sessionctl` says whether the sessionctl steps are possible; `postgres`
+  /// leaves out the steps only an SQLite file has (a PostgreSQL run draws the same kinds of
+  /// step in the same proportions otherwise).
+  static func draw(using random: inout SplitMix64, sessionctl: Bool, postgres: Bool = false) -> ChaosStep {
     let names = ["alice", "bob", "carol", "dave", "eve", "José", "mallory"]
     func action() -> Action {
       switch Int.random(in: 0..<5, using: &random) {
@@ -185,8 +198,8 @@ enum ChaosStep: Sendable, CustomStringConvertible {
     let weights = [
       (10, 0), (7, 1), (24, 2), (8, 3), (4, 4), (sessionctl ? 4 : 0, 5), (4, 6), (6, 7), (4, 8), (3, 9),
       (2, 10), (3, 11), (4, 12), (4, 13), (3, 14), (2, 15), (2, 16), (2, 17), (1, 18), (1, 19),
-      (2, 20), (1, 21), (sessionctl ? 1 : 0, 22), (2, 23), (3, 24), (2, 25), (1, 26),
-    ]
+      (2, 20), (1, 21), (sessionctl ? 1 : 0, 22), (2, 23), (3, 24), (2, 25), (1, 26), (2, 27),
+    ].map { weight, kind in (postgres && sqliteOnly.contains(kind) ? 0 : weight, kind) }
     var pick = Int.random(in: 0..<weights.reduce(0) { $0 + $1.0 }, using: &random)
     var kind = 0
     for (weight, candidate) in weights {
@@ -245,6 +258,9 @@ enum ChaosStep: Sendable, CustomStringConvertible {
     case 24: return .liveWriter(actions(2...8), pauseMilliseconds: Int.random(in: 5...60, using: &random))
     case 25: return .snapshotsUnderLoad(index(), writes: Int.random(in: 10...40, using: &random))
     case 26: return .quietWriter
+    case 27:
+      return .killedAtSync(
+        writes: Int.random(in: 1...8, using: &random), when: Int.random(in: 1...8, using: &random))
     default: return .settle
     }
   }

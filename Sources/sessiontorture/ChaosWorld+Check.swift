@@ -10,6 +10,7 @@ extension ChaosWorld {
   /// and the followers. Returns the problems; a check that cannot run is one.
   func check() -> [String] {
     do {
+      try takeUnacknowledgedIfItAppeared()
       var problems = try compareFile()
       problems += compareInstances()
       if let store = instances.first {
@@ -24,19 +25,25 @@ extension ChaosWorld {
     }
   }
 
-  /// The file as a fresh sqlite3 process reads it: integrity, the state, the head, the
-  /// oldest cursor and the row count (no hole), the policy, and the rows not compared yet
-  /// (all of them every 50 checks and after a restore), against the model.
+  /// The store as a fresh sqlite3 (or psql) process reads it: integrity, the state, the
+  /// head, the oldest cursor and the row count (no hole), the policy, and the rows not
+  /// compared yet (all of them every 50 checks and after a restore), against the model.
   private func compareFile() throws -> [String] {
     checks += 1
     if checks % 50 == 0 { verifiedThrough = 0 }
-    let output = try Self.sqlite3(
+    let output = try backend.shell(
       path,
-      "PRAGMA quick_check; SELECT quote(username) || '|' || is_logged_in || '|' || updated_at FROM session; "
-        + Self.headSQL
-        + " SELECT coalesce(min(seq), '') || '|' || count(*) FROM session_changes;"
-        + " SELECT coalesce(keep_last, '') || '|' || coalesce(max_age_ms, '') FROM session_retention WHERE id = 1;"
-        + " SELECT \(Self.rowColumns) FROM session_changes WHERE seq > \(verifiedThrough) ORDER BY seq;"
+      [
+        // PostgreSQL checks its pages itself; a store there has no retention policy.
+        backend.isPostgres ? "SELECT 'ok'" : "PRAGMA quick_check",
+        "SELECT \(backend.sessionColumns) FROM session",
+        backend.headSQL,
+        "SELECT coalesce(CAST(min(seq) AS TEXT), '') || '|' || count(*) FROM session_changes",
+        backend.isPostgres
+          ? "SELECT '|'"
+          : "SELECT coalesce(keep_last, '') || '|' || coalesce(max_age_ms, '') FROM session_retention WHERE id = 1",
+        "SELECT \(backend.rowColumns) FROM session_changes WHERE seq > \(verifiedThrough) ORDER BY seq",
+      ]
     ).split(separator: "\n", omittingEmptySubsequences: false)
     guard output.count >= 5, output[0] == "ok" else { return ["quick_check: \(output.first ?? "no answer")"] }
     var problems: [String] = []
@@ -102,7 +109,7 @@ extension ChaosWorld {
             "instance #\(index) has bounds \(bounds.oldest.map(\.description) ?? "-")…\(bounds.head), the model "
               + "\(oldest.map(String.init) ?? "-")…\(model.head)")
         }
-        let policy = ChaosPolicy(try store.retention())
+        let policy = try (store as? SessionStore).map { ChaosPolicy(try $0.retention()) } ?? .off
         if policy != model.policy {
           problems.append("instance #\(index) has retention \(policy), the model \(model.policy)")
         }

@@ -42,20 +42,7 @@ extension ChaosWorld {
     return shell.lines.joined(separator: "\n")
   }
 
-  /// The newest cursor ever handed out, as `SessionLog` computes it (compaction keeps it).
-  static let headSQL = """
-    SELECT max(coalesce((SELECT max(seq) FROM session_changes), 0),
-      coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'session_changes'), 0));
-    """
-
-  /// A feed row as one line: `seq|at|origin|old username|new username|old flag|new flag|old
-  /// time`, text quoted as SQL literals (`NULL` or `'…'`); the names the driver writes hold no `|`.
-  static let rowColumns = """
-    seq || '|' || at || '|' || quote(origin) || '|' || quote(old_username) || '|' || quote(new_username) \
-    || '|' || old_is_logged_in || '|' || new_is_logged_in || '|' || old_updated_at
-    """
-
-  /// Reads a line of ``rowColumns``.
+  /// Reads a line of ``ChaosBackend/rowColumns``.
   static func row(_ line: Substring) -> ChaosEntry? {
     let fields = line.split(separator: "|", omittingEmptySubsequences: false)
     guard fields.count == 8, let cursor = Int64(fields[0]), let time = milliseconds(fields[1]),
@@ -81,11 +68,14 @@ extension ChaosWorld {
     return .some(text.dropFirst().dropLast().replacingOccurrences(of: "''", with: "'"))
   }
 
-  /// The file's head and its rows after the model's head, read by a fresh process.
+  /// The store's head and its rows after the model's head, read by a fresh process.
   func newRows() throws -> (head: Int64, rows: [ChaosEntry]) {
-    let lines = try Self.sqlite3(
+    let lines = try backend.shell(
       path,
-      Self.headSQL + " SELECT \(Self.rowColumns) FROM session_changes WHERE seq > \(model.head) ORDER BY seq;"
+      [
+        backend.headSQL,
+        "SELECT \(backend.rowColumns) FROM session_changes WHERE seq > \(model.head) ORDER BY seq",
+      ]
     ).split(separator: "\n")
     guard let head = lines.first.flatMap({ Int64($0) }) else { throw TortureFailure("no head in \(lines)") }
     return (
@@ -155,6 +145,12 @@ extension ChaosWorld {
       }
       commit(expected, window: window, at: ackedAt)
     }
+    // The write after the last one in the file was perhaps issued: it may appear later.
+    if written < candidates.count {
+      var next = candidates[written]
+      next.before = model.state
+      issuedWithoutAcknowledgement(next, window: window, by: writer)
+    }
   }
 
   // MARK: Other clients' writes
@@ -164,13 +160,13 @@ extension ChaosWorld {
   private func outsideSQL(_ action: ChaosStep.Action) -> (update: String, select: String) {
     let set: String
     switch action {
-    case .login(let name): set = "username = '\(name)', is_logged_in = 1"
-    case .logout: set = "is_logged_in = 0"
+    case .login(let name): set = "username = '\(name)', is_logged_in = \(backend.flag(true))"
+    case .logout: set = "is_logged_in = \(backend.flag(false))"
     case .rename(let name): set = "username = '\(name)'"
     }
     return (
       "UPDATE session SET \(set)",
-      "SELECT \(Self.rowColumns) FROM session_changes WHERE seq > \(model.head) ORDER BY seq"
+      "SELECT \(backend.rowColumns) FROM session_changes WHERE seq > \(model.head) ORDER BY seq"
     )
   }
 
@@ -207,10 +203,10 @@ extension ChaosWorld {
   func shellWrite(_ action: ChaosStep.Action) throws {
     let (update, select) = outsideSQL(action)
     let start = ChaosClock.wallMilliseconds()
-    let output = try Self.sqlite3(path, "BEGIN IMMEDIATE; \(update); \(select); COMMIT;")
+    let output = try backend.shell(path, [backend.begin, update, select, "COMMIT"])
     try settleOutside(
       action, printed: output.split(separator: "\n"), window: start...ChaosClock.wallMilliseconds(),
-      ackedAt: Monotonic.now(), by: "sqlite3 shell")
+      ackedAt: Monotonic.now(), by: backend.isPostgres ? "psql" : "sqlite3 shell")
   }
 
   func pythonWrite(_ action: ChaosStep.Action, through prefix: [String] = ["/usr/bin/env"]) throws {
@@ -370,27 +366,6 @@ extension ChaosWorld {
     retire(follower)
   }
 
-  func crashWriter(writes: Int, instances count: Int, microseconds: Int) throws {
-    let candidates = childWrites(writes, origin: "crash")
-    let start = ChaosClock.wallMilliseconds()
-    let writer = try Self.spawnChild(
-      ["write", "--db", path, "--count", String(writes), "--origin", "crash", "--instances", String(count)])
-    _ = writer.waitForLine { _ in true }
-    usleep(UInt32(microseconds))
-    writer.kill(SIGKILL)
-    Self.reap(writer)
-    let printed = writer.lines.compactMap(Int64.init)
-    guard printed == candidates.prefix(printed.count).map(\.cursor) else {
-      throw TortureFailure(
-        "the killed writer acknowledged \(printed), the model expects a prefix of \(candidates.map(\.cursor))"
-      )
-    }
-    try adopt(
-      candidates, required: printed.count, window: start...ChaosClock.wallMilliseconds(),
-      ackedAt: Monotonic.now(),
-      by: "the killed writer")
-  }
-
   /// Reads what a writer process of `Children.apply` printed for `actions`, in order, and
   /// settles each against the model: "ok" must be the model's entry, "none" a no-op, and an
   /// "error" changed nothing (the check after the step finds any row it left). Returns how
@@ -431,7 +406,7 @@ extension ChaosWorld {
     // A connection of this process stays open meanwhile, so the writer's close is never the
     // last one: a failed commit's frames are left beyond the WAL's end, never checkpointed.
     let holder =
-      try instances.first ?? SessionStore(path: path, options: Self.options(origin: "chaos-holder"))
+      try instances.first ?? backend.open(path, origin: "chaos-holder")
     defer { withExtendedLifetime(holder) {} }
     let origin = "eio"
     let writer = "the writer process with fsync failing at call \(when)\(sticky ? " and after" : "")"

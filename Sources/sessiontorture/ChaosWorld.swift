@@ -15,11 +15,13 @@ final class ChaosWorld {
   /// (file notifications missed, or not set up) fails the run.
   static let safetyPoll: Duration = .seconds(5)
 
+  /// The file, or the URL of the store on PostgreSQL (with its schema).
   let path: String
+  let backend: ChaosBackend
   let sessionctl: String?
   /// How long after it became readable a change must reach every live follower (ns).
   let bound: UInt64
-  private(set) var instances: [SessionStore] = []
+  var instances: [any ChaosStore] = []
   var followers: [ChaosFollower] = []
   var model: ChaosModel
   /// The model when the last backup was taken: a restore rewinds to it.
@@ -32,26 +34,33 @@ final class ChaosWorld {
   /// How many writes were acknowledged (and checked), and how many failed as injected.
   private(set) var acknowledged = 0
   var failedWrites = 0
+  /// How many unacknowledged writes of killed writers appeared later.
+  var appeared = 0
   private var deliveredBefore = 0
   /// What could not run here, said once each.
   private var notes: Set<String> = []
 
   var backupPath: String { path + ".backup" }
 
-  init(path: String, sessionctl: String?, bound: Duration) throws {
+  init(path: String, backend: ChaosBackend = .sqlite, sessionctl: String?, bound: Duration) throws {
     self.path = path
+    self.backend = backend
     self.sessionctl = sessionctl
     self.bound = UInt64(bound.milliseconds) * 1_000_000
-    for suffix in ["", "-wal", "-shm", ".link", ".backup", ".stderr"] { unlink(path + suffix) }
-    // The file exists before the first step, so every spelling can name it.
-    let store = try SessionStore(path: path, options: Self.options(origin: "chaos"))
+    if !backend.isPostgres {
+      for suffix in ["", "-wal", "-shm", ".link", ".backup", ".stderr"] { unlink(path + suffix) }
+    }
+    // The store exists before the first step, so every spelling can name it.
+    let store = try backend.open(path, origin: "chaos")
     instances.append(store)
     let initial = ChaosState(try store.state)
     guard initial.username == nil, !initial.isLoggedIn else {
       throw TortureFailure("a new store holds \(initial), not (nil, out)")
     }
     model = ChaosModel(initial: initial, at: Monotonic.now())
-    guard symlink(path, path + ".link") == 0 else { throw TortureFailure("cannot link to \(path)") }
+    guard backend.isPostgres || symlink(path, path + ".link") == 0 else {
+      throw TortureFailure("cannot link to \(path)")
+    }
   }
 
   static func options(
@@ -125,15 +134,18 @@ final class ChaosWorld {
     commit(expected, window: window, at: ackedAt)
   }
 
-  /// Adds an entry the model checked to its log, as acknowledged at `ackedAt`.
-  func commit(_ entry: ChaosEntry, window: ClosedRange<Int64>, at ackedAt: UInt64) {
+  /// Adds an entry the model checked to its log, as acknowledged at `ackedAt` (or, for an
+  /// unacknowledged write that appeared, as readable from then on).
+  func commit(
+    _ entry: ChaosEntry, window: ClosedRange<Int64>, at ackedAt: UInt64, acknowledged: Bool = true
+  ) {
     var entry = entry
     entry.serial = nextSerial
     nextSerial += 1
     entry.availableAt = ackedAt
     model.commit(entry)
     model.retainByAge(window: window, at: ackedAt)
-    acknowledged += 1
+    if acknowledged { self.acknowledged += 1 }
   }
 
   static func requireTime(_ time: Int64, within window: ClosedRange<Int64>, of what: String) throws {
@@ -156,6 +168,8 @@ final class ChaosWorld {
     model.rewrittenAt = now
     model.stateSince = now
     model.compactedAt = now
+    // The restore writes the whole file: nothing of a killed writer can follow it.
+    model.unacknowledged = nil
     verifiedThrough = 0
     return model
   }
@@ -166,6 +180,7 @@ final class ChaosWorld {
   /// unexpected error).
   func apply(_ step: ChaosStep) -> [String] {
     do {
+      try takeUnacknowledgedIfItAppeared()
       try run(step)
       return []
     } catch {
@@ -173,15 +188,16 @@ final class ChaosWorld {
     }
   }
 
-  func instance(_ index: Int) -> SessionStore? {
+  func instance(_ index: Int) -> (any ChaosStore)? {
     instances.isEmpty ? nil : instances[index % instances.count]
   }
 
   private func run(_ step: ChaosStep) throws {
     switch step {
     case .open(let spelling, let readOnly, let normal):
+      // A PostgreSQL store has one name, its URL.
       let name: String
-      switch spelling {
+      switch backend.isPostgres ? .path : spelling {
       case .path: name = path
       case .symbolicLink: name = path + ".link"
       case .relativePath:
@@ -189,10 +205,8 @@ final class ChaosWorld {
         name = String(repeating: "../", count: depth) + path.drop { $0 == "/" }
       }
       instances.append(
-        try SessionStore(
-          path: name,
-          options: Self.options(
-            origin: "chaos\(instances.count)", durability: normal ? .normal : .full, readOnly: readOnly)))
+        try backend.open(
+          name, origin: "chaos\(instances.count)", durability: normal ? .normal : .full, readOnly: readOnly))
     case .release(let index):
       guard !instances.isEmpty else { return }
       instances.remove(at: index % instances.count)
@@ -211,6 +225,7 @@ final class ChaosWorld {
     case .stopChildSubscriber(let index): try stopChildSubscriber(index)
     case .crashWriter(let writes, let count, let microseconds):
       try crashWriter(writes: writes, instances: count, microseconds: microseconds)
+    case .killedAtSync(let writes, let when): try killedAtSync(writes: writes, when: when)
     case .checkpoint(let mode):
       _ = try Self.sqlite3(path, "PRAGMA wal_checkpoint(\(mode))")
     case .backup:
@@ -260,7 +275,7 @@ final class ChaosWorld {
   /// One write through `store`, by the API `mode` names; an `async` one runs in a task this
   /// thread waits for (the driver's steps are sequential).
   private static func write(
-    _ action: ChaosStep.Action, through store: SessionStore, _ mode: ChaosStep.WriteMode
+    _ action: ChaosStep.Action, through store: any ChaosStore, _ mode: ChaosStep.WriteMode
   ) throws -> SessionEntry? {
     guard mode != .sync else {
       switch action {
@@ -298,7 +313,7 @@ final class ChaosWorld {
   private func write(_ index: Int, _ action: ChaosStep.Action, _ mode: ChaosStep.WriteMode) throws {
     guard let store = instance(index) else { return }
     let writer = "instance #\(index % instances.count) (\(mode.rawValue))"
-    if store.options.readOnly {
+    if store.isReadOnly {
       return try requireRefusal(writer) { try Self.write(action, through: store, mode) }
     }
     let start = ChaosClock.wallMilliseconds()
@@ -316,7 +331,7 @@ final class ChaosWorld {
       return
     }
     try settle(
-      action, origin: store.options.origin, returned: entry, window: start...ChaosClock.wallMilliseconds(),
+      action, origin: store.origin, returned: entry, window: start...ChaosClock.wallMilliseconds(),
       ackedAt: Monotonic.now(), by: writer)
   }
 
@@ -358,20 +373,20 @@ final class ChaosWorld {
     let range: ClosedRange<Int64>
     switch kind {
     case .keepingLast(let count):
-      if store.options.readOnly { return try requireRefusal(what) { try store.compact(keepingLast: count) } }
+      if store.isReadOnly { return try requireRefusal(what) { try store.compact(keepingLast: count) } }
       compaction = try store.compact(keepingLast: count)
       let kept = max(before, model.head - Int64(count) + 1)
       range = kept...kept
     case .before(let back):
       let cursor = max(0, model.head + 1 - Int64(back))
-      if store.options.readOnly {
+      if store.isReadOnly {
         return try requireRefusal(what) { try store.compact(before: Cursor(cursor)) }
       }
       compaction = try store.compact(before: Cursor(cursor))
       let kept = max(before, min(cursor, model.head + 1))
       range = kept...kept
     case .olderThan(let milliseconds):
-      if store.options.readOnly {
+      if store.isReadOnly {
         return try requireRefusal(what) { try store.compact(olderThan: .milliseconds(milliseconds)) }
       }
       compaction = try store.compact(olderThan: .milliseconds(milliseconds))
@@ -390,9 +405,9 @@ final class ChaosWorld {
   }
 
   private func setRetention(_ index: Int, _ policy: ChaosPolicy) throws {
-    guard let store = instance(index) else { return }
+    guard let store = instance(index) as? SessionStore else { return }
     let what = "setRetention(\(policy)) through instance #\(index % instances.count)"
-    if store.options.readOnly { return try requireRefusal(what) { try store.setRetention(policy.retention) } }
+    if store.isReadOnly { return try requireRefusal(what) { try store.setRetention(policy.retention) } }
     let before = model.firstAvailable
     let start = ChaosClock.wallMilliseconds()
     let compaction = try store.setRetention(policy.retention)
@@ -410,211 +425,6 @@ final class ChaosWorld {
     let range = retentionRange(policy, window: window)
     model.policy = policy
     try apply(compaction, range: range, from: before, by: what)
-  }
-
-  /// Compares a FeedError with the one the model expects: the case and cursors (the
-  /// reasons are prose).
-  static func sameKind(_ error: FeedError, _ expected: FeedError) -> Bool {
-    switch (error, expected) {
-    case (.historyRewritten(let cursor, _), .historyRewritten(let expected, _)): cursor == expected
-    default: error == expected
-    }
-  }
-
-  private func subscribe(_ index: Int, _ kind: ChaosStep.Subscription) throws {
-    do {
-      try subscribeAsModelled(index, kind)
-    } catch let error as FeedError {
-      throw TortureFailure(
-        "subscribing (\(kind.rawValue)) threw \(error), which the model does not expect (oldest "
-          + "\(model.firstAvailable), head \(model.head))")
-    }
-  }
-
-  private func subscribeAsModelled(_ index: Int, _ kind: ChaosStep.Subscription) throws {
-    guard let store = instance(index) else { return }
-    let head = model.head
-    func requireStart(_ cursor: Cursor, _ expected: Int64, _ what: String) throws {
-      guard cursor.value == expected else {
-        throw TortureFailure(
-          "changes(from: \(what)) starts after \(cursor), the model says after \(expected)")
-      }
-    }
-    let follower: ChaosFollower
-    switch kind {
-    case .now:
-      let changes = try store.changes(from: .now)
-      try requireStart(changes.cursor, head, ".now")
-      follower = ChaosFollower(
-        nextFollower(), kind: .now, source: .task(ChaosSubscriber(following: changes)), start: head,
-        serial: nil, time: nil)
-    case .beginning:
-      let expected = model.beginning
-      let changes = try store.changes(from: .beginning)
-      try requireStart(changes.cursor, expected, ".beginning")
-      follower = ChaosFollower(
-        nextFollower(), kind: .beginning, source: .task(ChaosSubscriber(following: changes)), start: expected,
-        serial: nil,
-        time: nil)
-    case .afterRecent:
-      let recent = max(0, head - Int64(index))
-      switch model.start(after: recent) {
-      case .error(let expected):
-        do {
-          let changes = try store.changes(from: .after(Cursor(recent)))
-          throw TortureFailure(
-            "changes(from: .after(\(recent))) starts after \(changes.cursor), the model expects \(expected)")
-        } catch let error as FeedError {
-          guard Self.sameKind(error, expected) else {
-            throw TortureFailure(
-              "changes(from: .after(\(recent))) threw \(error), the model expects \(expected)")
-          }
-          return
-        }
-      case .after(let start, let serial):
-        let changes = try store.changes(from: .after(Cursor(recent)))
-        try requireStart(changes.cursor, start, ".after(\(recent))")
-        follower = ChaosFollower(
-          nextFollower(), kind: .afterRecent, source: .task(ChaosSubscriber(following: changes)),
-          start: start, serial: serial,
-          time: serial.flatMap { _ in model.log[start]?.time })
-      }
-    case .snapshot:
-      let feed = try store.snapshotAndChanges()
-      try requireStart(feed.cursor, head, "snapshotAndChanges()")
-      follower = ChaosFollower(
-        nextFollower(), kind: .snapshot, source: .task(ChaosSubscriber(following: feed)), start: head,
-        serial: nil, time: nil,
-        snapshot: ChaosState(feed.state))
-    case .values:
-      follower = ChaosFollower(
-        nextFollower(), kind: .values, source: .task(ChaosSubscriber(following: store.values())), start: head,
-        serial: nil,
-        time: nil)
-    }
-    followers.append(follower)
-  }
-
-  /// Resumes a cancelled follower after its last entry: with `.afterEntry` (cursor and
-  /// time) where one is known, so that a rewritten history is refused; `.after` otherwise.
-  private func resume(_ index: Int) throws {
-    let resumable = followers.filter { $0.cancelled && $0.kind != .values && !$0.isProcess }
-    guard !resumable.isEmpty, let store = instance(index) else { return }
-    let follower = resumable[index % resumable.count]
-    // What it delivered before its cancellation is verified first: the resume goes on after it.
-    let problems = follower.verify(&model, bound: bound)
-    guard problems.isEmpty else { throw TortureFailure(problems.joined(separator: "; ")) }
-    let last = follower.last
-    let expected: ChaosModel.Start
-    let start: FeedStart
-    if let serial = follower.lastSerial, let time = follower.lastTime {
-      expected = model.start(afterEntry: last, serial: serial)
-      start = .afterEntry(Cursor(last), time: ChaosClock.date(time))
-    } else {
-      expected = model.start(after: last)
-      start = .after(Cursor(last))
-    }
-    switch expected {
-    case .error(let error):
-      do {
-        let changes = try store.changes(from: start)
-        throw TortureFailure(
-          "resuming after \(last) starts after \(changes.cursor), the model expects \(error)")
-      } catch let thrown as FeedError {
-        guard Self.sameKind(thrown, error) else {
-          throw TortureFailure("resuming after \(last) threw \(thrown), the model expects \(error)")
-        }
-      }
-      retire(follower)
-      followers.removeAll { $0 === follower }
-    case .after(let cursor, let serial):
-      let changes: SessionSubscription
-      do {
-        changes = try store.changes(from: start)
-      } catch let error as FeedError {
-        throw TortureFailure(
-          "resuming after \(last) threw \(error), which the model does not expect (oldest "
-            + "\(model.firstAvailable), head \(model.head))")
-      }
-      guard changes.cursor.value == cursor else {
-        throw TortureFailure("resuming after \(last) starts after \(changes.cursor)")
-      }
-      follower.resume(with: ChaosSubscriber(following: changes), serial: serial)
-    }
-  }
-
-  /// Drops the feed trigger: a write through an instance and a new open must be refused
-  /// (nothing written, nothing acknowledged); then the trigger is created again.
-  private func tamper(_ index: Int) throws {
-    let trigger = try Self.sqlite3(
-      path, "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'session_feed'")
-    guard !trigger.isEmpty else {
-      throw TortureFailure("the feed trigger is missing before the tamper step")
-    }
-    _ = try Self.sqlite3(path, "DROP TRIGGER session_feed")
-    defer { _ = try? Self.sqlite3(path, trigger + ";") }  // the repair; the check after the step verifies it
-    if let store = instance(index), !store.options.readOnly {
-      do {
-        let entry = try store.blocking.rename(to: "tampered")
-        throw TortureFailure(
-          "a write on a file without its feed trigger succeeded: \(String(describing: entry))")
-      } catch let error as SessionStorageError where error.code == .tamperedSchema {}
-    }
-    do {
-      _ = try SessionStore(path: path + ".link", options: Self.options(origin: "tampered"))
-    } catch let error as SessionStorageError where error.code == .tamperedSchema {
-      return
-    }
-    // Sharing the open connections is allowed; a new process must refuse.
-    let child = try Self.spawnChild(["read", "--db", path, "--count", "1"], stderr: .null)
-    if Self.reap(child) == 0 { throw TortureFailure("a new process opened a file without its feed trigger") }
-  }
-
-  /// Renames a copy of the last backup over the file. Writes through the old connections
-  /// must be refused; in-process followers end with a typed error within the bound; then
-  /// every instance, follower and process is released (so nothing pairs the new file with
-  /// the old WAL) and the driver goes on with the new file and the backup's model.
-  private func replace(_ index: Int) throws {
-    guard let backedUp else { return }
-    let copy = path + ".replacement"
-    _ = try Self.sqlite3(backupPath, ".backup '\(copy)'")
-    guard Glibc.rename(copy, path) == 0 else { throw TortureFailure("cannot rename over \(path)") }
-    let renamed = Monotonic.now()
-    if let store = instance(index), !store.options.readOnly {
-      do {
-        let entry = try store.blocking.rename(to: "lost")
-        throw TortureFailure("a write into a replaced file succeeded: \(String(describing: entry))")
-      } catch let error as SessionStorageError where error.code == .fileReplaced {}
-    }
-    // inotify reports the rename at once: live followers end within the bound.
-    let live = followers.filter { $0.isLive && !$0.isProcess }
-    let subscribers = live.compactMap { follower -> ChaosSubscriber? in
-      if case .task(let subscriber) = follower.source { subscriber } else { nil }
-    }
-    while subscribers.contains(where: { $0.ending == nil }), Monotonic.now() < renamed + bound {
-      usleep(1000)
-    }
-    let endings = subscribers.map(\.ending)
-    tearDown()
-    // SQLite neither checkpoints nor removes the WAL of a file that was moved away, so the
-    // old -wal and -shm still sit beside the new file's name. With every process stopped
-    // (the documented recovery) they belong to nothing: remove them before anyone opens
-    // the new file, or it would be read with the old file's WAL.
-    for suffix in ["-wal", "-shm"] { unlink(path + suffix) }
-    model = rewound(to: backedUp)
-    instances.append(try SessionStore(path: path, options: Self.options(origin: "chaos-reopened")))
-    let blind = endings.filter { $0 == nil }.count
-    if blind > 0 {
-      throw TortureFailure(
-        "\(blind) subscriber(s) did not notice the replaced file within \(ChaosFollower.milliseconds(bound)) ms"
-      )
-    }
-    for case .some(let ending) in endings {
-      switch ending {
-      case .feed(.historyRewritten), .replaced: continue
-      default: throw TortureFailure("a subscriber of the replaced file ended with \(ending)")
-      }
-    }
   }
 }
 

@@ -8,8 +8,8 @@ import ToolingKit
 
 /// The processes the scenarios spawn.
 enum Children {
-  /// Writes `count` changes (0: until killed), printing each acknowledged cursor as soon
-  /// as it is committed. Names are unique per origin and step, so no write is a no-op even
+  /// Writes `count` changes (0: until killed) to the file or PostgreSQL URL `path`, printing
+  /// each acknowledged cursor as soon as it is committed. Names are unique per origin and step, so no write is a no-op even
   /// with other writers racing: a login, a rename, and every fourth step a logout. With
   /// `keepGoing`, a write that fails prints "failed NAME: MESSAGE" and the next step follows on the
   /// same instances (a failed commit must leave them fit to write).
@@ -20,7 +20,7 @@ enum Children {
     // Several instances on the file, written through in turn: they share one set of
     // connections, and a kill must lose nothing any of them acknowledged.
     let stores = try (0..<max(1, instances)).map { _ in
-      try SessionStore(path: path, options: .init(durability: durability, origin: origin))
+      try writable(path, origin: origin, durability: durability)
     }
     var step = 0
     while count == 0 || step < count {
@@ -44,6 +44,15 @@ enum Children {
     return 0
   }
 
+  /// A writable store on `path`: the file, or the store a `postgresql://` URL names.
+  private static func writable(
+    _ path: String, origin: String, durability: SessionStore.Durability = .full
+  ) throws -> any _SessionBackedStore {
+    path.hasPrefix("postgresql://") || path.hasPrefix("postgres://")
+      ? try PostgresSessionStore(url: path, options: .init(origin: origin))
+      : try SessionStore(path: path, options: .init(durability: durability, origin: origin))
+  }
+
   /// Reads the state repeatedly, as an app's screens would.
   static func read(path: String, count: Int) throws -> Int32 {
     let store = try SessionStore(path: path, options: .init(readOnly: true))
@@ -65,7 +74,7 @@ enum Children {
     let poll = safetyPoll.map { Duration.milliseconds(Int64($0 * 1000)) } ?? .seconds(1)
     let store: any SessionRepository =
       path.hasPrefix("postgresql://") || path.hasPrefix("postgres://")
-      ? try PostgresSessionStore(url: path, options: .init(readOnly: true))
+      ? try PostgresSessionStore(url: path, options: .init(readOnly: true, safetyPollInterval: poll))
       : try SessionStore(path: path, options: .init(readOnly: true, safetyPollInterval: poll))
     let changes = try store.changes(from: .now)
     ChildChannel.sayReady(detail ? changes.cursor.description : nil)
@@ -100,10 +109,10 @@ enum Children {
     }
   }
 
-  /// Makes each write of `actions` through one store, `pause` ms after the previous one,
-  /// printing one ``ChaosChildLine`` per write as it returns (it goes on after a failed
-  /// one): "ready" once the store is open, "done" after the last write. With `hold` it then
-  /// stays alive until its standard input ends.
+  /// Makes each write of `actions` through one store (the file or PostgreSQL URL `path`),
+  /// `pause` ms after the previous one, printing one ``ChaosChildLine`` per write as it
+  /// returns (it goes on after a failed one): "ready" once the store is open, "done" after
+  /// the last write. With `hold` it then stays alive until its standard input ends.
   static func apply(path: String, origin: String, actions: [String], pause: Int, hold: Bool) throws -> Int32 {
     let parsed = try actions.map { argument in
       guard let action = ChaosStep.Action(argument: argument) else {
@@ -111,7 +120,7 @@ enum Children {
       }
       return action
     }
-    let store = try SessionStore(path: path, options: .init(origin: origin))
+    let store = try writable(path, origin: origin)
     ChildChannel.sayReady()
     let encoder = JSONEncoder()
     for action in parsed {

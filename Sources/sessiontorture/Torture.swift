@@ -15,8 +15,9 @@ enum Torture {
 
   /// `--db <path>`, which every command needs.
   static let db = Option<String>(
-    "db", placeholder: "path", help: "The database file.", isInherited: true, completesFiles: true,
-    isRequired: true)
+    "db", placeholder: "path",
+    help: "The database file (for chaos, write, apply and subscribe also a postgresql:// URL).",
+    isInherited: true, completesFiles: true, isRequired: true)
   /// `--long <seconds>`, for the scenarios that can run for as long as one likes.
   static let long = Option<Double>(
     "long", placeholder: "seconds", help: "Run until this much time has passed instead of a fixed count.")
@@ -68,7 +69,11 @@ enum Verification {
   /// Problems found: SQLite integrity, migration records, state vs. newest change, cursor
   /// holes, and every acknowledged cursor present in the feed.
   static func problems(path: String, acknowledged: Set<Int64>) throws -> [String] {
-    let store = try SessionStore(path: path, options: .init(origin: "verifier"))
+    try problems(of: SessionStore(path: path, options: .init(origin: "verifier")), acknowledged: acknowledged)
+  }
+
+  /// The same checks through `store`, a new instance on either backend.
+  static func problems(of store: any ChaosStore, acknowledged: Set<Int64>) throws -> [String] {
     var problems = try store.check().filter { $0.verdict == .failed }.map { "\($0.check): \($0.detail)" }
     var kept = Set<Int64>()
     var start = FeedStart.beginning
