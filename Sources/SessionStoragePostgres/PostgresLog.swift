@@ -29,6 +29,11 @@ enum PostgresTables {
   static let snapshotSQL =
     "SELECT username, is_logged_in, \(time("updated_at")), head FROM session WHERE id = 1"
   static let boundsSQL = "SELECT (SELECT min(seq) FROM session_changes), head FROM session WHERE id = 1"
+  /// ``snapshotSQL``'s row followed by the entry at the head (NULLs once compacted away):
+  /// what a subscriber that starts from the snapshot checks the log keeps.
+  static let snapshotEntrySQL =
+    "SELECT s.username, s.is_logged_in, \(time("s.updated_at")), s.head, c.* FROM session s "
+    + "LEFT JOIN LATERAL (SELECT \(changeColumns) FROM session_changes WHERE seq = s.head) c ON true WHERE s.id = 1"
 
   /// The entry in a row of ``changeColumns``.
   static func entry(_ row: [String?]) -> SessionEntry {
@@ -105,8 +110,11 @@ final class PostgresLog: FeedSource {
   /// does not pass: it ends the subscriptions.
   func isTransient(_ error: any Error) -> Bool { (error as? SessionStorageError)?.code == .unavailable }
 
-  func snapshot() throws -> (state: SessionState, cursor: Cursor) {
-    PostgresTables.snapshot(try row(PostgresTables.snapshotSQL))
+  func snapshot() throws -> (state: SessionState, cursor: Cursor, last: SessionEntry?) {
+    let row = try row(PostgresTables.snapshotEntrySQL)
+    let (state, cursor) = PostgresTables.snapshot(row)
+    let entry = Array(row.dropFirst(4))
+    return (state, cursor, entry.first.map { $0 != nil } == true ? PostgresTables.entry(entry) : nil)
   }
 
   /// The first row of `sql`; `notFound` when the session row is missing.
