@@ -178,36 +178,69 @@ private struct WatchLoop: Sendable {
 
   func run() {
     defer { if events >= 0 { close(events) } }
+    let clock = ContinuousClock()
+    let pollInterval = Duration.milliseconds(pollMilliseconds)
+    // The poll is due at a time, not after a quiet interval: events on other files of the
+    // directory (an app's log written hundreds of times a second) never put it off.
+    var pollDue = clock.now + pollInterval
     while true {
-      switch next(timeout: pollMilliseconds) {
+      switch next(timeout: Self.milliseconds(until: pollDue, on: clock)) {
       case .stop: return
-      case .timeout: if hasChanged() { onChange() }
-      case .otherFile: continue
+      case .otherFile: if clock.now < pollDue { continue }
+      case .timeout: break
       case .event:
-        // Re-check at once, then on the next event (the rest of the commit being written)
-        // or after the delay, whichever comes first; each event of ours starts the
-        // back-off over, so a commit that follows soon after is not left to a long delay.
-        // A change seen does not end the re-checks: the events read may also announce a
-        // later commit, still in its fsync, that becomes visible without an event of its
-        // own. They go on until the linger has passed since the last event.
-        var attempt = 0
-        var waited: Int32 = 0
-        while attempt < Self.backoff.count || waited < Self.lingerMilliseconds {
-          let delay = Self.backoff[min(attempt, Self.backoff.count - 1)]
-          attempt += 1
-          if delay > 0 {
-            switch next(timeout: delay) {
-            case .stop: return
-            case .event:
-              attempt = 1
-              waited = 0
-            case .otherFile, .timeout: waited += delay
-            }
-          }
-          if hasChanged() { onChange() }
+        // The re-checks end with a check: the poll is due an interval after it.
+        guard recheck(on: clock) else { return }
+        pollDue = clock.now + pollInterval
+        continue
+      }
+      if hasChanged() { onChange() }
+      pollDue = clock.now + pollInterval
+    }
+  }
+
+  /// Re-checks after an event of ours: at once, then on the next event of ours (the rest of
+  /// the commit being written) or after the delay, whichever comes first; each event of ours
+  /// starts the back-off over, so a commit that follows soon after is not left to a long
+  /// delay. A change seen does not end the re-checks: the events read may also announce a
+  /// later commit, still in its fsync, that becomes visible without an event of its own.
+  /// They go on until ``lingerMilliseconds`` have passed since the last event of ours, by
+  /// the clock: events on other files neither shorten a delay nor count as time waited.
+  /// False when asked to stop.
+  private func recheck(on clock: ContinuousClock) -> Bool {
+    let linger = Duration.milliseconds(Self.lingerMilliseconds)
+    var attempt = 0
+    var lastEvent = clock.now
+    while attempt < Self.backoff.count || clock.now - lastEvent < linger {
+      let delay = Self.backoff[min(attempt, Self.backoff.count - 1)]
+      attempt += 1
+      let due = clock.now + .milliseconds(delay)
+      waiting: while clock.now < due {
+        switch next(timeout: Self.milliseconds(until: due, on: clock)) {
+        case .stop: return false
+        case .event:
+          attempt = 1
+          lastEvent = clock.now
+          break waiting
+        case .otherFile: continue
+        case .timeout: break waiting
         }
       }
+      if hasChanged() { onChange() }
     }
+    return true
+  }
+
+  /// The whole milliseconds from now until `deadline` (rounded up, so that a wait for them
+  /// does not end before it), or 0 once it passed.
+  private static func milliseconds(until deadline: ContinuousClock.Instant, on clock: ContinuousClock)
+    -> Int32
+  {
+    let left = clock.now.duration(to: deadline)
+    guard left > .zero else { return 0 }
+    let (seconds, attoseconds) = left.components
+    let milliseconds = seconds * 1_000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+    return Int32(clamping: milliseconds)
   }
 
   private enum Next { case stop, timeout, event, otherFile }

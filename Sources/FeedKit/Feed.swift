@@ -48,6 +48,11 @@ package struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
   /// - Throws: ``FeedError`` for a cursor that is compacted or ahead of the log; the source's error.
   package func changes(from start: FeedStart) throws -> FeedSubscription<Change, Snapshot> {
     let listener = listen()
+    if start == .now {
+      // The head and the entry there, read together: reads check that the log keeps it.
+      let (_, cursor, last) = try source.snapshot()
+      return FeedSubscription(feed: self, cursor: cursor, listener: listener, last: last)
+    }
     let cursor = try resolve(start, bounds: source.bounds())
     return FeedSubscription(
       feed: self, cursor: cursor, listener: listener, last: try entry(at: cursor, for: start))
@@ -56,9 +61,10 @@ package struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
   /// The current state and every change after it, with no gap and no duplicate.
   package func snapshotAndChanges() throws -> SnapshotSubscription<Change, Snapshot> {
     let listener = listen()
-    let (state, cursor) = try source.snapshot()
+    let (state, cursor, last) = try source.snapshot()
     return SnapshotSubscription(
-      state: state, cursor: cursor, changes: FeedSubscription(feed: self, cursor: cursor, listener: listener))
+      state: state, cursor: cursor,
+      changes: FeedSubscription(feed: self, cursor: cursor, listener: listener, last: last))
   }
 
   /// Registers a subscription for wake-ups, and as one of the subscribers the shared page
@@ -229,8 +235,12 @@ package protocol FeedSource<Change, Snapshot>: Sendable {
   func entries(after cursor: Cursor, limit: Int) throws -> [FeedEntry<Change>]
   /// The oldest kept cursor and the newest cursor.
   func bounds() throws -> FeedBounds
-  /// The current state and the cursor of the newest entry it includes, read atomically.
-  func snapshot() throws -> (state: Snapshot, cursor: Cursor)
+  /// The current state, the cursor of the newest entry it includes, and the entry at that
+  /// cursor while the log still holds it (nil once compaction removed it, or before any
+  /// change), read atomically. Subscribers that start from a snapshot check that the log keeps
+  /// that entry, so a history rewritten under them (a restore of an older backup that grew
+  /// past the cursor again) ends them instead of going on under reused cursors.
+  func snapshot() throws -> (state: Snapshot, cursor: Cursor, last: FeedEntry<Change>?)
   /// Whether `error`, thrown by a read of this source, is a fault that passes (a server
   /// that cannot be reached for now). A subscription that meets one does not end: it waits
   /// for the signal's next wake-up and reads again from its cursor, so a source that says

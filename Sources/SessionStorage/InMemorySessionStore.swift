@@ -136,5 +136,9 @@ final class MemoryLog: FeedSource {
     current.withLock { FeedBounds(oldest: $0.entries.first?.cursor, head: $0.head) }
   }
 
-  func snapshot() -> (state: SessionState, cursor: Cursor) { current.withLock { ($0.state, $0.head) } }
+  func snapshot() -> (state: SessionState, cursor: Cursor, last: SessionEntry?) {
+    current.withLock { log in
+      (log.state, log.head, log.entries.last.flatMap { $0.cursor == log.head ? $0 : nil })
+    }
+  }
 }

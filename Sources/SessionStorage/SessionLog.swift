@@ -54,16 +54,18 @@ final class SessionLog: FeedSource {
     if let reason = file.replacement {
       throw FeedError.historyRewritten(cursor: cursor, reason: reason)
     }
-    return try reader.withLock { connection in
-      try connection.query(
-        SessionTables.pageSQL,
-        [.integer(cursor.value), .integer(Int64(limit))]
-      ) { statement in
-        var entries: [SessionEntry] = []
-        entries.reserveCapacity(min(limit, 1_000))
-        while try statement.step() { entries.append(SessionTables.entry(statement)) }
-        return entries
-      }
+    return try reader.withLock { try Self.entries(after: cursor, limit: limit, on: $0) }
+  }
+
+  private static func entries(after cursor: Cursor, limit: Int, on connection: Connection) throws
+    -> [SessionEntry]
+  {
+    try connection.query(SessionTables.pageSQL, [.integer(cursor.value), .integer(Int64(limit))]) {
+      statement in
+      var entries: [SessionEntry] = []
+      entries.reserveCapacity(min(limit, 1_000))
+      while try statement.step() { entries.append(SessionTables.entry(statement)) }
+      return entries
     }
   }
 
@@ -81,12 +83,16 @@ final class SessionLog: FeedSource {
     }
   }
 
-  func snapshot() throws -> (state: SessionState, cursor: Cursor) {
+  func snapshot() throws -> (state: SessionState, cursor: Cursor, last: SessionEntry?) {
     try readable()
     try file.requireSameFile()
     return try reader.withLock { connection in
       try connection.transaction(.deferred) {
-        (try SessionTables.state(on: connection), try SessionTables.bounds(on: connection).head)
+        let head = try SessionTables.bounds(on: connection).head
+        let last = try head.previous.flatMap { before in
+          try Self.entries(after: before, limit: 1, on: connection).first { $0.cursor == head }
+        }
+        return (try SessionTables.state(on: connection), head, last)
       }
     }
   }

@@ -2,6 +2,7 @@
 // feed errors come from FeedKit.
 import Dispatch
 @_exported import FeedKit
+
 #if canImport(FoundationEssentials)
   import FoundationEssentials
 #else
@@ -141,7 +142,7 @@ extension _SessionBackedStore {
 extension Feed where Change == SessionChange, Snapshot == SessionState {
   /// The state and its cursor, read atomically.
   package func snapshot() throws -> SessionSnapshot {
-    let (state, cursor) = try source.snapshot()
+    let (state, cursor, _) = try source.snapshot()
     return SessionSnapshot(state: state, cursor: cursor)
   }
 

@@ -32,6 +32,11 @@ enum PostgresTables {
     "SELECT username, is_logged_in, \(time("updated_at")), head FROM ONLY session WHERE id = 1"
   static let boundsSQL =
     "SELECT (SELECT min(seq) FROM ONLY session_changes), head FROM ONLY session WHERE id = 1"
+  /// ``snapshotSQL``'s row followed by the entry at the head (NULLs once compacted away):
+  /// what a subscriber that starts from the snapshot checks the log keeps.
+  static let snapshotEntrySQL =
+    "SELECT s.username, s.is_logged_in, \(time("s.updated_at")), s.head, c.* FROM ONLY session s "
+    + "LEFT JOIN LATERAL (SELECT \(changeColumns) FROM ONLY session_changes WHERE seq = s.head) c ON true WHERE s.id = 1"
 
   /// The entry in a row of ``changeColumns``.
   static func entry(_ row: [String?]) -> SessionEntry {
@@ -108,8 +113,11 @@ final class PostgresLog: FeedSource {
   /// does not pass: it ends the subscriptions.
   func isTransient(_ error: any Error) -> Bool { (error as? SessionStorageError)?.code == .unavailable }
 
-  func snapshot() throws -> (state: SessionState, cursor: Cursor) {
-    PostgresTables.snapshot(try row(PostgresTables.snapshotSQL))
+  func snapshot() throws -> (state: SessionState, cursor: Cursor, last: SessionEntry?) {
+    let row = try row(PostgresTables.snapshotEntrySQL)
+    let (state, cursor) = PostgresTables.snapshot(row)
+    let entry = Array(row.dropFirst(4))
+    return (state, cursor, entry.first.map { $0 != nil } == true ? PostgresTables.entry(entry) : nil)
   }
 
   /// The first row of `sql`; `notFound` when the session row is missing.

@@ -88,8 +88,10 @@ final class ArrayLog: FeedSource {
     contents.withLock { FeedBounds(oldest: $0.entries.first?.cursor, head: $0.head) }
   }
 
-  func snapshot() -> (state: Int, cursor: Cursor) {
-    contents.withLock { ($0.entries.last?.change ?? 0, $0.head) }
+  func snapshot() -> (state: Int, cursor: Cursor, last: FeedEntry<Int>?) {
+    contents.withLock { log in
+      (log.entries.last?.change ?? 0, log.head, log.entries.last.flatMap { $0.cursor == log.head ? $0 : nil })
+    }
   }
 
   func isTransient(_ error: any Error) -> Bool { (error as? ReadFailure)?.transient == true }
