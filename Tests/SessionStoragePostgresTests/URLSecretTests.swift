@@ -71,4 +71,26 @@ import Testing
       #expect(PostgresSessionStore.containsPassword(url))
     }
   }
+
+  /// libpq's parse errors quote the whole URL or a piece of it (a password that is not
+  /// percent-encoded properly, a piece after a raw `&`): the error is `invalidArgument`,
+  /// says that no server was contacted, and shows none of the password.
+  @Test(arguments: [
+    "postgresql://app:Tr0ub4dor@[::1/sessions?schema=front_desk",
+    "postgresql://app:Tr0ub%zz4dor@127.0.0.1:1/sessions?schema=front_desk",
+    "postgresql://app@127.0.0.1:1/sessions?password=Tr0ub&4dor&schema=front_desk",
+    "postgresql://app@127.0.0.1:1/sessions?password=Tr0ub%004dor&schema=front_desk",
+    "postgresql://app@127.0.0.1:1/sessions?sslpassword=Tr0ub4dor&bogus=1&schema=front_desk",
+    "postgresql://app:Tr0ub4dor@127.0.0.1:1/sessions?a=b=c&schema=front_desk",
+  ])
+  func aURLLibpqCannotParseIsAnInvalidArgumentThatShowsNoPassword(_ url: String) {
+    let error = #expect(throws: SessionStorageError.self) {
+      try PostgresSessionStore(url: url, options: .init(connectTimeout: .seconds(2)))
+    }
+    #expect(error?.code == .invalidArgument, "\(String(describing: error))")
+    let shown = error.map(String.init(describing:)) ?? ""
+    #expect(shown.contains("libpq cannot read the URL"), "\(shown)")
+    #expect(shown.contains("no server was contacted"), "\(shown)")
+    #expect(!shown.contains("Tr0ub") && !shown.contains("4dor"), "\(shown)")
+  }
 }
