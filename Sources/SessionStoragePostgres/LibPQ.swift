@@ -31,6 +31,8 @@ package struct LibPQ: Sendable {
   package let PQcmdTuples: clibpq_PQcmdTuples
   package let PQconnectStartParams: clibpq_PQconnectStartParams
   package let PQconnectdbParams: clibpq_PQconnectdbParams
+  package let PQconninfoFree: clibpq_PQconninfoFree
+  package let PQconninfoParse: clibpq_PQconninfoParse
   package let PQconsumeInput: clibpq_PQconsumeInput
   package let PQenterPipelineMode: clibpq_PQenterPipelineMode
   package let PQerrorMessage: clibpq_PQerrorMessage
@@ -107,6 +109,8 @@ package struct LibPQ: Sendable {
     PQcmdTuples = try resolve("PQcmdTuples")
     PQconnectStartParams = try resolve("PQconnectStartParams")
     PQconnectdbParams = try resolve("PQconnectdbParams")
+    PQconninfoFree = try resolve("PQconninfoFree")
+    PQconninfoParse = try resolve("PQconninfoParse")
     PQconsumeInput = try resolve("PQconsumeInput")
     PQenterPipelineMode = try resolve("PQenterPipelineMode")
     PQerrorMessage = try resolve("PQerrorMessage")

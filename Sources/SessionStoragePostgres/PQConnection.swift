@@ -75,6 +75,7 @@ final class PQConnection {
   deinit { libpq.PQfinish(handle) }
 
   private static func connect(_ place: PostgresPlace, role: Role, libpq: LibPQ) throws -> OpaquePointer? {
+    try requireReadable(place, libpq: libpq)
     // The URL is expanded as `dbname`; the settings before it are defaults it can override.
     let keywords = ["connect_timeout", "fallback_application_name", "dbname"]
     let values = [
@@ -113,6 +114,22 @@ final class PQConnection {
     // print them on the process's stderr.
     _ = libpq.PQsetNoticeProcessor(handle, { _, _ in }, nil)
     return handle
+  }
+
+  /// Throws `invalidArgument` when libpq cannot parse the URL (`PQconninfoParse`, the
+  /// parser a connection uses): it is told by the parser's answer, not by its message, and
+  /// before any server is contacted. libpq's message may quote the URL or a piece of its
+  /// password: only its scrubbed form is shown.
+  private static func requireReadable(_ place: PostgresPlace, libpq: LibPQ) throws {
+    var message: UnsafeMutablePointer<CChar>?
+    let options = libpq.PQconninfoParse(place.conninfo, &message)
+    defer { libpq.PQfreemem(message) }
+    guard options == nil else {
+      libpq.PQconninfoFree(options)
+      return
+    }
+    let reason = message.map { Self.oneLine(String(cString: $0)) } ?? "libpq is out of memory"
+    throw place.unreadableURL(reason)
   }
 
   /// The SQLSTATE in a message libpq wrote in verbose mode (`SEVERITY:  STATE: message`).
@@ -313,8 +330,13 @@ final class PQConnection {
   /// tab) trimmed and joined with "; ".
   private static func message(_ handle: OpaquePointer?, _ libpq: LibPQ) -> String {
     guard let handle, let text = libpq.PQerrorMessage(handle) else { return "no message" }
-    return String(cString: text).split(whereSeparator: \.isNewline)
-      .map { $0.trimmingWhitespace() }.filter { !$0.isEmpty }.joined(separator: "; ")
+    return oneLine(String(cString: text))
+  }
+
+  /// `text`'s lines (libpq indents hints with a tab) trimmed and joined with "; ".
+  private static func oneLine(_ text: String) -> String {
+    text.split(whereSeparator: \.isNewline).map { $0.trimmingWhitespace() }.filter { !$0.isEmpty }
+      .joined(separator: "; ")
   }
 
   // MARK: Notifications

@@ -39,30 +39,35 @@ struct PostgresPlace: Sendable {
         "the URL '\(described)' is not a PostgreSQL URL: it must start with postgresql:// "
           + "(e.g. postgresql://user@host:5432/db?schema=front_desk)")
     }
-    var base = url
-    var parameters: [Substring] = []
-    // The query begins at the first '?' after the user part, as libpq reads it: a raw '?'
-    // in the password is the password's.
-    if let question = PostgresPasswords.queryStart(in: url) {
-      base = String(url[..<question])
-      parameters = url[url.index(after: question)...].split(separator: "&", omittingEmptySubsequences: true)
+    // The query begins at the first '?' after the user part, as libpq reads it, byte by
+    // byte: a raw '?' in the password is the password's, and a combining mark after a '&' or
+    // '=' does not hide it.
+    let bytes = Array(url.utf8)
+    var base = bytes[...]
+    var parameters: [ArraySlice<UInt8>] = []
+    if let query = PostgresPasswords.queryStart(in: bytes) {
+      base = bytes[..<(query - 1)]
+      parameters = bytes[query...].split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true)
     }
     var schema: String?
-    var kept: [Substring] = []
+    var kept: [ArraySlice<UInt8>] = []
     for parameter in parameters {
-      let name = parameter.prefix { $0 != "=" }
-      guard name == "schema" else {
+      let name = parameter.prefix { $0 != UInt8(ascii: "=") }
+      guard name.elementsEqual("schema".utf8) else {
         kept.append(parameter)
         continue
       }
       guard schema == nil else {
         throw SessionStorageError(.invalidArgument, "the URL '\(described)' names the schema twice")
       }
-      let value = parameter.dropFirst(name.count + 1)
-      schema = String(value).percentDecoded ?? String(value)
+      let value = String(decoding: parameter.dropFirst(name.count + 1), as: UTF8.self)
+      schema = value.percentDecoded ?? value
     }
     self.schema = try Self.validatedSchema(schema ?? Self.defaultSchema, in: described)
-    conninfo = kept.isEmpty ? base : base + "?" + kept.joined(separator: "&")
+    conninfo = String(
+      decoding: kept.isEmpty
+        ? Array(base) : base + [UInt8(ascii: "?")] + kept.joined(separator: [UInt8(ascii: "&")]),
+      as: UTF8.self)
     connectTimeoutSeconds = max(
       1, (connectTimeout.components.seconds) + (connectTimeout.components.attoseconds > 0 ? 1 : 0))
     lockTimeoutMilliseconds = lockTimeout <= .zero ? 0 : max(1, lockTimeout.milliseconds)
@@ -123,6 +128,8 @@ struct PostgresPlace: Sendable {
   /// database or role, `NOLOGIN`, a password refused, no `pg_hba.conf` entry) and SSL that
   /// cannot be set up are `refused`; a URL libpq cannot read is `invalidArgument`.
   func connectionError(_ reason: String, state: String? = nil, lost: Bool = false) -> SessionStorageError {
+    // libpq's messages may quote the URL, or a piece of it.
+    let reason = PostgresPasswords.scrubbed(reason, quoting: conninfo)
     let lower = reason.lowercased()
     if lost {
       return SessionStorageError(
@@ -140,9 +147,19 @@ struct PostgresPlace: Sendable {
     if Self.unreadableURL.contains(where: lower.contains)
       || (lower.contains("invalid ") && lower.contains(" value"))
     {
-      return SessionStorageError(.invalidArgument, "libpq cannot read the URL: \(reason)", path: described)
+      return unreadableURL(reason)
     }
     return Self.unreachableServer.contains(where: lower.contains) ? unreachable : refused
+  }
+
+  /// The error for a URL libpq cannot read (`reason`, libpq's message, has its secrets
+  /// replaced here): nothing was sent to a server.
+  func unreadableURL(_ reason: String) -> SessionStorageError {
+    SessionStorageError(
+      .invalidArgument,
+      "libpq cannot read the URL: " + PostgresPasswords.scrubbed(reason, quoting: conninfo)
+        + "; no server was contacted",
+      path: described)
   }
 
   /// What libpq says (in English, our processes' locale) about a URL it cannot read.
