@@ -296,7 +296,8 @@ enum PostgresSchema {
 
   /// How to repair a schema changed by hand.
   static func repair(_ place: PostgresPlace) -> String {
-    "Nothing was written; re-create what differs with its SQL in migrations/postgres/ "
-      + "(run with SET search_path TO \(place.quotedSchema), pg_temp), or restore the schema from a dump"
+    "Nothing was written; run the repair a finding names, else re-create what differs with its SQL "
+      + "in migrations/postgres/ (run with SET search_path TO \(place.quotedSchema), pg_temp), or restore the "
+      + "schema from a dump"
   }
 }

@@ -8,7 +8,7 @@ import Testing
 /// The feed's guards and `check` on servers and tables as operators leave them: a server
 /// that speaks another language, a table that inherits from the feed, tables switched to
 /// `UNLOGGED`, and a verification that cannot run.
-@Suite(.timeLimit(.minutes(2))) struct PostgresGuardTests {
+@Suite(.timeLimit(.minutes(10))) struct PostgresGuardTests {
   /// A database whose `lc_messages` is not English (as `initdb --locale=de_DE.UTF-8` leaves
   /// it): the library's writes and psql's go through, with their origins, and `check` passes.
   @Test func writesGoThroughWhenTheServerSpeaksAnotherLanguage() async throws {
@@ -107,7 +107,7 @@ import Testing
   /// for a change that a crash would take: its write, and psql's, are refused while they are
   /// unlogged. After an immediate shutdown has emptied them, an open says so instead of
   /// writing nothing.
-  @Test(.timeLimit(.minutes(5))) func noChangeIsAcknowledgedIntoAnUnloggedTable() async throws {
+  @Test func noChangeIsAcknowledgedIntoAnUnloggedTable() async throws {
     try await PostgresCluster.withPrivateCluster { cluster in
       let url = cluster.freshStoreURL()
       let store = try PostgresSessionStore(url: url, options: .init(origin: "desk"))
