@@ -31,7 +31,10 @@ extension SessionStore {
   /// that only this user can change it.
   /// - Parameter environment: where to read `XDG_DATA_HOME` and `HOME` (the process's own
   ///   by default).
-  /// - Throws: ``SessionStorageError`` (`notFound`) when neither variable gives a directory.
+  /// - Throws: ``SessionStorageError``: `notFound` when neither variable gives a directory;
+  ///   `invalidArgument`, naming the variable, for one of the process's own whose bytes are
+  ///   not UTF-8 (the environment hands such a value over with U+FFFD in place of those
+  ///   bytes: a path that names another file).
   public static func defaultPath(
     environment: [String: String] = ProcessInfo.processInfo.environment
   ) throws(SessionStorageError) -> String {
@@ -44,12 +47,14 @@ extension SessionStore {
       return support.appendingPathComponent("sessionctl/session.db").path
     #else
       // A trailing slash (HOME=/) adds none: `/.local`, not `//.local`.
-      func directory(_ name: String) -> String? {
-        guard let value = environment[name], value.hasPrefix("/") else { return nil }
+      func directory(_ name: String) throws(SessionStorageError) -> String? {
+        guard let value = try Location.variable(name, in: environment), value.hasPrefix("/") else {
+          return nil
+        }
         return value.hasSuffix("/") ? String(value.dropLast()) : value
       }
-      if let dataHome = directory("XDG_DATA_HOME") { return dataHome + "/sessionctl/session.db" }
-      guard let home = directory("HOME") else {
+      if let dataHome = try directory("XDG_DATA_HOME") { return dataHome + "/sessionctl/session.db" }
+      guard let home = try directory("HOME") else {
         throw SessionStorageError(.notFound, "no default location: HOME is not set, nor XDG_DATA_HOME")
       }
       return home + "/.local/share/sessionctl/session.db"
@@ -123,8 +128,10 @@ extension SessionStore {
     ///   - named: a path the user chose (`--db`), or nil.
     ///   - environment: where to read `SESSIONCTL_DB`, `XDG_DATA_HOME` and `HOME` (the
     ///     process's own by default).
-    /// - Throws: ``SessionStorageError``: `invalidArgument` for an empty `named` path;
-    ///   `notFound` when no rule gives a path (no absolute `XDG_DATA_HOME` or `HOME`).
+    /// - Throws: ``SessionStorageError``: `invalidArgument` for an empty `named` path, and
+    ///   for a variable a rule reads that is one of the process's own with bytes that are not
+    ///   UTF-8 (named in the message; nothing else is looked at); `notFound` when no rule
+    ///   gives a path (no absolute `XDG_DATA_HOME` or `HOME`).
     public static func resolve(
       named: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(SessionStorageError) -> Location {
@@ -134,10 +141,30 @@ extension SessionStore {
         }
         return Location(path: named, source: .named)
       }
-      if let path = environment[environmentVariable], !path.isEmpty {
+      if let path = try variable(environmentVariable, in: environment), !path.isEmpty {
         return Location(path: path, source: .environment)
       }
       return Location(path: try SessionStore.defaultPath(environment: environment), source: .defaultPath)
+    }
+
+    /// The variable `name` of `environment`, refused when it is the process's own variable
+    /// whose bytes are not UTF-8: the Swift runtime hands such a value over with U+FFFD in
+    /// place of the bytes, a path that names another file (a missing one, or a new one
+    /// beside the real one). A path is used byte for byte or not at all, as `sessionctl`
+    /// refuses such bytes in its arguments.
+    static func variable(_ name: String, in environment: [String: String]) throws(SessionStorageError)
+      -> String?
+    {
+      guard let value = environment[name], value.unicodeScalars.contains("\u{FFFD}"), let raw = getenv(name)
+      else { return environment[name] }
+      let bytes = UnsafeBufferPointer(start: raw, count: strlen(raw)).map { UInt8(bitPattern: $0) }
+      guard String(validating: bytes, as: UTF8.self) == nil, String(decoding: bytes, as: UTF8.self) == value
+      else { return value }
+      throw SessionStorageError(
+        .invalidArgument,
+        "the environment variable \(name) is not valid UTF-8: a path is used byte for byte, and these bytes "
+          + "cannot be; set \(name) to a path in UTF-8 (or name the file another way); nothing was opened or created"
+      )
     }
 
     /// For the default location: throws unless only this user (and root) can change the

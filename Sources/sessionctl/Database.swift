@@ -35,14 +35,16 @@ extension SessionStore.Location {
   /// error; an empty `$SESSIONCTL_DB` counts as unset. A file path that begins with `~` and
   /// leads to nothing is refused: the user meant a home directory, which only a shell
   /// expands.
-  /// - Throws: ``CLIError`` for an empty `--db`, a `~` path that leads to nothing, or when
-  ///   no rule gives a path.
+  /// - Throws: ``CLIError`` for an empty `--db`, a variable a rule reads that is not UTF-8
+  ///   (both exit 65), a `~` path that leads to nothing, or when no rule gives a path.
   static func resolve(option: String?, environment: [String: String]) throws(CLIError) -> Self {
     let location: Self
     do {
       location = try resolve(named: option, environment: environment)
     } catch let error where error.code == .invalidArgument {
-      throw .invalidInput("the database path given to '--db' is empty")
+      // An empty --db, or a variable a rule reads that is not UTF-8 (exit 65, as such bytes
+      // in an argument are).
+      throw .invalidInput(option == "" ? "the database path given to '--db' is empty" : error.message)
     } catch {
       throw CLIError(.failure, "no database path: pass '--db PATH' or set SESSIONCTL_DB (\(error.message))")
     }

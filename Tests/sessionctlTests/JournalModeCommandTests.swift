@@ -23,4 +23,30 @@ import Testing
     #expect(rename.status == 0, "\(rename)")
     #expect(try await sandbox.sqlite(database, "PRAGMA journal_mode") == "wal")
   }
+
+  /// A store rebuilt from the sqlite3 shell's `.dump` is in DELETE mode and has
+  /// `user_version` 0: `check` and every command say what happened and give the repair;
+  /// repaired, it is read as it is, and a write turns it back to WAL.
+  @Test func aStoreRebuiltFromADump() async throws {
+    let sandbox = try Sandbox()
+    let original = sandbox.path("original.db")
+    let rebuilt = sandbox.path("rebuilt.db")
+    _ = try await sandbox.run(db: original, ["login", "alice"])
+    let dump = try await sandbox.runProgram(
+      "/bin/sh", ["-c", "sqlite3 \"$1\" .dump | sqlite3 \"$2\"", "sh", original, rebuilt],
+      environment: sandbox.environment)
+    #expect(dump.status == 0, "\(dump)")
+    for command in [["check"], ["status"]] {
+      let refused = try await sandbox.run(db: rebuilt, command)
+      #expect(refused.status == 1, "\(refused)")
+      #expect(refused.stderr.contains("rebuilt from the sqlite3 shell's .dump"), "\(refused)")
+      #expect(refused.stderr.contains("PRAGMA user_version = 3"), "\(refused)")
+    }
+    _ = try await sandbox.sqlite(rebuilt, "PRAGMA user_version = 3")
+    #expect(try await sandbox.run(db: rebuilt, ["check"]).status == 0)
+    let status = try await sandbox.run(db: rebuilt, ["status"])
+    #expect(status.lines.contains("username   alice"), "\(status)")
+    #expect(try await sandbox.run(db: rebuilt, ["login", "bob"]).status == 0)
+    #expect(try await sandbox.sqlite(rebuilt, "PRAGMA journal_mode") == "wal")
+  }
 }

@@ -260,7 +260,15 @@ extension Migrator {
     if userVersion != Int64(matching) { repairs.append("PRAGMA user_version = \(matching)") }
     var causes: [String] = []
     if matching > ledger { causes.append("rows of schema_migrations were deleted by hand") }
-    if userVersion != Int64(matching) { causes.append("PRAGMA user_version was changed by hand") }
+    if userVersion == 0 && matching > 0 {
+      // The sqlite3 shell's `.dump` writes no `PRAGMA user_version`: a file rebuilt from a
+      // dump has 0 and everything else.
+      causes.append(
+        "the file was rebuilt from the sqlite3 shell's .dump (which leaves PRAGMA user_version out), "
+          + "or PRAGMA user_version was reset by hand")
+    } else if userVersion != Int64(matching) {
+      causes.append("PRAGMA user_version was changed by hand")
+    }
     message +=
       ": " + causes.joined(separator: " and ")
       + ". Restore the file from a backup, or repair it with the sqlite3 shell: "
