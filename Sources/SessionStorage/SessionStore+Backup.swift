@@ -123,8 +123,8 @@ extension SessionStore {
   /// Replaces the store's content with a backup's, while other processes keep it open.
   ///
   /// The backup is verified first: it must open as a store of this build's schema (not
-  /// newer, no pending migration) and pass ``check()``; anything else is refused and the
-  /// store is left untouched. The copy then runs SQLite's backup API *into* the store,
+  /// newer, no pending migration), pass ``check()``, and have the store's page size and text
+  /// encoding; anything else is refused and the store is left untouched. The copy then runs SQLite's backup API *into* the store,
   /// through its writer, as one write transaction: every connection, in every process,
   /// sees the old content until the commit and the backup's after it. The file keeps its
   /// inode, its `-wal` and its locks, so nobody has to stop.
@@ -137,7 +137,8 @@ extension SessionStore {
   ///   `-journal`, by any name, as ``backup(to:overwrite:)`` refuses them); the backup's own
   ///   refusal (`notFound`, `permissionDenied`, `notADatabase` — also for anything but a
   ///   regular file —, `foreignDatabase`, `newerSchema`, `checksumMismatch`…);
-  ///   `invalidBackup` when it needs migration, fails its check or has another page size;
+  ///   `invalidBackup` when it needs migration, fails its check or has another page size
+  ///   or text encoding (UTF-16: SQLite copies pages as they are);
   ///   `busy` when another writer held the lock past the busy timeout.
   public func restore(from backupPath: String) throws -> RestoreResult {
     guard !options.readOnly else {
@@ -151,16 +152,31 @@ extension SessionStore {
     let backup = try Self.verifiedBackup(backupPath, origin: options.origin, shown: backupPath) { failure in
       "\(failure); the store was not changed"
     }
-    let pageSizes = try (
-      backup.store.log.reader.withLock { try $0.scalarInt("PRAGMA page_size") },
-      log.reader.withLock { try $0.scalarInt("PRAGMA page_size") }
-    )
-    guard pageSizes.0 == pageSizes.1 else {
+    // SQLite's backup API copies pages as they are: a backup whose pages the store cannot
+    // take as they are is refused here, before anything is written.
+    let theirs = try backup.store.log.reader.withLock { try Layout($0) }
+    let ours = try log.reader.withLock { try Layout($0) }
+    guard theirs.pageSize == ours.pageSize else {
       throw SessionStorageError(
         .invalidBackup,
-        "its page size (\(pageSizes.0 ?? 0)) differs from the store's (\(pageSizes.1 ?? 0)), which SQLite cannot "
+        "its page size (\(theirs.pageSize)) differs from the store's (\(ours.pageSize)), which SQLite cannot "
           + "restore into a WAL database; the store was not changed. Stop every process that has the store open, "
           + "then put a copy of the backup in its place and remove the store's -wal and -shm",
+        path: backupPath)
+    }
+    guard theirs.encoding == ours.encoding else {
+      // The copy would commit the other encoding into a file whose open connections read it as
+      // their own: every one of them, in every process, fails from then on.
+      // The shell makes a new file UTF-8 unless told otherwise before its first table.
+      let name = ours.encoding.filter { $0 != "-" }  // UTF16le: a bare word to SQL
+      let encoding = ours.encoding == "UTF-8" ? "" : "(echo \"PRAGMA encoding = \(name);\"; "
+      let dump = encoding.isEmpty ? "sqlite3 FILE .dump" : encoding + "sqlite3 FILE .dump)"
+      let copy = "'\(dump) | sqlite3 COPY && sqlite3 COPY \"PRAGMA user_version = \(theirs.userVersion)\"'"
+      throw SessionStorageError(
+        .invalidBackup,
+        "its text encoding is \(theirs.encoding) and the store's \(ours.encoding), and SQLite cannot restore a file "
+          + "of one encoding into a store of another; the store was not changed. Convert a copy to \(ours.encoding) "
+          + "(\(copy)), then restore the copy",
         path: backupPath)
     }
     let previousHead = try bounds().head
@@ -210,6 +226,22 @@ extension SessionStore {
       throw SessionStorageError(.invalidBackup, describe("failed its check: \(list)"), path: shown)
     }
     return (store, try summary(of: store.log))
+  }
+
+  /// How a file's pages are laid out, which a restore copies as they are: its page size and
+  /// its text encoding must be the store's.
+  private struct Layout {
+    var pageSize: Int64
+    /// `UTF-8`, `UTF-16le` or `UTF-16be`.
+    var encoding: String
+    /// The schema version, for the command that converts a copy.
+    var userVersion: Int64
+
+    init(_ connection: Connection) throws {
+      pageSize = try connection.scalarInt("PRAGMA page_size") ?? 0
+      encoding = try connection.scalarText("PRAGMA encoding") ?? "?"
+      userVersion = try connection.scalarInt("PRAGMA user_version") ?? 0
+    }
   }
 
   /// What a backup holds, in brief: enough to tell that it changed since it was verified.
