@@ -65,7 +65,9 @@ extension SessionStore {
   /// - Throws: ``SessionStorageError``: `storeFile` when `path` is one of the store's files,
   ///   `notARegularFile` when it exists and is not a regular file, `fileExists` when it
   ///   exists and `overwrite` is false, or a `-wal`, `-shm` or `-journal` beside it is not
-  ///   its own (as above), `invalidBackup` when the copy failed its check, `pathTooLong`
+  ///   its own (as above), `invalidBackup` when the copy failed its check (`corrupt` or
+  ///   `invalidBackup` naming the store's path, not the backup's, when the store fails
+  ///   ``check()`` too: the copy is its pages as they are), `pathTooLong`
   ///   when the path is longer than SQLite opens, `readOnly`, `notFound`, `full` or `sqlite`
   ///   when the file cannot be created; `notFound` for a path that begins with `~` and leads to nothing (`~`
   ///   is not expanded: only a shell does that).
@@ -97,14 +99,20 @@ extension SessionStore {
       }
     } catch var error as SessionStorageError {
       error.path = path
-      throw error
+      throw error.code == .corrupt ? storeFailure(else: error) : error
     }
     // The verifying store is released (its connections closed) before the file is placed.
-    let (head, entries) = try {
-      try Self.verifiedBackup(staged.temporary, origin: options.origin, shown: path) { failure in
-        "the copy failed its check (\(failure)); nothing was written"
-      }.summary
-    }().counts
+    let (head, entries): (Cursor, Int)
+    do {
+      (head, entries) = try {
+        try Self.verifiedBackup(staged.temporary, origin: options.origin, shown: path) { failure in
+          "the copy failed its check (\(failure)); nothing was written"
+        }.summary
+      }().counts
+    } catch let error as SessionStorageError {
+      // The copy is the store's pages as of one commit: what fails in it fails in the store.
+      throw storeFailure(else: error)
+    }
     guard let bytes = FileSystem.sizeIfPresent(staged.temporary) else {
       throw SessionStorageError(
         systemError: errno, "cannot read the backup's size", writing: false, path: path)
@@ -220,12 +228,53 @@ extension SessionStore {
       error.path = shown
       throw error
     }
-    let failed = try store.check().filter { $0.verdict == .failed }
-    guard failed.isEmpty else {
-      let list = failed.map { "\($0.check.rawValue): \($0.detail)" }.joined(separator: "; ")
-      throw SessionStorageError(.invalidBackup, describe("failed its check: \(list)"), path: shown)
+    // A read that fails names the file as shown, never the name it is checked under.
+    func named<T>(_ read: () throws -> T) throws -> T {
+      do {
+        return try read()
+      } catch var error as SessionStorageError {
+        error.message = describe(error.message)
+        error.path = shown
+        throw error
+      }
     }
-    return (store, try summary(of: store.log))
+    let failed = try named { try store.check().filter { $0.verdict == .failed } }
+    guard failed.isEmpty else {
+      throw SessionStorageError(
+        .invalidBackup, describe("failed its check: \(Self.list(failed))"), path: shown)
+    }
+    return (store, try named { try summary(of: store.log) })
+  }
+
+  /// The failed verifications, as a message lists them.
+  private static func list(_ failed: [CheckResult]) -> String {
+    failed.map { "\($0.check.rawValue): \($0.detail)" }.joined(separator: "; ")
+  }
+
+  /// Why a copy of this store failed its verification, told of the store when the store
+  /// itself fails ``check()`` (a corrupt store gives a corrupt copy), naming the store's
+  /// path; else `copyFailure`, which is the copy's own (a disk that failed to write it).
+  private func storeFailure(else copyFailure: SessionStorageError) -> SessionStorageError {
+    let repair =
+      "; nothing was written. Repair the store first ('sessionctl check' names what is wrong): restore a backup "
+      + "(`sessionctl restore FILE`), or rescue what is left with the sqlite3 shell's `.recover`"
+    let failed: [CheckResult]
+    do {
+      failed = try check().filter { $0.verdict == .failed }
+    } catch var error as SessionStorageError {
+      error.message = "the store cannot be read, so nothing was written: \(error.message)"
+      error.path = path
+      return error
+    } catch {
+      return copyFailure
+    }
+    guard !failed.isEmpty else { return copyFailure }
+    let corrupt = failed.contains { $0.check == .integrity }
+    return SessionStorageError(
+      corrupt ? .corrupt : .invalidBackup,
+      "the store \(corrupt ? "is corrupt, so its copy is too" : "fails its check, so its copy does too") "
+        + "(\(Self.list(failed)))\(repair)",
+      path: path)
   }
 
   /// How a file's pages are laid out, which a restore copies as they are: its page size and
