@@ -86,7 +86,7 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
     /// A backup failed its verification: a new copy (nothing is left at the target), or the
     /// file given to ``SessionStore/restore(from:)`` (the store was not changed). The message
     /// names what failed: a verification of ``SessionStore/check()``, a pending migration,
-    /// or a page size that differs.
+    /// or a page size or text encoding that differs.
     public static let invalidBackup = Code(rawValue: "invalidBackup")
     /// The file given to ``SessionStore/backup(to:overwrite:)`` or
     /// ``SessionStore/restore(from:)`` is one of the store's own: the database file, its

@@ -65,7 +65,9 @@ extension SessionStore {
   /// - Throws: ``SessionStorageError``: `storeFile` when `path` is one of the store's files,
   ///   `notARegularFile` when it exists and is not a regular file, `fileExists` when it
   ///   exists and `overwrite` is false, or a `-wal`, `-shm` or `-journal` beside it is not
-  ///   its own (as above), `invalidBackup` when the copy failed its check, `pathTooLong`
+  ///   its own (as above), `invalidBackup` when the copy failed its check (`corrupt` or
+  ///   `invalidBackup` naming the store's path, not the backup's, when the store fails
+  ///   ``check()`` too: the copy is its pages as they are), `pathTooLong`
   ///   when the path is longer than SQLite opens, `readOnly`, `notFound`, `full` or `sqlite`
   ///   when the file cannot be created; `notFound` for a path that begins with `~` and leads to nothing (`~`
   ///   is not expanded: only a shell does that).
@@ -97,14 +99,20 @@ extension SessionStore {
       }
     } catch var error as SessionStorageError {
       error.path = path
-      throw error
+      throw error.code == .corrupt ? storeFailure(else: error) : error
     }
     // The verifying store is released (its connections closed) before the file is placed.
-    let (head, entries) = try {
-      try Self.verifiedBackup(staged.temporary, origin: options.origin, shown: path) { failure in
-        "the copy failed its check (\(failure)); nothing was written"
-      }.summary
-    }().counts
+    let (head, entries): (Cursor, Int)
+    do {
+      (head, entries) = try {
+        try Self.verifiedBackup(staged.temporary, origin: options.origin, shown: path) { failure in
+          "the copy failed its check (\(failure)); nothing was written"
+        }.summary
+      }().counts
+    } catch let error as SessionStorageError {
+      // The copy is the store's pages as of one commit: what fails in it fails in the store.
+      throw storeFailure(else: error)
+    }
     guard let bytes = FileSystem.sizeIfPresent(staged.temporary) else {
       throw SessionStorageError(
         systemError: errno, "cannot read the backup's size", writing: false, path: path)
@@ -123,8 +131,8 @@ extension SessionStore {
   /// Replaces the store's content with a backup's, while other processes keep it open.
   ///
   /// The backup is verified first: it must open as a store of this build's schema (not
-  /// newer, no pending migration) and pass ``check()``; anything else is refused and the
-  /// store is left untouched. The copy then runs SQLite's backup API *into* the store,
+  /// newer, no pending migration), pass ``check()``, and have the store's page size and text
+  /// encoding; anything else is refused and the store is left untouched. The copy then runs SQLite's backup API *into* the store,
   /// through its writer, as one write transaction: every connection, in every process,
   /// sees the old content until the commit and the backup's after it. The file keeps its
   /// inode, its `-wal` and its locks, so nobody has to stop.
@@ -137,7 +145,8 @@ extension SessionStore {
   ///   `-journal`, by any name, as ``backup(to:overwrite:)`` refuses them); the backup's own
   ///   refusal (`notFound`, `permissionDenied`, `notADatabase` — also for anything but a
   ///   regular file —, `foreignDatabase`, `newerSchema`, `checksumMismatch`…);
-  ///   `invalidBackup` when it needs migration, fails its check or has another page size;
+  ///   `invalidBackup` when it needs migration, fails its check or has another page size
+  ///   or text encoding (UTF-16: SQLite copies pages as they are);
   ///   `busy` when another writer held the lock past the busy timeout.
   public func restore(from backupPath: String) throws -> RestoreResult {
     guard !options.readOnly else {
@@ -151,16 +160,31 @@ extension SessionStore {
     let backup = try Self.verifiedBackup(backupPath, origin: options.origin, shown: backupPath) { failure in
       "\(failure); the store was not changed"
     }
-    let pageSizes = try (
-      backup.store.log.reader.withLock { try $0.scalarInt("PRAGMA page_size") },
-      log.reader.withLock { try $0.scalarInt("PRAGMA page_size") }
-    )
-    guard pageSizes.0 == pageSizes.1 else {
+    // SQLite's backup API copies pages as they are: a backup whose pages the store cannot
+    // take as they are is refused here, before anything is written.
+    let theirs = try backup.store.log.reader.withLock { try Layout($0) }
+    let ours = try log.reader.withLock { try Layout($0) }
+    guard theirs.pageSize == ours.pageSize else {
       throw SessionStorageError(
         .invalidBackup,
-        "its page size (\(pageSizes.0 ?? 0)) differs from the store's (\(pageSizes.1 ?? 0)), which SQLite cannot "
+        "its page size (\(theirs.pageSize)) differs from the store's (\(ours.pageSize)), which SQLite cannot "
           + "restore into a WAL database; the store was not changed. Stop every process that has the store open, "
           + "then put a copy of the backup in its place and remove the store's -wal and -shm",
+        path: backupPath)
+    }
+    guard theirs.encoding == ours.encoding else {
+      // The copy would commit the other encoding into a file whose open connections read it as
+      // their own: every one of them, in every process, fails from then on.
+      // The shell makes a new file UTF-8 unless told otherwise before its first table.
+      let name = ours.encoding.filter { $0 != "-" }  // UTF16le: a bare word to SQL
+      let encoding = ours.encoding == "UTF-8" ? "" : "(echo \"PRAGMA encoding = \(name);\"; "
+      let dump = encoding.isEmpty ? "sqlite3 FILE .dump" : encoding + "sqlite3 FILE .dump)"
+      let copy = "'\(dump) | sqlite3 COPY && sqlite3 COPY \"PRAGMA user_version = \(theirs.userVersion)\"'"
+      throw SessionStorageError(
+        .invalidBackup,
+        "its text encoding is \(theirs.encoding) and the store's \(ours.encoding), and SQLite cannot restore a file "
+          + "of one encoding into a store of another; the store was not changed. Convert a copy to \(ours.encoding) "
+          + "(\(copy)), then restore the copy",
         path: backupPath)
     }
     let previousHead = try bounds().head
@@ -204,12 +228,69 @@ extension SessionStore {
       error.path = shown
       throw error
     }
-    let failed = try store.check().filter { $0.verdict == .failed }
-    guard failed.isEmpty else {
-      let list = failed.map { "\($0.check.rawValue): \($0.detail)" }.joined(separator: "; ")
-      throw SessionStorageError(.invalidBackup, describe("failed its check: \(list)"), path: shown)
+    // A read that fails names the file as shown, never the name it is checked under.
+    func named<T>(_ read: () throws -> T) throws -> T {
+      do {
+        return try read()
+      } catch var error as SessionStorageError {
+        error.message = describe(error.message)
+        error.path = shown
+        throw error
+      }
     }
-    return (store, try summary(of: store.log))
+    let failed = try named { try store.check().filter { $0.verdict == .failed } }
+    guard failed.isEmpty else {
+      throw SessionStorageError(
+        .invalidBackup, describe("failed its check: \(Self.list(failed))"), path: shown)
+    }
+    return (store, try named { try summary(of: store.log) })
+  }
+
+  /// The failed verifications, as a message lists them.
+  private static func list(_ failed: [CheckResult]) -> String {
+    failed.map { "\($0.check.rawValue): \($0.detail)" }.joined(separator: "; ")
+  }
+
+  /// Why a copy of this store failed its verification, told of the store when the store
+  /// itself fails ``check()`` (a corrupt store gives a corrupt copy), naming the store's
+  /// path; else `copyFailure`, which is the copy's own (a disk that failed to write it).
+  private func storeFailure(else copyFailure: SessionStorageError) -> SessionStorageError {
+    let repair =
+      "; nothing was written. Repair the store first ('sessionctl check' names what is wrong): restore a backup "
+      + "(`sessionctl restore FILE`), or rescue what is left with the sqlite3 shell's `.recover`"
+    let failed: [CheckResult]
+    do {
+      failed = try check().filter { $0.verdict == .failed }
+    } catch var error as SessionStorageError {
+      error.message = "the store cannot be read, so nothing was written: \(error.message)"
+      error.path = path
+      return error
+    } catch {
+      return copyFailure
+    }
+    guard !failed.isEmpty else { return copyFailure }
+    let corrupt = failed.contains { $0.check == .integrity }
+    return SessionStorageError(
+      corrupt ? .corrupt : .invalidBackup,
+      "the store \(corrupt ? "is corrupt, so its copy is too" : "fails its check, so its copy does too") "
+        + "(\(Self.list(failed)))\(repair)",
+      path: path)
+  }
+
+  /// How a file's pages are laid out, which a restore copies as they are: its page size and
+  /// its text encoding must be the store's.
+  private struct Layout {
+    var pageSize: Int64
+    /// `UTF-8`, `UTF-16le` or `UTF-16be`.
+    var encoding: String
+    /// The schema version, for the command that converts a copy.
+    var userVersion: Int64
+
+    init(_ connection: Connection) throws {
+      pageSize = try connection.scalarInt("PRAGMA page_size") ?? 0
+      encoding = try connection.scalarText("PRAGMA encoding") ?? "?"
+      userVersion = try connection.scalarInt("PRAGMA user_version") ?? 0
+    }
   }
 
   /// What a backup holds, in brief: enough to tell that it changed since it was verified.
