@@ -184,7 +184,8 @@ struct FeedOptions: Sendable {
   static let since = Option<FeedStart>(
     "since", placeholder: "cursor",
     help: "Start after this cursor (exclusive), e.g. the last one you saw. As CURSOR@TIME (the "
-      + "time printed for that change) it is checked first: exit 67 if a restore replaced it.")
+      + "time printed for that change, to the millisecond) it is checked first: exit 67 if the change "
+      + "there committed at another time (a restore replaced it).")
   static let limit = Option<Int>("limit", short: "n", placeholder: "n", help: "Stop after this many changes.")
 
   /// Both, for a command's spec.
@@ -204,20 +205,34 @@ struct FeedOptions: Sendable {
 extension FeedStart: ExpressibleByArgument {
   /// Where `--since` resumes: `CURSOR`, or `CURSOR@TIME` with the time printed for that
   /// change, which is checked so that a rewritten history is not resumed silently.
+  ///
+  /// The time is taken only in the form every line prints it, to the millisecond in UTC
+  /// (`2026-11-29T20:33:36.562Z`): anything else (no milliseconds, another zone, a
+  /// placeholder) is a typing mistake, refused here, never compared with the stored time
+  /// and taken for a rewritten history.
   package init(argument: String) throws(InvalidValue) {
     guard let at = argument.firstIndex(of: "@") else {
       self = .after(try Cursor(argument: argument))
       return
     }
     let time = String(argument[argument.index(after: at)...])
-    guard let cursor = Cursor(String(argument[..<at])), let date = Timestamp.parse(time) else {
+    guard let cursor = Cursor(String(argument[..<at])) else {
       throw InvalidValue(
-        expected: "a whole number ≥ 0, or one followed by @ and the time printed for that change "
-          + "(e.g. 8@2026-11-29T20:33:36.562Z)",
+        expected: "a whole number ≥ 0 before the '@' (the cursor of a change), then the time printed for it",
         noun: "cursor")
+    }
+    guard time.utf8.count == Self.printedTimeLength, let date = Timestamp.parse(time) else {
+      let why = Timestamp.parse(time) != nil ? "; this one has no milliseconds" : ""
+      throw InvalidValue(
+        expected: "the time printed for change \(cursor) after the '@', as every line of watch and history "
+          + "shows it: YYYY-MM-DDTHH:MM:SS.mmmZ, in UTC, with milliseconds\(why)",
+        noun: "time")
     }
     self = .afterEntry(cursor, time: date)
   }
+
+  /// The length of a time as lines print it: `2026-11-29T20:33:36.562Z`.
+  static let printedTimeLength = 24
 }
 
 extension Cursor: ExpressibleByArgument {
