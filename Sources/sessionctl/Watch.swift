@@ -45,7 +45,9 @@ extension SessionCtl {
 
         With --exec -- <command> [<argument> ...], the command runs once per change, in
         order, one at a time, started without a shell. Its environment has SESSION_CURSOR,
-        SESSION_TIME, SESSION_ORIGIN, SESSION_USERNAME (unset when there is none),
+        SESSION_TIME, SESSION_ORIGIN, SESSION_USERNAME (unset when there is none; a value
+        with a NUL byte, which no environment variable can carry, is refused: the command
+        does not run for that change, which counts as a failure),
         SESSION_LOGGED_IN (1 or 0) and SESSION_EVENTS (e.g. "rename,login"), and the rest
         of watch's environment but the passwords: no PGPASSWORD, and SESSIONCTL_DB without
         its password (a hook that connects finds it in ~/.pgpass or PGPASSFILE). Its standard
@@ -329,11 +331,26 @@ final class ChangeCommand: Sendable {
     return variables
   }
 
-  /// Runs the command for `entry` and waits for it; `errors` gets what it prints.
+  /// The first of `variables` (by name) whose value holds a NUL byte: an environment
+  /// variable ends at its first NUL, so the command would get a shortened value (a username
+  /// edited in with the sqlite3 shell, cut at the NUL, may be another account's name).
+  static func unrepresentable(_ variables: [String: String]) -> String? {
+    variables.keys.sorted().first { variables[$0]?.utf8.contains(0) == true }
+  }
+
+  /// Runs the command for `entry` and waits for it; `errors` gets what it prints. A change
+  /// that one of the variables cannot carry byte for byte is refused: the command does not
+  /// run for it, and the outcome says why.
   func run(for entry: SessionEntry, errors: LineWriter) throws -> Outcome {
+    let variables = Self.variables(for: entry)
+    if let name = Self.unrepresentable(variables) {
+      return .failed(
+        "was not run (\(name) would hold a NUL byte, which an environment variable cannot carry: the value "
+          + "would end there and name something else)")
+    }
     // Its own variables replace inherited ones; one it leaves unset is not inherited either.
     var environment = environment.filter { !Self.names.contains($0.key) }
-    environment.merge(Self.variables(for: entry)) { $1 }
+    environment.merge(variables) { $1 }
     let line = entry.jsonLine
     let started = running.withLock { running -> Result<ChildProcess, ChildProcess.SpawnError>? in
       guard !running.stopped else { return nil }
