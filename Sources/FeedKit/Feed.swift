@@ -108,7 +108,9 @@ package struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
     case .now, .beginning: return nil
     }
     guard let before = cursor.previous else { return nil }
-    let found = try source.entries(after: before, limit: 1).first.flatMap { $0.cursor == cursor ? $0 : nil }
+    let found = try entries(at: cursor, after: before, limit: 1).first.flatMap {
+      $0.cursor == cursor ? $0 : nil
+    }
     guard let expected else { return found }
     guard let found else {
       // Compacted away (nothing left to compare with), or gone from a log that was rewritten.
@@ -118,13 +120,23 @@ package struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
     guard Self.sameMillisecond(found.time, expected) else {
       throw FeedError.historyRewritten(
         cursor: cursor,
-        reason: "the entry at \(cursor) committed at another time than the one given: the log was rewritten")
+        reason: "the change at \(cursor) committed at \(Self.millisecondText(found.time)), not at the time "
+          + "given, \(Self.millisecondText(expected)): either the log was rewritten (a restore of an older "
+          + "backup) since that time was printed for \(cursor), or the time given is not the one printed")
     }
     return found
   }
 
   static func sameMillisecond(_ first: Date, _ second: Date) -> Bool {
     (first.timeIntervalSince1970 * 1000).rounded() == (second.timeIntervalSince1970 * 1000).rounded()
+  }
+
+  /// A time to the millisecond, in UTC, as entries print it: `2026-11-29T20:33:36.562Z`.
+  static func millisecondText(_ date: Date) -> String {
+    // A quarter of a millisecond in: the style drops (or rounds) what is below it.
+    let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
+    return Date(timeIntervalSince1970: (milliseconds + 0.25) / 1000)
+      .formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
   }
 
   /// What a subscriber reads next: ``read(after:last:limit:)``, or the same page another
@@ -143,7 +155,7 @@ package struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
     var lastIsGone = false
     if let last, let before = cursor.previous {
       // One query that starts at `last` itself.
-      entries = try source.entries(after: before, limit: limit == .max ? limit : limit + 1)
+      entries = try self.entries(at: cursor, after: before, limit: limit == .max ? limit : limit + 1)
       if let first = entries.first, first.cursor == cursor {
         guard Self.sameMillisecond(first.time, last.time), first.origin == last.origin else {
           throw FeedError.historyRewritten(
@@ -179,6 +191,18 @@ package struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
     }
     try Self.requireConsecutive(entries)
     return entries
+  }
+
+  /// The source's entries after `before`, read to start at the entry at `cursor` (its
+  /// successor), where the reader stands: a rewritten history the source reports (a
+  /// replaced file, a dropped schema) is reported under `cursor`, the last cursor the
+  /// reader delivered or was given, not under the one the query starts after.
+  private func entries(at cursor: Cursor, after before: Cursor, limit: Int) throws -> [FeedEntry<Change>] {
+    do {
+      return try source.entries(after: before, limit: limit)
+    } catch FeedError.historyRewritten(_, let reason) {
+      throw FeedError.historyRewritten(cursor: cursor, reason: reason)
+    }
   }
 
   /// Throws unless each entry's cursor follows the one before it. Looks at the cursors

@@ -69,10 +69,12 @@ public final class InMemorySessionStore: _SessionBackedStore, SessionBackend {
   /// Applies `write` under the log's lock; nothing here can wait, so `isCancelled` is not
   /// asked (the shared `async` writes check the task before they start).
   package func commit(_ write: SessionWrite, isCancelled: @escaping @Sendable () -> Bool) throws
-    -> SessionEntry?
+    -> WriteOutcome
   {
-    let entry = try log.current.withLock { log throws -> SessionEntry? in
-      guard let after = write.applied(to: log.state) else { return nil }
+    let outcome = try log.current.withLock { log throws -> WriteOutcome in
+      guard let after = write.applied(to: log.state) else {
+        return .unchanged(SessionSnapshot(state: log.state, cursor: log.head))
+      }
       guard let next = log.head.next else {
         throw SessionStorageError(
           .cursorsExhausted,
@@ -85,10 +87,10 @@ public final class InMemorySessionStore: _SessionBackedStore, SessionBackend {
         cursor: log.head, time: now, origin: origin, change: SessionChange(before: log.state, after: state))
       log.state = state
       log.entries.append(entry)
-      return entry
+      return .committed(entry)
     }
-    if entry != nil { beacon.signal() }
-    return entry
+    if outcome.entry != nil { beacon.signal() }
+    return outcome
   }
 
   package func delete(_ deletion: Deletion) -> CompactionResult {

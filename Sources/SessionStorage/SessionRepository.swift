@@ -88,12 +88,13 @@ package protocol SessionBackend: Sendable {
   /// Throws `readOnly` for a store opened read-only. The shared writes ask first: a write
   /// the store refuses is refused alike whether or not its task is cancelled.
   func requireWritable() throws
-  /// Commits `write` and returns its entry, or nil when it changed nothing; wakes this
-  /// process's subscribers for a committed entry. `isCancelled` turns true when the task of
-  /// an `async` write is cancelled: a backend that can stop waiting for a lock does so and
-  /// throws `CancellationError` having written nothing. A write that committed returns its
-  /// entry whatever `isCancelled` says.
-  func commit(_ write: SessionWrite, isCancelled: @escaping @Sendable () -> Bool) throws -> SessionEntry?
+  /// Commits `write` and returns its entry, or, when it changed nothing, the state and
+  /// cursor it found in the same transaction; wakes this process's subscribers for a
+  /// committed entry. `isCancelled` turns true when the task of an `async` write is
+  /// cancelled: a backend that can stop waiting for a lock does so and throws
+  /// `CancellationError` having written nothing. A write that committed returns its entry
+  /// whatever `isCancelled` says.
+  func commit(_ write: SessionWrite, isCancelled: @escaping @Sendable () -> Bool) throws -> WriteOutcome
   /// Deletes the oldest entries `deletion` names (validated), in one transaction, and
   /// returns what that removed.
   func delete(_ deletion: Deletion) throws -> CompactionResult

@@ -131,45 +131,50 @@ public final class SessionStore: _SessionBackedStore, SessionBackend {
   }
 
   /// Runs the write as one conditional UPDATE in an IMMEDIATE transaction and returns the
-  /// entry its trigger wrote, or nil when nothing changed. A read-only instance refuses it,
-  /// also when it shares its connections with a writable one. A wait for another
-  /// connection's write lock stops as soon as `isCancelled` says so, and throws
-  /// `CancellationError`.
+  /// entry its trigger wrote, or the state and head that transaction found when nothing
+  /// changed. A read-only instance refuses it, also when it shares its connections with a
+  /// writable one. A wait for another connection's write lock stops as soon as
+  /// `isCancelled` says so, and throws `CancellationError`.
   package func commit(_ write: SessionWrite, isCancelled: @escaping @Sendable () -> Bool) throws
-    -> SessionEntry?
+    -> WriteOutcome
   {
     try requireWritable()
     let (sql, bindings) = write.statement(origin: options.origin)
-    let entry: SessionEntry?
+    let outcome: WriteOutcome
     do {
-      entry = try committed(sql, bindings, isCancelled: isCancelled)
-    } catch is OnlyBytesChanged {
-      return nil
+      outcome = try committed(sql, bindings, isCancelled: isCancelled)
+    } catch let bytesOnly as OnlyBytesChanged {
+      return .unchanged(bytesOnly.found)
     } catch let error as SessionStorageError where error.code == .busy && isCancelled() {
       throw CancellationError()
     }
-    if let entry { database.wake(after: entry) }
-    return entry
+    if let entry = outcome.entry { database.wake(after: entry) }
+    return outcome
   }
 
-  /// Thrown inside the write's transaction to roll back an entry with no events.
-  private struct OnlyBytesChanged: Error {}
+  /// Thrown inside the write's transaction to roll back an entry with no events; it holds
+  /// the state and head the transaction found before its UPDATE.
+  private struct OnlyBytesChanged: Error {
+    let found: SessionSnapshot
+  }
 
   /// Runs the write's UPDATE in an IMMEDIATE transaction and returns the entry its trigger
-  /// wrote, or nil when the UPDATE changed nothing.
+  /// wrote, or, when the UPDATE changed nothing, the state and head read in the same
+  /// transaction (the write lock is still held: that is the state the write saw).
   ///
   /// When only the username's bytes would change — the file holds another normalization of
   /// the same name, or the same text as a BLOB (stored by another client), which Swift's
   /// `String` equality takes for the same name — the trigger compares bytes and writes an
   /// entry with no events; the transaction is rolled back (``OnlyBytesChanged``), as
   /// ``InMemorySessionStore`` makes no entry for it. It costs nothing on the common path:
-  /// the entry is read anyway.
+  /// the entry is read anyway. What the write found is that entry's "before", at the cursor
+  /// below it (AUTOINCREMENT numbers the entry one past the head).
   private func committed(_ sql: SQL, _ bindings: [SQLiteValue], isCancelled: @escaping @Sendable () -> Bool)
-    throws -> SessionEntry?
+    throws -> WriteOutcome
   {
     try database.withWriter(options, isCancelled: isCancelled) { connection in
       // The schema may have been changed since the open.
-      try Migrator.verifiedWrite(connection) { () throws -> SessionEntry? in
+      try Migrator.verifiedWrite(connection) { () throws -> WriteOutcome in
         let before = connection.totalChanges
         do {
           try connection.run(sql, bindings)
@@ -182,7 +187,12 @@ public final class SessionStore: _SessionBackedStore, SessionBackend {
           error.message = try SessionTables.cursorProblem(on: connection) ?? error.message
           throw error
         }
-        guard connection.changes > 0 else { return nil }
+        guard connection.changes > 0 else {
+          return .unchanged(
+            SessionSnapshot(
+              state: try SessionTables.state(on: connection),
+              cursor: try SessionTables.bounds(on: connection).head))
+        }
         // Only the entry this transaction wrote is this write's, never an older one: the
         // feed trigger must have inserted a row besides the session's (trigger programs
         // count in the total; an added trigger is refused by the schema check above).
@@ -195,8 +205,11 @@ public final class SessionStore: _SessionBackedStore, SessionBackend {
               + "the trigger session_feed with its SQL in migrations/0001_session_and_feed.sql",
             path: path)
         }
-        guard entry.change.hasEvents else { throw OnlyBytesChanged() }
-        return entry
+        guard entry.change.hasEvents else {
+          throw OnlyBytesChanged(
+            found: SessionSnapshot(state: entry.change.before, cursor: Cursor(entry.cursor.value - 1)))
+        }
+        return .committed(entry)
       }
     }
   }

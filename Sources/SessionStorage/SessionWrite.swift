@@ -34,6 +34,22 @@ package enum SessionWrite: Sendable {
   }
 }
 
+/// What a write did, as its own transaction saw it: the entry it committed, or the state
+/// and cursor it found when it changed nothing. A response built from it is one atomic
+/// observation: no other writer's commit can fall between the write and what it reports.
+package enum WriteOutcome: Sendable, Equatable {
+  /// The write committed this entry.
+  case committed(SessionEntry)
+  /// The write changed nothing: this is the state (and its cursor) it found, read in its
+  /// own transaction.
+  case unchanged(SessionSnapshot)
+
+  /// The committed entry, or nil when the write changed nothing.
+  package var entry: SessionEntry? {
+    if case .committed(let entry) = self { entry } else { nil }
+  }
+}
+
 /// The rules for the name a store records as the origin of its writes, the same for every
 /// store (``SessionStore/Options/origin``, ``InMemorySessionStore/origin``).
 package enum Origin {
@@ -76,21 +92,21 @@ extension _SessionBackedStore {
   ///   `CancellationError`.
   @discardableResult
   public func logIn(as username: String) async throws -> SessionEntry? {
-    try await _core.write(.login(username: username))
+    try await _core.write(.login(username: username)).entry
   }
 
   /// Signs out, off the caller's actor; cancellation as for ``logIn(as:)``. The username is
   /// kept, so an app can offer "continue as …"; the `loggedOut(username:)` event names them.
   /// - Returns: the committed change, or nil when nobody was signed in.
   @discardableResult
-  public func logOut() async throws -> SessionEntry? { try await _core.write(.logout) }
+  public func logOut() async throws -> SessionEntry? { try await _core.write(.logout).entry }
 
   /// Changes the username (validated, stored in Unicode NFC) and leaves the login state as it
   /// is, off the caller's actor; cancellation as for ``logIn(as:)``.
   /// - Returns: the committed change, or nil when the username is already `username`.
   @discardableResult
   public func rename(to username: String) async throws -> SessionEntry? {
-    try await _core.write(.rename(to: username))
+    try await _core.write(.rename(to: username)).entry
   }
 
   /// The same writes, blocking the calling thread until they commit: for command-line
@@ -113,25 +129,32 @@ public struct BlockingWrites: Sendable {
   ///   (`invalidUsername` before anything is written, `readOnly`, `busy`, `unavailable`).
   @discardableResult
   public func logIn(as username: String) throws -> SessionEntry? {
-    try core.write(.login(username: username))
+    try core.write(.login(username: username)).entry
   }
 
   /// Signs out, keeping the username, and blocks until it commits.
   /// - Returns: the committed change, or nil when nobody was signed in.
   /// - Throws: ``SessionStorageError``, as ``logIn(as:)`` does.
   @discardableResult
-  public func logOut() throws -> SessionEntry? { try core.write(.logout) }
+  public func logOut() throws -> SessionEntry? { try core.write(.logout).entry }
 
   /// Changes the username, keeping the login state, and blocks until it commits.
   /// - Returns: the committed change, or nil when the username is already `username`.
   /// - Throws: ``SessionStorageError``, as ``logIn(as:)`` does.
   @discardableResult
-  public func rename(to username: String) throws -> SessionEntry? { try core.write(.rename(to: username)) }
+  public func rename(to username: String) throws -> SessionEntry? {
+    try core.write(.rename(to: username)).entry
+  }
+
+  /// Commits `write` and returns what it did as its transaction saw it: its entry, or the
+  /// state and cursor it found when it changed nothing (for a response that must be one
+  /// observation, such as `sessionctl`'s "no change" line).
+  package func outcome(of write: SessionWrite) throws -> WriteOutcome { try core.write(write) }
 }
 
 extension _SessionStoreCore {
   /// Commits `write` on the calling thread.
-  func write(_ write: SessionWrite) throws -> SessionEntry? {
+  func write(_ write: SessionWrite) throws -> WriteOutcome {
     try backend.requireWritable()
     return try backend.commit(write, isCancelled: { false })
   }
@@ -139,7 +162,7 @@ extension _SessionStoreCore {
   /// Commits `write` off the caller's actor: on the backend's write queue, or on the
   /// caller's task for a backend whose writes never wait. Whichever it is, a task cancelled
   /// before the write starts writes nothing.
-  func write(_ write: SessionWrite) async throws -> SessionEntry? {
+  func write(_ write: SessionWrite) async throws -> WriteOutcome {
     try backend.requireWritable()
     guard let queue = backend.writeQueue else {
       try Task.checkCancellation()
@@ -167,8 +190,9 @@ private final class QueuedWrite: Sendable {
 
   func cancel() { cancelled.store(true, ordering: .relaxed) }
 
-  func run(_ write: SessionWrite) -> Result<SessionEntry?, any Error> {
-    guard let backend = backend.withLock({ $0.take() }) else { return .success(nil) }
+  func run(_ write: SessionWrite) -> Result<WriteOutcome, any Error> {
+    // A job runs once; a second run finds no backend and writes nothing.
+    guard let backend = backend.withLock({ $0.take() }) else { return .failure(CancellationError()) }
     let isCancelled: @Sendable () -> Bool = { [self] in cancelled.load(ordering: .relaxed) }
     if isCancelled() { return .failure(CancellationError()) }
     return Result { try backend.commit(write, isCancelled: isCancelled) }

@@ -146,14 +146,14 @@ public final class PostgresSessionStore: _SessionBackedStore, SessionBackend {
   /// written; `busy` when another transaction held the session row longer than
   /// ``Options/lockTimeout`` (nothing was written).
   package func commit(_ write: SessionWrite, isCancelled: @escaping @Sendable () -> Bool) throws
-    -> SessionEntry?
+    -> WriteOutcome
   {
     let token = String(Int64.random(in: 1...Int64.max))
-    let entry = try withWriter { connection in
+    let outcome = try withWriter { connection in
       try PostgresWrite(write: write, origin: options.origin, token: token).commit(on: connection)
     }
-    if entry != nil { beacon.signal() }  // this process's subscribers need no NOTIFY round trip
-    return entry
+    if outcome.entry != nil { beacon.signal() }  // this process's subscribers need no NOTIFY round trip
+    return outcome
   }
 
   /// The DELETE of each compaction, in a transaction; the head stays in the session row,

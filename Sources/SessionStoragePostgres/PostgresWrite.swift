@@ -17,8 +17,9 @@ package struct PostgresWrite {
     self.token = token
   }
 
-  /// The UPDATE and its values; when it changed the row it returns the change in the
-  /// columns of ``PostgresTables/changeColumns``, then the head before it.
+  /// The UPDATE and its values. It returns one row: the change in the columns of
+  /// ``PostgresTables/changeColumns`` then the head before it (all NULL when it changed
+  /// nothing), then the row it found in the columns of ``PostgresTables/snapshotSQL``.
   /// (`package`: sessionbench's raw baseline runs the same statement.)
   package var statement: (sql: String, values: [String?]) {
     switch write {
@@ -35,13 +36,22 @@ package struct PostgresWrite {
   private static let renameSQL = update(set: "username = $3", when: "old.username IS DISTINCT FROM $3")
 
   /// The UPDATE that sets `set` (with `$1` the origin, `$2` the token) when `condition`
-  /// holds for the row as it was (`old`, locked), built once per kind of write.
+  /// holds for the row as it was (`old`), built once per kind of write.
+  ///
+  /// `old` is a materialized CTE, so the row is locked whatever `condition` says: inlined
+  /// as a subquery, the planner moves `condition` below the lock, and a write that changes
+  /// nothing then locks nothing and decides on the statement's snapshot, which another
+  /// writer's commit may already have replaced. Locked, the row `old` returns is the newest,
+  /// and no commit can change it before this transaction ends: what the write decided on
+  /// is what it reports.
   private static func update(set: String, when condition: String) -> String {
-    "UPDATE session SET \(set), updated_by = $1, write_token = $2 "
-      + "FROM (SELECT username, is_logged_in, updated_at, head FROM session WHERE id = 1 FOR UPDATE) old "
+    "WITH old AS MATERIALIZED (SELECT username, is_logged_in, updated_at, head FROM session WHERE id = 1 "
+      + "FOR UPDATE), changed AS (UPDATE session SET \(set), updated_by = $1, write_token = $2 FROM old "
       + "WHERE session.id = 1 AND (\(condition)) RETURNING session.head, "
       + PostgresTables.time("session.updated_at") + ", session.updated_by, old.username, session.username, "
-      + "old.is_logged_in, session.is_logged_in, " + PostgresTables.time("old.updated_at") + ", old.head"
+      + "old.is_logged_in, session.is_logged_in, " + PostgresTables.time("old.updated_at") + ", old.head) "
+      + "SELECT changed.*, old.username, old.is_logged_in, " + PostgresTables.time("old.updated_at")
+      + ", old.head FROM old LEFT JOIN changed ON true"
   }
 
   /// Whether `entry` is the change this write makes (and not an older one: the trigger
@@ -55,10 +65,11 @@ package struct PostgresWrite {
     }
   }
 
-  /// Runs the write in a transaction and returns its committed entry, or nil when it
-  /// changed nothing. A transaction rolled back by a serialization failure or a deadlock
-  /// runs again, for as long as the lock timeout allows (for ever without one).
-  func commit(on connection: PQConnection) throws -> SessionEntry? {
+  /// Runs the write in a transaction and returns its committed entry, or, when it changed
+  /// nothing, the state and head it found in that transaction. A transaction rolled back by
+  /// a serialization failure or a deadlock runs again, for as long as the lock timeout
+  /// allows (for ever without one).
+  func commit(on connection: PQConnection) throws -> WriteOutcome {
     let clock = ContinuousClock()
     let start = clock.now
     let limit = Duration.milliseconds(connection.place.lockTimeoutMilliseconds)
@@ -78,7 +89,7 @@ package struct PostgresWrite {
   }
 
   /// One run of the write's transaction.
-  private func attempt(on connection: PQConnection) throws -> SessionEntry? {
+  private func attempt(on connection: PQConnection) throws -> WriteOutcome {
     let place = connection.place
     let (sql, values) = statement
     let entry: SessionEntry
@@ -86,9 +97,16 @@ package struct PostgresWrite {
       try connection.begin()
       // The UPDATE, then the feed's entry at the new head, in one round trip.
       let results = try connection.pipelined([(sql, values), (PostgresTables.headEntrySQL, [])])
-      guard let row = results[0].rows.first else {
+      guard let row = results[0].rows.first, row.count == 13 else {
         try connection.execute("ROLLBACK")
-        return nil
+        throw SessionStorageError(
+          .notFound, "the session row is missing (was the table edited by hand?)", path: place.described)
+      }
+      guard row[0] != nil else {
+        // Nothing to change: the row the statement locked and decided on.
+        try connection.execute("ROLLBACK")
+        let found = PostgresTables.snapshot(Array(row[9...]))
+        return .unchanged(SessionSnapshot(state: found.state, cursor: found.cursor))
       }
       let found = PostgresTables.entry(row)
       guard PostgresTables.integer(row[8]) + 1 == found.cursor.value, isMine(found),
@@ -104,9 +122,11 @@ package struct PostgresWrite {
       }
       guard !found.events.isEmpty else {
         // Only the username's bytes would change (another normalization stored by another
-        // client): a no-op for the library, as for the other stores.
+        // client): a no-op for the library, as for the other stores. What it found is the
+        // row as it was, at the head before it.
         try connection.execute("ROLLBACK")
-        return nil
+        return .unchanged(
+          SessionSnapshot(state: found.change.before, cursor: Cursor(PostgresTables.integer(row[8]))))
       }
       entry = found
     } catch var error as SessionStorageError {
@@ -123,9 +143,9 @@ package struct PostgresWrite {
     do {
       try connection.execute("COMMIT")
     } catch let error as SessionStorageError where connection.isBroken {
-      return try outcome(of: entry, on: connection, lost: error, backend: backend)
+      return .committed(try outcome(of: entry, on: connection, lost: error, backend: backend))
     }
-    return entry
+    return .committed(entry)
   }
 
   /// Whether `entry` committed, found on a new connection after the old one (whose server

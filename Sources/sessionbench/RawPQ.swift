@@ -135,7 +135,7 @@ final class RawPQWriter {
     ).statement
     let libpq = connection.libpq
     let head = try connection.query(sql, values.map { $0 ?? "" }) { result in
-      libpq.PQntuples(result) == 1 ? libpq.integer(result, 0, 0) : nil
+      libpq.PQntuples(result) == 1 && libpq.PQgetisnull(result, 0, 0) == 0 ? libpq.integer(result, 0, 0) : nil
     }
     try connection.exec("COMMIT")
     return head

@@ -45,7 +45,9 @@ extension SessionCtl {
 
         With --exec -- <command> [<argument> ...], the command runs once per change, in
         order, one at a time, started without a shell. Its environment has SESSION_CURSOR,
-        SESSION_TIME, SESSION_ORIGIN, SESSION_USERNAME (unset when there is none),
+        SESSION_TIME, SESSION_ORIGIN, SESSION_USERNAME (unset when there is none; a value
+        with a NUL byte, which no environment variable can carry, is refused: the command
+        does not run for that change, which counts as a failure),
         SESSION_LOGGED_IN (1 or 0) and SESSION_EVENTS (e.g. "rename,login"), and the rest
         of watch's environment but the passwords: no PGPASSWORD, and SESSIONCTL_DB without
         its password (a hook that connects finds it in ~/.pgpass or PGPASSFILE). Its standard
@@ -184,7 +186,8 @@ struct FeedOptions: Sendable {
   static let since = Option<FeedStart>(
     "since", placeholder: "cursor",
     help: "Start after this cursor (exclusive), e.g. the last one you saw. As CURSOR@TIME (the "
-      + "time printed for that change) it is checked first: exit 67 if a restore replaced it.")
+      + "time printed for that change, to the millisecond) it is checked first: exit 67 if the change "
+      + "there committed at another time (a restore replaced it).")
   static let limit = Option<Int>("limit", short: "n", placeholder: "n", help: "Stop after this many changes.")
 
   /// Both, for a command's spec.
@@ -204,20 +207,34 @@ struct FeedOptions: Sendable {
 extension FeedStart: ExpressibleByArgument {
   /// Where `--since` resumes: `CURSOR`, or `CURSOR@TIME` with the time printed for that
   /// change, which is checked so that a rewritten history is not resumed silently.
+  ///
+  /// The time is taken only in the form every line prints it, to the millisecond in UTC
+  /// (`2026-11-29T20:33:36.562Z`): anything else (no milliseconds, another zone, a
+  /// placeholder) is a typing mistake, refused here, never compared with the stored time
+  /// and taken for a rewritten history.
   package init(argument: String) throws(InvalidValue) {
     guard let at = argument.firstIndex(of: "@") else {
       self = .after(try Cursor(argument: argument))
       return
     }
     let time = String(argument[argument.index(after: at)...])
-    guard let cursor = Cursor(String(argument[..<at])), let date = Timestamp.parse(time) else {
+    guard let cursor = Cursor(String(argument[..<at])) else {
       throw InvalidValue(
-        expected: "a whole number ≥ 0, or one followed by @ and the time printed for that change "
-          + "(e.g. 8@2026-11-29T20:33:36.562Z)",
+        expected: "a whole number ≥ 0 before the '@' (the cursor of a change), then the time printed for it",
         noun: "cursor")
+    }
+    guard time.utf8.count == Self.printedTimeLength, let date = Timestamp.parse(time) else {
+      let why = Timestamp.parse(time) != nil ? "; this one has no milliseconds" : ""
+      throw InvalidValue(
+        expected: "the time printed for change \(cursor) after the '@', as every line of watch and history "
+          + "shows it: YYYY-MM-DDTHH:MM:SS.mmmZ, in UTC, with milliseconds\(why)",
+        noun: "time")
     }
     self = .afterEntry(cursor, time: date)
   }
+
+  /// The length of a time as lines print it: `2026-11-29T20:33:36.562Z`.
+  static let printedTimeLength = 24
 }
 
 extension Cursor: ExpressibleByArgument {
@@ -314,11 +331,26 @@ final class ChangeCommand: Sendable {
     return variables
   }
 
-  /// Runs the command for `entry` and waits for it; `errors` gets what it prints.
+  /// The first of `variables` (by name) whose value holds a NUL byte: an environment
+  /// variable ends at its first NUL, so the command would get a shortened value (a username
+  /// edited in with the sqlite3 shell, cut at the NUL, may be another account's name).
+  static func unrepresentable(_ variables: [String: String]) -> String? {
+    variables.keys.sorted().first { variables[$0]?.utf8.contains(0) == true }
+  }
+
+  /// Runs the command for `entry` and waits for it; `errors` gets what it prints. A change
+  /// that one of the variables cannot carry byte for byte is refused: the command does not
+  /// run for it, and the outcome says why.
   func run(for entry: SessionEntry, errors: LineWriter) throws -> Outcome {
+    let variables = Self.variables(for: entry)
+    if let name = Self.unrepresentable(variables) {
+      return .failed(
+        "was not run (\(name) would hold a NUL byte, which an environment variable cannot carry: the value "
+          + "would end there and name something else)")
+    }
     // Its own variables replace inherited ones; one it leaves unset is not inherited either.
     var environment = environment.filter { !Self.names.contains($0.key) }
-    environment.merge(Self.variables(for: entry)) { $1 }
+    environment.merge(variables) { $1 }
     let line = entry.jsonLine
     let started = running.withLock { running -> Result<ChildProcess, ChildProcess.SpawnError>? in
       guard !running.stopped else { return nil }

@@ -30,7 +30,7 @@ extension SessionCtl {
       let location = try context.location()
       let name = try Username.validated(username)  // before the file is created
       let store = try context.openForWriting(location)
-      return try context.printWrite(try store.blocking.logIn(as: name), store) {
+      return try context.printWrite(try store.blocking.outcome(of: .login(name))) {
         "already logged in as \(Presenter.display(name))"
       }
     }
@@ -44,7 +44,7 @@ extension SessionCtl {
 
     func runBlocking(_ context: CommandContext) throws -> ExitCode {
       let store = try context.openForWriting(try context.location())
-      return try context.printWrite(try store.blocking.logOut(), store) { "nobody is logged in" }
+      return try context.printWrite(try store.blocking.outcome(of: .logout)) { "nobody is logged in" }
     }
   }
 
@@ -67,7 +67,7 @@ extension SessionCtl {
       let location = try context.location()
       let name = try Username.validated(username)
       let store = try context.openForWriting(location)
-      return try context.printWrite(try store.blocking.rename(to: name), store) {
+      return try context.printWrite(try store.blocking.outcome(of: .rename(name))) {
         "the username is already \(Presenter.display(name))"
       }
     }
@@ -75,15 +75,16 @@ extension SessionCtl {
 }
 
 extension CommandContext {
-  /// Prints a write's change, or "no change" and why when it changed nothing.
-  func printWrite(_ entry: SessionEntry?, _ store: any SessionRepository, reason: () -> String) throws
-    -> ExitCode
-  {
-    if let entry {
+  /// Prints a write's change, or "no change" and why when it changed nothing, with the
+  /// state and cursor the write itself found (never a second read, which another writer's
+  /// commit could have moved).
+  func printWrite(_ outcome: WriteOutcome, reason: () -> String) throws -> ExitCode {
+    switch outcome {
+    case .committed(let entry):
       commitment.record("the change is committed all the same, at cursor \(entry.cursor)")
       try output.write(presenter.change(entry))
-    } else {
-      try output.write(presenter.noChange(reason(), store.snapshot()))
+    case .unchanged(let found):
+      try output.write(presenter.noChange(reason(), found))
     }
     return .success
   }

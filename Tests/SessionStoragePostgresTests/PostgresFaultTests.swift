@@ -171,7 +171,7 @@ import Testing
       await eventually {
         (try? await cluster.query(
           "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE '\(waiter)-_/writer' "
-            + "AND wait_event_type = 'Lock' AND query LIKE 'UPDATE session%'")) == "3\n"
+            + "AND wait_event_type = 'Lock' AND query LIKE '%UPDATE session SET%'")) == "3\n"
       }, "the three writers wait for the row")
     try await holder.release()
     var acknowledged = [first]

@@ -186,7 +186,7 @@ import Testing
     }
     let bad = try await sandbox.run(db: db, ["history", "--since", "2@yesterday"])
     #expect(bad.status == 65)
-    #expect(bad.stderr.contains("or one followed by @ and the time printed for that change"))
+    #expect(bad.stderr.contains("expected the time printed for change 2 after the '@'"), "\(bad)")
   }
 
   @Test func aClosedPipeEndsItQuietlyEvenWhenIdle() async throws {
