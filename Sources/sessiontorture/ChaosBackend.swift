@@ -86,6 +86,23 @@ enum ChaosBackend {
     }
   }
 
+  /// Waits (up to 10 s) until the server has no connection of a killed process whose
+  /// origin is `origin` left: then the outcome of its last write is settled (a COMMIT the
+  /// server received has gone through, anything else rolled back). Nothing to wait for with
+  /// a file.
+  func awaitConnectionsGone(origin: String) throws {
+    guard isPostgres else { return }
+    let deadline = Date().addingTimeInterval(10)
+    let query =
+      "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE '\(origin)/%' AND pid <> pg_backend_pid()"
+    while try shell("", [query]).trimmingCharacters(in: .whitespacesAndNewlines) != "0" {
+      guard Date() < deadline else {
+        throw TortureFailure("the server still has connections of the killed '\(origin)' writer after 10 s")
+      }
+      usleep(5000)
+    }
+  }
+
   /// Drops the run's schema (PostgreSQL); a file is removed by the next run.
   func dispose() {
     guard case .postgres(_, let schema, _) = self else { return }
