@@ -9,10 +9,11 @@ import ToolingKit
 /// The processes the scenarios spawn.
 enum Children {
   /// Writes `count` changes (0: until killed) to the file or PostgreSQL URL `path`, printing
-  /// each acknowledged cursor as soon as it is committed. Names are unique per origin and step, so no write is a no-op even
-  /// with other writers racing: a login, a rename, and every fourth step a logout. With
-  /// `keepGoing`, a write that fails prints "failed NAME: MESSAGE" and the next step follows on the
-  /// same instances (a failed commit must leave them fit to write).
+  /// each acknowledged cursor as soon as it is committed. Names are unique per origin and
+  /// step, so no write is a no-op even with other writers racing: a login, a rename, and
+  /// every fourth step a logout. With `keepGoing`, a write that fails prints "failed NAME:
+  /// MESSAGE" and the next step follows on the same instances (a failed commit must leave
+  /// them fit to write).
   static func write(
     path: String, count: Int, origin: String, instances: Int,
     durability: SessionStore.Durability = .full, keepGoing: Bool = false
@@ -48,7 +49,7 @@ enum Children {
   private static func writable(
     _ path: String, origin: String, durability: SessionStore.Durability = .full
   ) throws -> any _SessionBackedStore {
-    path.hasPrefix("postgresql://") || path.hasPrefix("postgres://")
+    ChaosBackend.isURL(path)
       ? try PostgresSessionStore(url: path, options: .init(origin: origin))
       : try SessionStore(path: path, options: .init(durability: durability, origin: origin))
   }
@@ -73,7 +74,7 @@ enum Children {
   {
     let poll = safetyPoll.map { Duration.milliseconds(Int64($0 * 1000)) } ?? .seconds(1)
     let store: any SessionRepository =
-      path.hasPrefix("postgresql://") || path.hasPrefix("postgres://")
+      ChaosBackend.isURL(path)
       ? try PostgresSessionStore(url: path, options: .init(readOnly: true, safetyPollInterval: poll))
       : try SessionStore(path: path, options: .init(readOnly: true, safetyPollInterval: poll))
     let changes = try store.changes(from: .now)
