@@ -54,6 +54,16 @@ enum Children {
       : try SessionStore(path: path, options: .init(durability: durability, origin: origin))
   }
 
+  /// Whether `error` is a COMMIT of the SQLite store that failed with an I/O error
+  /// (`SQLITE_IOERR`, 10): the library then says the change may still be in the `-wal`, so
+  /// its outcome is unknown until the next write.
+  static func outcomeUnknown(_ error: any Error) -> Bool {
+    guard let error = error as? SessionStorageError, error.code == .sqlite, let code = error.resultCode else {
+      return false
+    }
+    return code & 0xff == 10
+  }
+
   /// Reads the state repeatedly, as an app's screens would.
   static func read(path: String, count: Int) throws -> Int32 {
     let store = try SessionStore(path: path, options: .init(readOnly: true))
@@ -112,8 +122,9 @@ enum Children {
 
   /// Makes each write of `actions` through one store (the file or PostgreSQL URL `path`),
   /// `pause` ms after the previous one, printing one ``ChaosChildLine`` per write as it
-  /// returns (it goes on after a failed one): "ready" once the store is open, "done" after
-  /// the last write. With `hold` it then stays alive until its standard input ends.
+  /// returns (it goes on after a failed one; "unknown" instead of "error" for an I/O error,
+  /// ``outcomeUnknown(_:)``): "ready" once the store is open, "done" after the last write.
+  /// With `hold` it then stays alive until its standard input ends.
   static func apply(path: String, origin: String, actions: [String], pause: Int, hold: Bool) throws -> Int32 {
     let parsed = try actions.map { argument in
       guard let action = ChaosStep.Action(argument: argument) else {
@@ -140,8 +151,9 @@ enum Children {
           ChildChannel.say("none \(now)")
         }
       } catch {
+        let outcome = Self.outcomeUnknown(error) ? "unknown" : "error"
         ChildChannel.say(
-          "error \(Monotonic.now()) \(String(describing: error).split(whereSeparator: \.isNewline).joined(separator: " "))"
+          "\(outcome) \(Monotonic.now()) \(String(describing: error).split(whereSeparator: \.isNewline).joined(separator: " "))"
         )
       }
     }
@@ -240,7 +252,8 @@ extension Torture {
       CommandSpec(
         "apply",
         abstract:
-          "A child: make the given writes, printing \"ok NS JSON\", \"none NS\" or \"error NS WHY\" for each.",
+          "A child: make the given writes, printing \"ok NS JSON\", \"none NS\", \"error NS WHY\" or "
+          + "\"unknown NS WHY\" (an I/O error at COMMIT) for each.",
         arguments: [actions], options: [origin, pause, hold])
     ) { arguments in
       try Children.apply(
