@@ -33,7 +33,7 @@ enum ChaosBackend {
   /// `schema` is set to `schema` (each run gets a schema of its own); else a file.
   /// Returns the name the driver's stores, processes and `sessionctl` open.
   static func of(_ db: String, schema: String) throws -> (backend: ChaosBackend, name: String) {
-    guard db.hasPrefix("postgresql://") || db.hasPrefix("postgres://") else { return (.sqlite, db) }
+    guard isURL(db) else { return (.sqlite, db) }
     guard !db.contains("schema=") else {
       throw TortureFailure(
         "--db names its own schema: the chaos driver makes a schema of its own for every run, give the "
@@ -49,6 +49,9 @@ enum ChaosBackend {
   }
 
   var isPostgres: Bool { if case .postgres = self { true } else { false } }
+
+  /// Whether `db` is a PostgreSQL URL rather than a file, as `sessionctl --db` tells them.
+  static func isURL(_ db: String) -> Bool { SessionStore.Location(path: db, source: .named).isPostgres }
 
   /// Opens an instance on `name` (a path or the store's URL).
   func open(
@@ -83,6 +86,23 @@ enum ChaosBackend {
         throw TortureFailure("psql failed on: \(statements.joined(separator: "; "))")
       }
       return child.lines.joined(separator: "\n")
+    }
+  }
+
+  /// Waits (up to 10 s) until the server has no connection of a killed process whose
+  /// origin is `origin` left: then the outcome of its last write is settled (a COMMIT the
+  /// server received has gone through, anything else rolled back). Nothing to wait for with
+  /// a file.
+  func awaitConnectionsGone(origin: String) throws {
+    guard isPostgres else { return }
+    let deadline = Date().addingTimeInterval(10)
+    let query =
+      "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE '\(origin)/%' AND pid <> pg_backend_pid()"
+    while try shell("", [query]).trimmingCharacters(in: .whitespacesAndNewlines) != "0" {
+      guard Date() < deadline else {
+        throw TortureFailure("the server still has connections of the killed '\(origin)' writer after 10 s")
+      }
+      usleep(5000)
     }
   }
 

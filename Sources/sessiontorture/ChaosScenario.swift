@@ -71,7 +71,7 @@ struct ChaosScenario: TortureScenario {
 
   /// Whether `--db` names a PostgreSQL server (`postgresql://…`): each run then gets a
   /// schema of its own there, dropped when the run passes.
-  var isPostgres: Bool { path.hasPrefix("postgresql://") || path.hasPrefix("postgres://") }
+  var isPostgres: Bool { ChaosBackend.isURL(path) }
 
   /// `--db` as reports print it: a URL's passwords replaced by `***`.
   var shownPath: String { isPostgres ? PostgresSessionStore.redacted(path) : path }
@@ -123,8 +123,12 @@ struct ChaosScenario: TortureScenario {
     var passed = false
     defer {
       world.tearDown()
-      // A failed run's schema stays for a look (the report names it).
-      if passed { backend.dispose() } else if backend.isPostgres { report("the run's schema: \(schema)") }
+      // A failed run's schema stays for a look (the report names it); a shrinking run's goes.
+      if passed || shrinking {
+        backend.dispose()
+      } else if backend.isPostgres {
+        report("the run's schema: \(schema)")
+      }
     }
     func counts() -> Counts {
       Counts(

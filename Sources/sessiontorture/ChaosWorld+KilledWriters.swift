@@ -57,6 +57,7 @@ extension ChaosWorld {
   private func settleKilled(
     _ writer: ChildProcess, _ candidates: [ChaosEntry], since start: Int64, by name: String
   ) throws {
+    try backend.awaitConnectionsGone(origin: "crash")
     let printed = writer.lines.compactMap(Int64.init)
     guard printed == candidates.prefix(printed.count).map(\.cursor) else {
       throw TortureFailure(

@@ -368,14 +368,18 @@ extension ChaosWorld {
 
   /// Reads what a writer process of `Children.apply` printed for `actions`, in order, and
   /// settles each against the model: "ok" must be the model's entry, "none" a no-op, and an
-  /// "error" changed nothing (the check after the step finds any row it left). Returns how
-  /// many writes it reported.
+  /// "error" changed nothing (the check after the step finds any row it left). An "unknown"
+  /// (a COMMIT the disk failed, which the library reports as possibly still in the `-wal`)
+  /// changed nothing that anyone sees now, and may appear later as a write nobody
+  /// acknowledged may. Returns how many writes it reported.
   private func settleReports(
     _ lines: [String], _ actions: [ChaosStep.Action], origin: String, window: ClosedRange<Int64>,
     by writer: String,
     failuresAllowed: Bool
   ) throws -> Int {
-    let reports = lines.filter { $0.hasPrefix("ok ") || $0.hasPrefix("none ") || $0.hasPrefix("error ") }
+    let reports = lines.filter { line in
+      ["ok ", "none ", "error ", "unknown "].contains { line.hasPrefix($0) }
+    }
     guard reports.count <= actions.count else { throw TortureFailure("\(writer) printed \(lines)") }
     for (report, action) in zip(reports, actions) {
       let words = report.split(separator: " ", maxSplits: 2).map(String.init)
@@ -393,6 +397,10 @@ extension ChaosWorld {
       default:
         guard failuresAllowed else { throw TortureFailure("\(writer): \(action) failed: \(report)") }
         failedWrites += 1
+        if words[0] == "unknown", let issued = model.predict(action, origin: origin, time: ChaosState.unknown)
+        {
+          issuedWithoutAcknowledgement(issued, window: window, by: writer)
+        }
       }
     }
     return reports.count
@@ -436,6 +444,12 @@ extension ChaosWorld {
     {
       // It died in the middle of a write (its outcome unknown): the file says.
       try adopt([next], required: 0, window: window, ackedAt: Monotonic.now(), by: writer)
+    }
+    // A failed COMMIT is invisible now (the held connection keeps any recovery away), even
+    // where it may appear later.
+    let (head, _) = try newRows()
+    guard head == model.head else {
+      throw TortureFailure("\(writer): the head is \(head) after its writes, the model's \(model.head)")
     }
   }
 

@@ -9,10 +9,11 @@ import ToolingKit
 /// The processes the scenarios spawn.
 enum Children {
   /// Writes `count` changes (0: until killed) to the file or PostgreSQL URL `path`, printing
-  /// each acknowledged cursor as soon as it is committed. Names are unique per origin and step, so no write is a no-op even
-  /// with other writers racing: a login, a rename, and every fourth step a logout. With
-  /// `keepGoing`, a write that fails prints "failed NAME: MESSAGE" and the next step follows on the
-  /// same instances (a failed commit must leave them fit to write).
+  /// each acknowledged cursor as soon as it is committed. Names are unique per origin and
+  /// step, so no write is a no-op even with other writers racing: a login, a rename, and
+  /// every fourth step a logout. With `keepGoing`, a write that fails prints "failed NAME:
+  /// MESSAGE" and the next step follows on the same instances (a failed commit must leave
+  /// them fit to write).
   static func write(
     path: String, count: Int, origin: String, instances: Int,
     durability: SessionStore.Durability = .full, keepGoing: Bool = false
@@ -48,9 +49,19 @@ enum Children {
   private static func writable(
     _ path: String, origin: String, durability: SessionStore.Durability = .full
   ) throws -> any _SessionBackedStore {
-    path.hasPrefix("postgresql://") || path.hasPrefix("postgres://")
+    ChaosBackend.isURL(path)
       ? try PostgresSessionStore(url: path, options: .init(origin: origin))
       : try SessionStore(path: path, options: .init(durability: durability, origin: origin))
+  }
+
+  /// Whether `error` is a COMMIT of the SQLite store that failed with an I/O error
+  /// (`SQLITE_IOERR`, 10): the library then says the change may still be in the `-wal`, so
+  /// its outcome is unknown until the next write.
+  static func outcomeUnknown(_ error: any Error) -> Bool {
+    guard let error = error as? SessionStorageError, error.code == .sqlite, let code = error.resultCode else {
+      return false
+    }
+    return code & 0xff == 10
   }
 
   /// Reads the state repeatedly, as an app's screens would.
@@ -73,7 +84,7 @@ enum Children {
   {
     let poll = safetyPoll.map { Duration.milliseconds(Int64($0 * 1000)) } ?? .seconds(1)
     let store: any SessionRepository =
-      path.hasPrefix("postgresql://") || path.hasPrefix("postgres://")
+      ChaosBackend.isURL(path)
       ? try PostgresSessionStore(url: path, options: .init(readOnly: true, safetyPollInterval: poll))
       : try SessionStore(path: path, options: .init(readOnly: true, safetyPollInterval: poll))
     let changes = try store.changes(from: .now)
@@ -111,8 +122,9 @@ enum Children {
 
   /// Makes each write of `actions` through one store (the file or PostgreSQL URL `path`),
   /// `pause` ms after the previous one, printing one ``ChaosChildLine`` per write as it
-  /// returns (it goes on after a failed one): "ready" once the store is open, "done" after
-  /// the last write. With `hold` it then stays alive until its standard input ends.
+  /// returns (it goes on after a failed one; "unknown" instead of "error" for an I/O error,
+  /// ``outcomeUnknown(_:)``): "ready" once the store is open, "done" after the last write.
+  /// With `hold` it then stays alive until its standard input ends.
   static func apply(path: String, origin: String, actions: [String], pause: Int, hold: Bool) throws -> Int32 {
     let parsed = try actions.map { argument in
       guard let action = ChaosStep.Action(argument: argument) else {
@@ -139,8 +151,9 @@ enum Children {
           ChildChannel.say("none \(now)")
         }
       } catch {
+        let outcome = Self.outcomeUnknown(error) ? "unknown" : "error"
         ChildChannel.say(
-          "error \(Monotonic.now()) \(String(describing: error).split(whereSeparator: \.isNewline).joined(separator: " "))"
+          "\(outcome) \(Monotonic.now()) \(String(describing: error).split(whereSeparator: \.isNewline).joined(separator: " "))"
         )
       }
     }
@@ -239,7 +252,8 @@ extension Torture {
       CommandSpec(
         "apply",
         abstract:
-          "A child: make the given writes, printing \"ok NS JSON\", \"none NS\" or \"error NS WHY\" for each.",
+          "A child: make the given writes, printing \"ok NS JSON\", \"none NS\", \"error NS WHY\" or "
+          + "\"unknown NS WHY\" (an I/O error at COMMIT) for each.",
         arguments: [actions], options: [origin, pause, hold])
     ) { arguments in
       try Children.apply(

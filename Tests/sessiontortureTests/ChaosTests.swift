@@ -37,6 +37,40 @@ import Testing
     #expect(summary["appeared"] as? Int ?? 0 >= 1, "the run must show the write that appears later")
   }
 
+  /// A COMMIT whose `fsync` fails leaves its frames in the `-wal`, past the end the
+  /// wal-index knows: nobody sees the write, and the library reports it failed with its
+  /// outcome unknown. When the last connection goes without a checkpoint (a crash), the next
+  /// opener's recovery brings it back. The driver's writer child reports such a failure as
+  /// "unknown", and the model treats it as a write nobody acknowledged: invisible at once,
+  /// possibly there later. (With every failure reported as "error", a run of seed 1770574221
+  /// failed at step 1,233, when such a write appeared: "which no write the model knows made".)
+  @Test func aCommitTheDiskFailedIsReportedUnknownAndMayAppearLater() async throws {
+    let strace = "/usr/bin/strace"
+    try #require(FileManager.default.isExecutableFile(atPath: strace), "needs strace (the CI installs it)")
+    let db = dir.file("eio.db")
+    let setup = try await ProcessRunner.run(
+      Self.torture, ["apply", "--db", db, "--origin", "setup", "login=alice"])
+    #expect(setup.status == 0, "\(setup.stderr)")
+    // A connection that outlives the writer, then ends as a crash would; its commit starts
+    // the `-wal` (a new one's header is synced first, and that sync would fail instead).
+    let holder = try await PythonConnection.open(db, scratch: dir.file("python.stderr"))
+    try await holder.execute("UPDATE session SET username = 'carol'")
+    let writer = try await ProcessRunner.run(
+      strace,
+      [
+        "-f", "-qq", "-o", "/dev/null", "-e", "inject=fdatasync,fsync:error=EIO:when=1+",
+        Self.torture, "apply", "--db", db, "--origin", "eio", "rename=bob",
+      ])
+    #expect(writer.stdout.split(separator: "\n").contains { $0.hasPrefix("unknown ") }, "\(writer.stdout)")
+    #expect(try await ProcessRunner.sqlite3(db, "SELECT username FROM session") == "carol\n")
+    await holder.kill()
+    // The next opener runs the recovery: the write the disk failed is back.
+    #expect(
+      try await ProcessRunner.sqlite3(
+        db, "SELECT seq, origin, new_username FROM session_changes WHERE seq = 3")
+        == "3|eio|bob\n")
+  }
+
   /// The driver on a PostgreSQL server (a schema of its own per run): instances opened and
   /// released, writes through them (synchronous, `async`, cancelled), psql and sessionctl
   /// writes, compaction, subscribers here and in other processes started, cancelled and
