@@ -84,6 +84,11 @@ final class ArrayLog: FeedSource {
     return contents.withLock { Array($0.entries.filter { $0.cursor > cursor }.prefix(limit)) }
   }
 
+  /// The entry the log holds at `cursor`.
+  func entry(at cursor: Cursor) -> FeedEntry<Int>? {
+    contents.withLock { $0.entries.first { $0.cursor == cursor } }
+  }
+
   func bounds() -> FeedBounds {
     contents.withLock { FeedBounds(oldest: $0.entries.first?.cursor, head: $0.head) }
   }
