@@ -18,6 +18,9 @@ final class ArrayLog: FeedSource {
   let reads = Mutex(0)
   /// What reads of entries throw while set, as a server that cannot be reached would.
   let failure = Mutex<ReadFailure?>(nil)
+  /// Runs once, right after the next read of entries: a commit of another process that
+  /// lands between a page and what is read after it.
+  let afterNextRead = Mutex<(@Sendable () -> Void)?>(nil)
 
   /// A read that failed; `transient` says whether the log calls it a fault that passes.
   struct ReadFailure: Error, Equatable {
@@ -81,6 +84,7 @@ final class ArrayLog: FeedSource {
   func entries(after cursor: Cursor, limit: Int) throws -> [FeedEntry<Int>] {
     reads.withLock { $0 += 1 }
     if let failure = failure.withLock({ $0 }) { throw failure }
+    defer { afterNextRead.withLock { $0.take() }?() }
     return contents.withLock { Array($0.entries.filter { $0.cursor > cursor }.prefix(limit)) }
   }
 

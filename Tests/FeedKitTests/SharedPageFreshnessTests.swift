@@ -39,4 +39,34 @@ import Testing
     }
     withExtendedLifetime((old, new)) {}
   }
+
+  /// A page read ahead while another process commits: the page is stamped with the version
+  /// read before it, so the commit that landed after the read moves the version past the
+  /// stamp and the next subscriber reads it.
+  @Test func aCommitDuringAReadAheadIsNotHidden() throws {
+    let log = ArrayLog()
+    for value in 1...2 { log.append(value) }
+    let feed = log.feed
+    let subscriptions = [try feed.changes(from: .now), try feed.changes(from: .now)]
+    defer { withExtendedLifetime(subscriptions) {} }
+    let page = try feed.subscriberPage(after: Cursor(1), last: nil)
+    #expect(page.map(\.change) == [2])
+    log.appendUnnoticed(3)
+    log.afterNextRead.withLock { $0 = { log.appendUnnoticed(4) } }
+    feed.readAhead()  // reads [3], then 4 commits
+    let next = try feed.subscriberPage(after: Cursor(2), last: page.last)
+    #expect(next.map(\.change) == [3, 4])
+  }
+
+  /// The same for a page a subscriber reads and shares: 3 commits while it reads [2].
+  @Test func aCommitDuringASharedReadIsNotHidden() throws {
+    let log = ArrayLog()
+    for value in 1...2 { log.append(value) }
+    let feed = log.feed
+    let subscriptions = [try feed.changes(from: .now), try feed.changes(from: .now)]
+    defer { withExtendedLifetime(subscriptions) {} }
+    log.afterNextRead.withLock { $0 = { log.appendUnnoticed(3) } }
+    #expect(try feed.subscriberPage(after: Cursor(1), last: nil).map(\.change) == [2])
+    #expect(try feed.subscriberPage(after: Cursor(1), last: nil).map(\.change) == [2, 3])
+  }
 }
