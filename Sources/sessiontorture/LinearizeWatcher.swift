@@ -40,7 +40,7 @@ final class LinearizeWatcher: Sendable {
       var random = SplitMix64(seed: seed)
       var resume: (cursor: Int64, time: String)?
       while !stopping.withLock({ $0 }) {
-        let lifetime = Duration.milliseconds(50 + random.below(450))
+        let lifetime = Duration.milliseconds(100 + random.below(800))
         let instance = run(resume, until: nil, within: lifetime)
         resume = Self.resumePoint(instance) ?? resume
         instances.withLock { $0.append(instance) }

@@ -223,6 +223,6 @@ import Testing
 
   @Test func sessionctlOnPostgreSQLIsLinearizableAndItsWatchersLoseNothing() async throws {
     let cluster = try await PostgresCluster.shared()
-    try await linearize(cluster.freshStoreURL(), operations: 15, seconds: 15)
+    try await linearize(cluster.freshStoreURL(), operations: 10, seconds: 10)
   }
 }
