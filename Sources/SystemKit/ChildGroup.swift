@@ -66,6 +66,20 @@ package enum ChildGroup {
     }
   }
 
+  /// This process's open descriptors, from `/proc/self/fd` (none where there is no such directory).
+  private static func openDescriptors() -> [Int32] {
+    guard let directory = opendir("/proc/self/fd") else { return [] }
+    defer { closedir(directory) }
+    var found: [Int32] = []
+    while let entry = readdir(directory) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) {
+        String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+      }
+      if let descriptor = Int32(name), descriptor != dirfd(directory) { found.append(descriptor) }
+    }
+    return found
+  }
+
   /// Starts `sh -c 'read line; kill -KILL 0'` in a group of its own, reading `input`.
   private static func startGuardian(reading input: Int32) -> pid_t? {
     var actions = posix_spawn_file_actions_t()
@@ -74,6 +88,10 @@ package enum ChildGroup {
     posix_spawn_file_actions_adddup2(&actions, input, 0)
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
     posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    // It lives as long as this process: it keeps no descriptor of this one open.
+    for descriptor in openDescriptors() where descriptor > 2 {
+      posix_spawn_file_actions_addclose(&actions, descriptor)
+    }
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
