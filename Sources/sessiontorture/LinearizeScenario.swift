@@ -148,8 +148,15 @@ struct LinearizeRound {
           let killed = random.below(100) < scenario.killPercent
           let call = killed ? Self.drawKilled(&random, name: "k\(index)-\(step)") : Self.draw(&random)
           let kill = killed ? UInt64(random.below(40)) * 1_000_000 : nil
-          if let outcome = try? client.perform(call, number: index, killAfter: kill) {
-            outcomes.append(outcome)
+          do {
+            outcomes.append(try client.perform(call, number: index, killAfter: kill))
+          } catch {
+            outcomes.append(
+              LinearizeClient.Outcome(
+                operation: .init(
+                  client: index, call: call, start: Monotonic.now(), end: nil, response: .unknown),
+                killed: false, problem: "c\(index) \(call): cannot start sessionctl: \(error)", changes: [],
+                since: client.initial.head))
           }
         }
         results.outcomes.withLock { $0[index] = outcomes }
@@ -186,7 +193,7 @@ struct LinearizeRound {
     return problems
   }
 
-  /// The log's cursors run from 1 to its head without a hole.
+  /// The log's cursors run from its first to its head without a hole.
   static func logProblems(_ log: [Int64: String], head: Int64) -> [String] {
     let first = log.keys.min() ?? 1
     return log.count == Int(head - first + 1)
