@@ -196,15 +196,16 @@ import Testing
 
   init() throws { dir = try TemporaryDirectory() }
 
-  /// Runs rounds of `operations` per client from a random seed until `seconds` passed.
-  func linearize(_ database: String, operations: Int, seconds: Int) async throws {
+  /// Runs rounds of `clients` loops of `operations` from a random seed until `seconds` passed.
+  func linearize(_ database: String, clients: Int, operations: Int, seconds: Int) async throws {
     let seed = UInt64.random(in: 0...UInt64(UInt32.max))
     print("linearize: seed \(seed), rounds of seeds from it for \(seconds) s")
     let result = try await ProcessRunner.run(
       ProcessRunner.product("sessiontorture"),
       [
-        "linearize", "--seed", String(seed), "--clients", "8", "--operations", String(operations),
-        "--watchers", "2", "--long", String(seconds), "--sessionctl", ProcessRunner.product("sessionctl"),
+        "linearize", "--seed", String(seed), "--clients", String(clients), "--operations", String(operations),
+        "--watchers", "2", "--kill-percent", "15", "--long", String(seconds), "--sessionctl",
+        ProcessRunner.product("sessionctl"),
         "--db", database,
       ], timeout: .seconds(600))
     #expect(result.status == 0, "seed \(seed): \(result.stderr)")
@@ -218,11 +219,11 @@ import Testing
   }
 
   @Test func sessionctlOnSQLiteIsLinearizableAndItsWatchersLoseNothing() async throws {
-    try await linearize(dir.file("session.db"), operations: 25, seconds: 20)
+    try await linearize(dir.file("session.db"), clients: 12, operations: 15, seconds: 20)
   }
 
   @Test func sessionctlOnPostgreSQLIsLinearizableAndItsWatchersLoseNothing() async throws {
     let cluster = try await PostgresCluster.shared()
-    try await linearize(cluster.freshStoreURL(), operations: 10, seconds: 10)
+    try await linearize(cluster.freshStoreURL(), clients: 6, operations: 8, seconds: 5)
   }
 }
