@@ -54,12 +54,25 @@ struct LinearizeScenario: TortureScenario {
     database = try arguments.required(Torture.db)
     seed = try arguments[Self.seed] ?? UInt64(UInt32.random(in: 0...UInt32.max))
     sessionctl = try arguments.required(Self.sessionctl)
-    clients = max(1, try arguments[Self.clients] ?? 8)
-    operations = max(1, try arguments[Self.operations] ?? 25)
-    watchers = max(0, try arguments[Self.watchers] ?? 2)
-    killPercent = min(100, max(0, try arguments[Self.killPercent] ?? 10))
+    clients = try Self.value(arguments, Self.clients, in: 1...64, default: 8)
+    operations = try Self.value(arguments, Self.operations, in: 1...10_000, default: 25)
+    watchers = try Self.value(arguments, Self.watchers, in: 0...16, default: 2)
+    killPercent = try Self.value(arguments, Self.killPercent, in: 0...100, default: 10)
     deadline = try Torture.deadline(arguments)
     hangLimit = .seconds(try arguments[Self.hangSeconds] ?? 120)
+  }
+
+  /// The value of `option`, or `fallback`; refused unless within `range`.
+  static func value(
+    _ arguments: ParsedArguments, _ option: Option<Int>, in range: ClosedRange<Int>, default fallback: Int
+  ) throws -> Int {
+    let value = try arguments[option] ?? fallback
+    guard range.contains(value) else {
+      throw InvalidValue(
+        expected: "a whole number from \(range.lowerBound) to \(range.upperBound)", text: String(value),
+        name: "--\(option.name)")
+    }
+    return value
   }
 
   /// What the rounds counted.
