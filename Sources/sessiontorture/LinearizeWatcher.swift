@@ -40,8 +40,11 @@ final class LinearizeWatcher: Sendable {
       var random = SplitMix64(seed: seed)
       var resume: (cursor: Int64, time: String)?
       while !stopping.withLock({ $0 }) {
-        let lifetime = Duration.milliseconds(100 + random.below(800))
-        let instance = run(resume, until: nil, within: lifetime)
+        // One in four is killed early, maybe before its first line; the others once they
+        // printed one (a PostgreSQL `watch` may take a second to start) and a while after.
+        let early = random.below(4) == 0
+        let lifetime = Duration.milliseconds(early ? random.below(300) : 50 + random.below(600))
+        let instance = run(resume, until: nil, within: lifetime, afterFirstLine: !early)
         resume = Self.resumePoint(instance) ?? resume
         instances.withLock { $0.append(instance) }
       }
@@ -63,10 +66,12 @@ final class LinearizeWatcher: Sendable {
   }
 
   /// Runs one `watch`, resumed after `resume` (or with a snapshot), until it printed the
-  /// line of cursor `until` or `lifetime` passed; then SIGKILL.
-  private func run(_ resume: (cursor: Int64, time: String)?, until: Int64?, within lifetime: Duration)
-    -> Instance
-  {
+  /// line of cursor `until` or `lifetime` passed (counted from its first line, printed
+  /// within 10 s, with `afterFirstLine`); then SIGKILL.
+  private func run(
+    _ resume: (cursor: Int64, time: String)?, until: Int64?, within lifetime: Duration,
+    afterFirstLine: Bool = false
+  ) -> Instance {
     let arguments = ["watch"] + (resume.map { ["--since", "\($0.cursor)@\($0.time)"] } ?? [])
     let stderr = client.scratch + "/watch\(index).stderr"
     guard let child = try? client.spawn(arguments, stderr: stderr) else {
@@ -75,6 +80,7 @@ final class LinearizeWatcher: Sendable {
     if let until {
       _ = child.waitForLine(within: lifetime) { JSONLines.object($0).flatMap(JSONLines.cursor) == until }
     } else {
+      if afterFirstLine { _ = child.waitForLine(within: .seconds(10)) { _ in true } }
       _ = child.status(within: lifetime)
     }
     let killed = child.termination == nil

@@ -224,6 +224,6 @@ import Testing
 
   @Test func sessionctlOnPostgreSQLIsLinearizableAndItsWatchersLoseNothing() async throws {
     let cluster = try await PostgresCluster.shared()
-    try await linearize(cluster.freshStoreURL(), clients: 12, operations: 8, seconds: 12)
+    try await linearize(cluster.freshStoreURL(), clients: 12, operations: 6, seconds: 10)
   }
 }
