@@ -91,7 +91,7 @@ let package = Package(
     // built sessiontorture as a child writer or subscriber, which sessiontortureTests builds.
     .testTarget(name: "ToolingKitTests", dependencies: ["ToolingKit", "SystemKit", "TestSupport"]),
     .testTarget(name: "sessionbenchTests", dependencies: ["sessionbench", "TestSupport"]),
-    .testTarget(name: "sessiontortureTests", dependencies: ["sessiontorture", "TestSupport"]),
+    .testTarget(name: "sessiontortureTests", dependencies: ["sessiontorture", "SystemKit", "TestSupport"]),
   ],
   swiftLanguageModes: [.v6]
 )

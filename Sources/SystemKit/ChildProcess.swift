@@ -17,7 +17,8 @@ import Synchronization
 /// A process started with `posix_spawn`: explicit arguments (bytes, when they must be
 /// invalid UTF-8) and environment, and a choice for each standard stream. SIGINT, SIGTERM
 /// and SIGPIPE start with their default action and no signal is blocked, whatever this
-/// process does with them. It is reaped with `waitpid` (not Foundation's `Process`, whose
+/// process does with them. It joins ``ChildGroup``'s process group, so it ends with this
+/// process, however that ends. It is reaped with `waitpid` (not Foundation's `Process`, whose
 /// `waitUntilExit` waits in 50 ms slices of a run loop); a child dropped before it ended
 /// is killed and reaped.
 package final class ChildProcess: Sendable {
@@ -135,11 +136,19 @@ package final class ChildProcess: Sendable {
     return try Pipes.withNoPipeBeingMade { makePipe throws(SpawnError) in
       var streams = try Streams(stdin: stdin, stdout: stdout, stderr: stderr, makePipe: makePipe)
       defer { streams.destroy() }
+      let group = ChildGroup.group(makePipe)
       var attributes = posix_spawnattr_t()
-      Self.setSignalDefaults(&attributes)
+      Self.setSignalDefaults(&attributes, group: group)
       defer { posix_spawnattr_destroy(&attributes) }
       var pid: pid_t = 0
-      let rc = posix_spawn(&pid, executable, &streams.actions, &attributes, argv, envp)
+      var rc = posix_spawn(&pid, executable, &streams.actions, &attributes, argv, envp)
+      if rc == EPERM, let group {
+        // The group ended under us (its guardian was killed): start in this process's own.
+        ChildGroup.forget(group)
+        posix_spawnattr_destroy(&attributes)
+        Self.setSignalDefaults(&attributes, group: nil)
+        rc = posix_spawn(&pid, executable, &streams.actions, &attributes, argv, envp)
+      }
       streams.closeChildEnds()
       guard rc == 0 else {
         streams.closeParentEnds()
@@ -238,7 +247,8 @@ extension ChildProcess {
 
   /// Initializes spawn attributes: SIGINT, SIGTERM and SIGPIPE with their default action, no signal
   /// blocked. A test runner or a driver that ignores or blocks them does not pass that on.
-  fileprivate static func setSignalDefaults(_ attributes: inout posix_spawnattr_t) {
+  /// With `group`, the child joins that process group (``ChildGroup``).
+  fileprivate static func setSignalDefaults(_ attributes: inout posix_spawnattr_t, group: pid_t?) {
     posix_spawnattr_init(&attributes)
     var defaults = sigset_t()
     sigemptyset(&defaults)
@@ -247,7 +257,12 @@ extension ChildProcess {
     sigemptyset(&empty)
     posix_spawnattr_setsigdefault(&attributes, &defaults)
     posix_spawnattr_setsigmask(&attributes, &empty)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+    var flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK
+    if let group {
+      posix_spawnattr_setpgroup(&attributes, group)
+      flags |= POSIX_SPAWN_SETPGROUP
+    }
+    posix_spawnattr_setflags(&attributes, Int16(flags))
   }
 }
 

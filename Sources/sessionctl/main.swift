@@ -17,6 +17,8 @@ import SystemKit
 
 // Before anything opens a file: a closed stdout must not be handed to the next file opened.
 LineWriter.occupyClosedStandardDescriptors()
+// A `watch --exec` command runs in sessionctl's own process group, the terminal's.
+ChildGroup.keepChildrenInOwnGroup()
 // The raw bytes of argv: Swift's CommandLine.arguments would silently repair invalid UTF-8.
 let rawArguments = (1..<Int(CommandLine.argc)).map { index in
   CommandLine.unsafeArgv[index].map { Array(UnsafeBufferPointer(start: $0, count: strlen($0))) }

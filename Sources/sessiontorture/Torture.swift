@@ -10,7 +10,7 @@ enum Torture {
   static let commands =
     [
       TortureCommand.scenario(CrashScenario.self), .scenario(ConcurrencyScenario.self),
-      .scenario(ChaosScenario.self), .scenario(FuzzScenario.self),
+      .scenario(ChaosScenario.self), .scenario(FuzzScenario.self), .scenario(LinearizeScenario.self),
     ] + children
 
   /// `--db <path>`, which every command needs.

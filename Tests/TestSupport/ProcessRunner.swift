@@ -32,6 +32,10 @@ public struct ProcessResult: Sendable {
 /// - PostgreSQL: `try await PostgresCluster.shared()`, `try await cluster.psql(...)`, and
 ///   `try await PostgresCluster.withPrivateCluster { cluster in ... }` for a server a test
 ///   stops or restarts. Clean-up that must await is `withCleanup`, not a `defer`.
+/// - A child ends with the test process, however that ends (a hang guard, Ctrl-C, a CI
+///   timeout, SIGKILL): every `ChildProcess` joins the process group of `ChildGroup`, whose
+///   guardian kills the group when this process is gone. ``ProcessTable`` tells which
+///   processes a program left behind.
 /// - A test waits for an effect with `eventually` or `Task.sleep`, never with
 ///   `Thread.sleep`, `usleep` or a semaphore; `.timeLimit` is a hang guard (10 minutes).
 public enum ProcessRunner {

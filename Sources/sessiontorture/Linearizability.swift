@@ -1,0 +1,285 @@
+import Foundation
+
+/// A linearizability checker for the session as `sessionctl --json` shows it: a history of
+/// concurrent operations, each with its call and return time and the response it printed,
+/// is searched for one sequential order that respects real time (an operation that returned
+/// before another was called comes first) and in which every response is exactly what the
+/// sequential model answers at that point (Wing and Gong's search, with the memo of
+/// porcupine and Knossos: a set of linearized operations and a model state seen once is
+/// never explored again).
+///
+/// An operation whose outcome is unknown (its process was killed, or it failed) has no
+/// return: it may take effect at any time after its call, or never.
+enum Linearizability {
+  /// The values a response shows of the session: who, and whether signed in.
+  struct Values: Hashable, Sendable, CustomStringConvertible {
+    var username: String?
+    var isLoggedIn: Bool
+
+    var description: String { "\(username.map { "'\($0)'" } ?? "nil")/\(isLoggedIn ? "in" : "out")" }
+  }
+
+  /// The sequential model's state: the values and the head cursor.
+  struct State: Hashable, Sendable, CustomStringConvertible {
+    var values: Values
+    var head: Int64
+
+    var description: String { "\(values)@\(head)" }
+  }
+
+  /// What a client asks.
+  enum Call: Hashable, Sendable, CustomStringConvertible {
+    case login(String), logout, rename(String)
+    /// `status`: the state and the head cursor, read at once.
+    case status
+    /// `history` from the beginning: its last entry's cursor and values.
+    case history
+
+    var description: String {
+      switch self {
+      case .login(let name): "login \(name)"
+      case .logout: "logout"
+      case .rename(let name): "rename \(name)"
+      case .status: "status"
+      case .history: "history"
+      }
+    }
+
+    /// The `sessionctl` command line for it.
+    var arguments: [String] {
+      switch self {
+      case .login(let name): ["login", name]
+      case .logout: ["logout"]
+      case .rename(let name): ["rename", name]
+      case .status: ["status"]
+      case .history: ["history"]
+      }
+    }
+
+    var isWrite: Bool {
+      switch self {
+      case .login, .logout, .rename: true
+      case .status, .history: false
+      }
+    }
+  }
+
+  /// What the client was answered.
+  enum Response: Hashable, Sendable, CustomStringConvertible {
+    /// A write's change: its cursor, the values before and after.
+    case change(cursor: Int64, before: Values, after: Values)
+    /// A write that changed nothing, with the state and cursor it shows.
+    case noChange(cursor: Int64, state: Values)
+    /// A read: the state and cursor it shows.
+    case observed(cursor: Int64, state: Values)
+    /// No answer (killed, failed): any outcome, at any time after the call, or none.
+    case unknown
+
+    var description: String {
+      switch self {
+      case .change(let cursor, let before, let after): "change \(cursor) \(before)→\(after)"
+      case .noChange(let cursor, let state): "noChange \(state)@\(cursor)"
+      case .observed(let cursor, let state): "\(state)@\(cursor)"
+      case .unknown: "unknown"
+      }
+    }
+  }
+
+  /// One operation of a history.
+  struct Operation: Sendable, CustomStringConvertible {
+    /// Which client made it (for the report).
+    var client: Int
+    var call: Call
+    /// When it was called, and when its answer was complete (nil: never), in ns of one clock.
+    var start: UInt64
+    var end: UInt64?
+    var response: Response
+
+    var description: String { described(from: 0) }
+
+    /// The operation with its times in ms after `origin` (ns).
+    func described(from origin: UInt64) -> String {
+      func ms(_ time: UInt64) -> String {
+        String(format: "%.1f", Double(Int64(bitPattern: time &- origin)) / 1e6)
+      }
+      return "c\(client) [\(ms(start)), \(end.map(ms) ?? "∞")] ms \(call) → \(response)"
+    }
+  }
+
+  /// The sequential model: what `call` answers in `state`, and the state after it.
+  static func step(_ call: Call, _ state: State) -> (response: Response, next: State) {
+    let values = state.values
+    let after: Values
+    switch call {
+    case .status, .history: return (.observed(cursor: state.head, state: values), state)
+    case .login(let name): after = Values(username: name, isLoggedIn: true)
+    case .logout: after = Values(username: values.username, isLoggedIn: false)
+    case .rename(let name): after = Values(username: name, isLoggedIn: values.isLoggedIn)
+    }
+    if after == values { return (.noChange(cursor: state.head, state: values), state) }
+    return (
+      .change(cursor: state.head + 1, before: values, after: after),
+      State(values: after, head: state.head + 1)
+    )
+  }
+
+  /// What a check found: nil when a linearization exists.
+  struct Violation: Error, CustomStringConvertible {
+    /// The longest order found that explains a prefix of the history, with the state after each.
+    var longest: [(operation: Operation, after: State)]
+    /// The operations none of which could come next: among them, the first to return.
+    var stuck: [Operation]
+    /// True when the search gave up at its step limit instead of exhausting the orders.
+    var gaveUp: Bool
+    /// The first call's time: the report's times count from it.
+    var origin: UInt64
+
+    var description: String {
+      var lines = [
+        gaveUp
+          ? "the search gave up at its step limit" : "no order of the operations explains every response"
+      ]
+      lines.append("longest explained order (\(longest.count) operations), its last steps:")
+      for (operation, after) in longest.suffix(8) {
+        lines.append("  \(operation.described(from: origin))  ⇒ \(after)")
+      }
+      lines.append("then none of these can come next (the first must, before it returned):")
+      for operation in stuck.prefix(12) { lines.append("  \(operation.described(from: origin))") }
+      return lines.joined(separator: "\n")
+    }
+  }
+
+  /// A node of the search's list: an operation's call or return, in time order.
+  private struct Event {
+    var operation: Int
+    var isCall: Bool
+    /// The operation's return event, for a call (nil when it never returned).
+    var match: Int?
+    var previous: Int
+    var next: Int
+  }
+
+  /// Checks `operations` against the model from `initial`; throws the ``Violation`` found.
+  /// - Parameter limit: how many search steps at most (a bound on time for large histories).
+  static func check(_ operations: [Operation], from initial: State, limit: Int = 20_000_000) throws(Violation)
+  {
+    // Events in time order; a call before a return at the same instant (they overlap).
+    var order: [(time: UInt64, operation: Int, isCall: Bool)] = []
+    for (index, operation) in operations.enumerated() {
+      order.append((operation.start, index, true))
+      if let end = operation.end { order.append((end, index, false)) }
+    }
+    order.sort { ($0.time, $0.isCall ? 0 : 1, $0.operation) < ($1.time, $1.isCall ? 0 : 1, $1.operation) }
+    // Node 0 is the list's head sentinel; events are nodes 1...n.
+    var events = [Event(operation: -1, isCall: false, match: nil, previous: -1, next: order.isEmpty ? -1 : 1)]
+    var returnNode = [Int?](repeating: nil, count: operations.count)
+    for (position, event) in order.enumerated() {
+      let node = position + 1
+      events.append(
+        Event(
+          operation: event.operation, isCall: event.isCall, match: nil, previous: node - 1,
+          next: node == order.count ? -1 : node + 1))
+      if !event.isCall { returnNode[event.operation] = node }
+    }
+    for node in events.indices.dropFirst() where events[node].isCall {
+      events[node].match = returnNode[events[node].operation]
+    }
+    var remainingReturns = operations.count(where: { $0.end != nil })
+
+    func unlink(_ node: Int) {
+      let (previous, next) = (events[node].previous, events[node].next)
+      events[previous].next = next
+      if next >= 0 { events[next].previous = previous }
+    }
+    func relink(_ node: Int) {
+      let (previous, next) = (events[node].previous, events[node].next)
+      events[previous].next = node
+      if next >= 0 { events[next].previous = node }
+    }
+
+    struct Key: Hashable {
+      var linearized: [UInt64]
+      var state: State
+    }
+    var linearized = [UInt64](repeating: 0, count: (operations.count + 63) / 64)
+    var seen = Set<Key>()
+    var stack: [(node: Int, before: State)] = []
+    var state = initial
+    var best: [(node: Int, before: State)] = []
+    var bestStuck = -1
+    var steps = 0
+    var node = events[0].next
+    while remainingReturns > 0 {
+      steps += 1
+      if steps > limit { throw violation(operations, best, bestStuck, initial, gaveUp: true, events) }
+      guard node >= 0 else { break }  // unreachable: a return always precedes the end
+      let event = events[node]
+      if event.isCall {
+        let operation = operations[event.operation]
+        let (expected, next) = step(operation.call, state)
+        var candidate = linearized
+        candidate[event.operation / 64] |= 1 << UInt64(event.operation % 64)
+        if (operation.response == .unknown || operation.response == expected)
+          && seen.insert(Key(linearized: candidate, state: next)).inserted
+        {
+          stack.append((node, state))
+          linearized = candidate
+          state = next
+          unlink(node)
+          if let match = event.match {
+            unlink(match)
+            remainingReturns -= 1
+          }
+          node = events[0].next
+        } else {
+          node = event.next
+        }
+      } else {
+        // This operation returned before any remaining one could come next: undo the last choice.
+        if stack.count > best.count || (stack.count == best.count && bestStuck < 0) {
+          best = stack
+          bestStuck = node
+        }
+        guard let (undone, before) = stack.popLast().map({ ($0.node, $0.before) }) else {
+          throw violation(operations, best, bestStuck, initial, gaveUp: false, events)
+        }
+        let undoneEvent = events[undone]
+        if let match = undoneEvent.match {
+          relink(match)
+          remainingReturns += 1
+        }
+        relink(undone)
+        linearized[undoneEvent.operation / 64] &= ~(1 << UInt64(undoneEvent.operation % 64))
+        state = before
+        node = undoneEvent.next
+      }
+    }
+  }
+
+  /// The report of a failed search: the longest explained order, and the operations that
+  /// were pending where it stopped (the one that returned first, then those overlapping it).
+  private static func violation(
+    _ operations: [Operation], _ best: [(node: Int, before: State)], _ stuck: Int, _ initial: State,
+    gaveUp: Bool, _ events: [Event]
+  ) -> Violation {
+    var state = initial
+    let longest = best.map { choice -> (operation: Operation, after: State) in
+      let operation = operations[events[choice.node].operation]
+      state = step(operation.call, choice.before).next
+      return (operation, state)
+    }
+    let done = Set(best.map { events[$0.node].operation })
+    var pending: [Operation] = []
+    if stuck >= 0 {
+      let first = operations[events[stuck].operation]
+      pending.append(first)
+      let deadline = first.end ?? .max
+      for (index, operation) in operations.enumerated()
+      where !done.contains(index) && index != events[stuck].operation && operation.start <= deadline {
+        pending.append(operation)
+      }
+    }
+    return Violation(
+      longest: longest, stuck: pending, gaveUp: gaveUp, origin: operations.map(\.start).min() ?? 0)
+  }
+}
