@@ -62,7 +62,7 @@ final class PQConnection {
       error.path = place.described
       throw error
     }
-    handle = try Self.connect(place, role: role, libpq: libpq)
+    handle = try Self.connect(place, role: role, libpq: libpq, refusal: &lastLoginRefusal)
     do {
       try selectSchema()
     } catch {
@@ -74,7 +74,12 @@ final class PQConnection {
 
   deinit { libpq.PQfinish(handle) }
 
-  private static func connect(_ place: PostgresPlace, role: Role, libpq: LibPQ) throws -> OpaquePointer? {
+  /// Connects; `refusal` is set to the SQLSTATE of the login refusal the server (or a pooler
+  /// in front of it) sent, nil when there was none.
+  private static func connect(
+    _ place: PostgresPlace, role: Role, libpq: LibPQ, refusal: inout String?
+  ) throws -> OpaquePointer? {
+    refusal = nil
     try requireReadable(place, libpq: libpq)
     // The URL is expanded as `dbname`; the settings before it are defaults it can override.
     let keywords = ["connect_timeout", "fallback_application_name", "dbname"]
@@ -105,7 +110,8 @@ final class PQConnection {
       guard libpq.PQstatus(again) == CONNECTION_OK else {
         let verbose = Self.message(again, libpq)
         libpq.PQfinish(again)
-        throw place.connectionError(reason, state: Self.sqlState(in: verbose))
+        refusal = Self.sqlState(in: verbose)
+        throw place.connectionError(reason, state: refusal)
       }
       _ = libpq.PQsetErrorVerbosity(again, PQERRORS_DEFAULT)
       handle = again
@@ -174,6 +180,10 @@ final class PQConnection {
         + "WHERE current_setting('session_replication_role') <> 'origin'")
   }
 
+  /// The SQLSTATE of the last connection attempt's refusal (nil when it connected, or
+  /// failed without one): `08P01` is a pooler's (see ``PostgresPlace/poolerRefusal``).
+  private(set) var lastLoginRefusal: String?
+
   /// The process id of the connection's server process (0 when not connected).
   var backendPID: Int32 { libpq.PQbackendPID(handle) }
 
@@ -192,7 +202,7 @@ final class PQConnection {
     libpq.PQfinish(handle)
     handle = nil
     prepared = [:]  // prepared statements end with their server session
-    handle = try Self.connect(place, role: role, libpq: libpq)
+    handle = try Self.connect(place, role: role, libpq: libpq, refusal: &lastLoginRefusal)
     try selectSchema()
   }
 

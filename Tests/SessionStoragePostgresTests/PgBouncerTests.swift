@@ -1,0 +1,84 @@
+import FeedKit
+import Foundation
+import SessionStorage
+import SessionStoragePostgres
+import TestSupport
+import Testing
+
+/// A store behind PgBouncer, a real one started by the test (`PgBouncer`), in front of the
+/// suite's server: its refusals, and what the store leaves on the pool's server connections.
+@Suite(.timeLimit(.minutes(10))) struct PgBouncerTests {
+  /// PgBouncer refuses a wrong password with SQLSTATE 08P01: that is `refused`, never
+  /// `unavailable` (waiting does not cure it), and the message names the pooler.
+  @Test func aWrongPasswordThroughPgBouncerIsRefusedNotUnavailable() async throws {
+    let cluster = try await PostgresCluster.shared()
+    let bouncer = try await PgBouncer(poolMode: "session", serverURL: cluster.url)
+    let url = bouncer.url(query: "schema=\(uniqueName("t"))")
+    let store = try PostgresSessionStore(url: url)
+    _ = try await store.logIn(as: "alice")
+    for wrong in [
+      url.replacingOccurrences(of: PgBouncer.password, with: "wrong-password"),
+      bouncer.url(user: "ghost", query: "schema=s"),
+    ] {
+      let error = #expect(throws: SessionStorageError.self) {
+        try PostgresSessionStore(url: wrong, options: .init(readOnly: true))
+      }
+      #expect(error?.code == .refused, "\(String(describing: error))")
+      #expect(error?.message.contains("08P01") == true, "\(String(describing: error))")
+      #expect(error?.message.contains("pooler") == true, "\(String(describing: error))")
+    }
+  }
+
+  /// A subscriber whose password is revoked at the pooler, its connections cut: it does not
+  /// log in again and again for ever. It asks again every few seconds for a while (a server
+  /// restarting behind PgBouncer is refused the same way), then ends with `refused`.
+  @Test func aSubscriberWhosePasswordIsRevokedAtThePoolerEndsRefused() async throws {
+    let cluster = try await PostgresCluster.shared()
+    let database = uniqueName("bounced")
+    try await cluster.query("CREATE DATABASE \(database)")
+    try await withCleanup {
+      let bouncer = try await PgBouncer(poolMode: "session", serverURL: cluster.url)
+      var options = PostgresSessionStore.Options(origin: "revoked", safetyPollInterval: .milliseconds(200))
+      options.poolerRefusalGrace = .seconds(3)
+      let store = try PostgresSessionStore(
+        url: bouncer.url(database: database, query: "schema=s"), options: options)
+      _ = try await store.logIn(as: "alice")
+      let subscription = try store.changes(from: .beginning)
+      let ended = Task { () async -> String in
+        do {
+          for try await _ in subscription {}
+          return "ended without an error"
+        } catch let error as SessionStorageError {
+          return error.code == .refused ? "refused" : "\(error)"
+        } catch {
+          return "\(error)"
+        }
+      }
+      #expect(await eventually { subscription.wakeMode == .notifications(pollInterval: .milliseconds(200)) })
+      try bouncer.setUsers([("postgres", "another-password")])
+      try await Task.sleep(for: .milliseconds(500))  // the reload
+      _ = try await cluster.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)' AND pid <> pg_backend_pid()"
+      )
+      let outcome = await withTaskGroup(of: String.self) { group in
+        group.addTask { await ended.value }
+        group.addTask {
+          try? await Task.sleep(for: .seconds(120))
+          return "still running after 120 s"
+        }
+        let first = await group.next() ?? ""
+        ended.cancel()
+        group.cancelAll()
+        return first
+      }
+      #expect(outcome == "refused")
+      // Asked again every 5 s at most (each time twice: the second in libpq's verbose mode),
+      // not several times a second.
+      let refusals =
+        bouncer.log.components(separatedBy: "closing because: password authentication failed").count - 1
+      #expect(refusals <= 8, "\(refusals) refused logins:\n\(bouncer.log)")
+    } cleanup: {
+      _ = try? await cluster.query("DROP DATABASE IF EXISTS \(database) WITH (FORCE)")
+    }
+  }
+}
