@@ -147,9 +147,14 @@ final class PostgresLog: FeedSource {
 
   /// A server that cannot be reached (`unavailable`) passes: subscribers wait for it, woken
   /// by the `LISTEN` thread at each of its reconnection attempts and every safety poll, and
-  /// resume from their cursor once it answers again. A login the server refuses (`refused`)
-  /// does not pass: it ends the subscriptions.
-  func isTransient(_ error: any Error) -> Bool { (error as? SessionStorageError)?.code == .unavailable }
+  /// resume from their cursor once it answers again. So does a lock on the feed held longer
+  /// than the lock timeout (`busy`: a `VACUUM FULL` or `LOCK TABLE` queued before the read,
+  /// a read cancelled): a reader reads again at the next wake-up, it does not end. A login
+  /// the server refuses (`refused`) does not pass: it ends the subscriptions.
+  func isTransient(_ error: any Error) -> Bool {
+    let code = (error as? SessionStorageError)?.code
+    return code == .unavailable || code == .busy
+  }
 
   func snapshot() throws -> (state: SessionState, cursor: Cursor) {
     PostgresTables.snapshot(try row(PostgresTables.snapshotSQL))
