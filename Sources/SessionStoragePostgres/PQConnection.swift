@@ -16,11 +16,16 @@ internal import SystemKit
   import Darwin
 #endif
 
-/// One libpq connection to the store's server, with `search_path` set to the store's
-/// schema. libpq connections are not thread-safe: each is used under a lock of its owner.
+/// One libpq connection to the store's server. libpq connections are not thread-safe: each
+/// is used under a lock of its owner.
 ///
-/// Every statement with values is prepared once per connection and run with
-/// `PQexecPrepared` (bound parameters, text format); `PQexec` runs only the library's own
+/// The connection keeps no state in its server session, so that it works through a
+/// transaction pooler (PgBouncer's `pool_mode = transaction`), which hands each transaction
+/// whichever server connection is free and leaves a session's settings and prepared
+/// statements to the next client: every transaction begins with the store's settings as
+/// `SET LOCAL` (``settingsSQL``), a statement outside a transaction runs in one implicit
+/// transaction with them (both in one round trip), and statements are unnamed
+/// (`PQexecParams`, bound parameters in text format). `PQexec` runs only the library's own
 /// SQL without values (transactions, migrations).
 final class PQConnection {
   /// What a store uses a connection for; the server shows it in `application_name`.
@@ -42,11 +47,8 @@ final class PQConnection {
   /// libpq's functions.
   let libpq: LibPQ
   private var handle: OpaquePointer?
-  /// The statements prepared on this connection, by their SQL: the library runs a few
-  /// fixed statements, so each is parsed and planned once per connection, not per call.
-  private var prepared: [String: String] = [:]
 
-  /// Connects and selects the store's schema; a `readOnly` connection cannot write.
+  /// Connects; a `readOnly` connection's transactions cannot write.
   /// - Throws: `unavailable` when the server cannot be reached (or is starting, shutting
   ///   down, out of connection slots), `refused` when it turns the login away,
   ///   `invalidArgument` for a URL libpq cannot read, `libraryMissing` when libpq cannot be
@@ -63,13 +65,6 @@ final class PQConnection {
       throw error
     }
     handle = try Self.connect(place, role: role, libpq: libpq, refusal: &lastLoginRefusal)
-    do {
-      try selectSchema()
-    } catch {
-      libpq.PQfinish(handle)
-      handle = nil
-      throw error
-    }
   }
 
   deinit { libpq.PQfinish(handle) }
@@ -82,9 +77,11 @@ final class PQConnection {
     refusal = nil
     try requireReadable(place, libpq: libpq)
     // The URL is expanded as `dbname`; the settings before it are defaults it can override.
-    let keywords = ["connect_timeout", "fallback_application_name", "dbname"]
+    // `client_encoding` comes after the URL, which cannot change it: the store reads and
+    // binds UTF-8. It is a startup parameter, which a pooler keeps per client.
+    let keywords = ["connect_timeout", "fallback_application_name", "dbname", "client_encoding"]
     let values = [
-      String(max(1, place.connectTimeoutSeconds)), place.applicationName(for: role), place.conninfo,
+      String(max(1, place.connectTimeoutSeconds)), place.applicationName(for: role), place.conninfo, "UTF8",
     ]
     let handle = withCStrings(keywords) { keywords in
       withCStrings(values) { values in libpq.PQconnectdbParams(keywords, values, 1) }
@@ -154,31 +151,44 @@ final class PQConnection {
     return nil
   }
 
-  /// Selects the store's schema (quoted) with `pg_temp` last, so that no temporary table
-  /// of this session stands in for the store's (the migrations' functions keep this path),
-  /// keeps times in UTC and bounds lock waits, and pins what the store's promises rest on,
-  /// whatever the server, database or role set as defaults:
+  /// The store's settings for one transaction (`SET LOCAL`, `set_config(…, true)`),
+  /// whatever the server, database or role set as defaults; they end with the transaction,
+  /// so none reaches another client of a pooled server connection:
+  /// - `search_path` is the store's schema (quoted) with `pg_temp` last, so that no temporary
+  ///   table of the session stands in for the store's (the migrations' functions keep this
+  ///   path);
+  /// - times are in UTC, and `lock_timeout` bounds lock waits;
   /// - `synchronous_commit` is at least `on` locally: a default of `off` would acknowledge
   ///   commits that an immediate shutdown or a crash then loses (a stronger default such as
   ///   `remote_apply`, or `local`, is kept);
-  /// - `default_transaction_isolation` is `read committed`, under which a writer waiting for
-  ///   the session row goes on with the newest head instead of failing to serialize;
   /// - `statement_timeout` is 0: a timeout would cancel a COMMIT's wait for a synchronous
   ///   standby, and PostgreSQL then reports the commit done without the standby;
-  /// - `client_encoding` is UTF-8, what the store reads and binds;
   /// - `session_replication_role` is `origin`, so that the feed's triggers fire (only a
   ///   superuser may change it; a role whose default is another is refused here).
-  private func selectSchema() throws {
-    try execute(
-      "SET search_path TO \(place.quotedSchema), pg_temp; SET TIME ZONE 'UTC'; "
-        + "SET lock_timeout = \(place.lockTimeoutMilliseconds); SET statement_timeout = 0; "
-        + "SET default_transaction_isolation = 'read committed'; SET client_encoding = 'UTF8'; "
-        + (readOnly ? "SET default_transaction_read_only = on; " : "")
-        + "SELECT set_config('synchronous_commit', 'on', false) "
-        + "WHERE current_setting('synchronous_commit') = 'off'; "
-        + "SELECT set_config('session_replication_role', 'origin', false) "
-        + "WHERE current_setting('session_replication_role') <> 'origin'")
+  ///
+  /// Transactions begin `READ COMMITTED` (``begin()``), under which a writer waiting for the
+  /// session row goes on with the newest head instead of failing to serialize; a read-only
+  /// connection's also `READ ONLY`. The client encoding is UTF-8 from the connection's start.
+  ///
+  /// `search_path` is set by `SET LOCAL`, whose parser writes the path as a session's `SET`
+  /// does (the migrations' `SET search_path FROM CURRENT` keeps it in their functions).
+  private var settingsSQL: [String] {
+    [
+      "SET LOCAL search_path TO \(place.quotedSchema), pg_temp",
+      "SELECT set_config('TimeZone', 'UTC', true), "
+        + "set_config('lock_timeout', '\(place.lockTimeoutMilliseconds)', true), "
+        + "set_config('statement_timeout', '0', true), "
+        + "(SELECT set_config('synchronous_commit', 'on', true) WHERE current_setting('synchronous_commit') = 'off'), "
+        + "(SELECT set_config('session_replication_role', 'origin', true) "
+        + "WHERE current_setting('session_replication_role') <> 'origin')",
+    ]
   }
+
+  /// What a bare `BEGIN` of this connection sends.
+  private var beginSQL: String { "BEGIN ISOLATION LEVEL READ COMMITTED" + (readOnly ? " READ ONLY" : "") }
+
+  /// Whether the connection is idle, outside a transaction (the next statement starts one).
+  private var isIdle: Bool { libpq.PQtransactionStatus(handle) == PQTRANS_IDLE }
 
   /// The SQLSTATE of the last connection attempt's refusal (nil when it connected, or
   /// failed without one): `08P01` is a pooler's (see ``PostgresPlace/poolerRefusal``).
@@ -197,13 +207,11 @@ final class PQConnection {
   /// Whether the connection is lost (the server closed it, or the network failed).
   var isBroken: Bool { handle == nil || libpq.PQstatus(handle) != CONNECTION_OK }
 
-  /// Connects again (after a lost connection) and selects the schema again.
+  /// Connects again (after a lost connection).
   func reconnect() throws {
     libpq.PQfinish(handle)
     handle = nil
-    prepared = [:]  // prepared statements end with their server session
     handle = try Self.connect(place, role: role, libpq: libpq, refusal: &lastLoginRefusal)
-    try selectSchema()
   }
 
   /// Starts a transaction. A connection the server closed since its last use (a restart,
@@ -218,47 +226,79 @@ final class PQConnection {
     }
   }
 
-  /// Runs SQL without values (one or more statements).
+  /// Runs SQL without values (one or more statements). Outside a transaction the store's
+  /// settings go with it in the same round trip: after a `BEGIN` (a bare one is
+  /// ``beginSQL``), else before the statements, which then run in one implicit transaction.
   func execute(_ sql: String) throws {
-    let result = libpq.PQexec(handle, sql)
+    var sent = sql
+    if isIdle {
+      if sql == "BEGIN" {
+        sent = ([beginSQL] + settingsSQL).joined(separator: "; ")
+      } else if sql.hasPrefix("BEGIN ") {
+        sent = ([sql] + settingsSQL).joined(separator: "; ")
+      } else {
+        sent = (settingsSQL + [sql]).joined(separator: "; ")
+      }
+    }
+    let result = libpq.PQexec(handle, sent)
     defer { libpq.PQclear(result) }
-    try check(result, sql)
+    do {
+      try check(result, sql)
+    } catch {
+      // A transaction this call began, whose settings failed, is not left open.
+      if sent != sql, sql.hasPrefix("BEGIN"), libpq.PQtransactionStatus(handle) == PQTRANS_INERROR {
+        libpq.PQclear(libpq.PQexec(handle, "ROLLBACK"))
+      }
+      throw error
+    }
   }
 
   /// Runs one statement with bound text values (`$1`, `$2`, …) and returns its rows as
-  /// text (nil for NULL) and the number of rows it changed. The statement is prepared on
-  /// its first use on this connection (`PQprepare`) and executed prepared from then on.
+  /// text (nil for NULL) and the number of rows it changed. Outside a transaction it runs
+  /// after the store's settings, in the same round trip and implicit transaction.
   @discardableResult
   func query(_ sql: String, _ values: [String?] = []) throws -> PQRows {
-    let name = try preparedName(sql, parameters: values.count)
-    let result = withOptionalCStrings(values) { pointers in
-      libpq.PQexecPrepared(handle, name, Int32(values.count), pointers, nil, nil, 0)
+    guard isIdle else {
+      let result = withOptionalCStrings(values) { pointers in
+        libpq.PQexecParams(handle, sql, Int32(values.count), nil, pointers, nil, nil, 0)
+      }
+      defer { libpq.PQclear(result) }
+      return try rows(of: result, sql)
     }
-    defer { libpq.PQclear(result) }
-    return try rows(of: result, sql)
+    return try pipelined([(sql, values)])[0]
   }
 
-  /// Runs prepared statements one after the other in one round trip (libpq's pipeline
-  /// mode), each seeing what the ones before it did, and returns their rows. A statement
-  /// that fails throws its error; the ones after it are not run.
+  /// Runs statements one after the other in one round trip (libpq's pipeline mode), each
+  /// seeing what the ones before it did, and returns their rows. A statement that fails
+  /// throws its error; the ones after it are not run. Outside a transaction the store's
+  /// settings run first, and the statements in one implicit transaction with them.
   func pipelined(_ statements: [(sql: String, values: [String?])]) throws -> [PQRows] {
-    let names = try statements.map { try preparedName($0.sql, parameters: $0.values.count) }
+    let settings = isIdle ? settingsSQL.map { (sql: $0, values: [String?]()) } : []
+    let sent = settings + statements
     guard libpq.PQenterPipelineMode(handle) == 1 else {
       throw place.connectionError(Self.message(handle, libpq), lost: isBroken)
     }
-    defer { _ = libpq.PQexitPipelineMode(handle) }
-    for (name, statement) in zip(names, statements) {
-      let sent = withOptionalCStrings(statement.values) { pointers in
-        libpq.PQsendQueryPrepared(handle, name, Int32(statement.values.count), pointers, nil, nil, 0)
+    defer {
+      // A pipeline cut short (the connection lost while sending) cannot be left: the
+      // connection is dropped, and its next use connects again.
+      if libpq.PQexitPipelineMode(handle) != 1 {
+        libpq.PQfinish(handle)
+        handle = nil
       }
-      guard sent == 1 else { throw place.connectionError(Self.message(handle, libpq), lost: true) }
+    }
+    for statement in sent {
+      let count = Int32(statement.values.count)
+      let queued = withOptionalCStrings(statement.values) { pointers in
+        libpq.PQsendQueryParams(handle, statement.sql, count, nil, pointers, nil, nil, 0)
+      }
+      guard queued == 1 else { throw place.connectionError(Self.message(handle, libpq), lost: true) }
     }
     guard libpq.PQpipelineSync(handle) == 1 else {
       throw place.connectionError(Self.message(handle, libpq), lost: true)
     }
     var results: [PQRows] = []
     var failure: (any Error)?
-    for statement in statements {
+    for statement in sent {
       // Each statement's result is followed by a null one.
       let result = libpq.PQgetResult(handle)
       while let extra = result.flatMap({ _ in libpq.PQgetResult(handle) }) { libpq.PQclear(extra) }
@@ -277,7 +317,7 @@ final class PQConnection {
       if status == PGRES_PIPELINE_SYNC { break }
     }
     if let failure { throw failure }
-    return results
+    return Array(results.dropFirst(settings.count))
   }
 
   /// The rows of `result` (of `sql`) as text, or the error it reports.
@@ -299,19 +339,6 @@ final class PQConnection {
     }
     let changed = libpq.PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
     return PQRows(rows: rows, changed: changed)
-  }
-
-  /// The name `sql` is prepared under on this connection, preparing it the first time.
-  /// (A prepared statement outlives a rolled-back transaction; PostgreSQL plans it again
-  /// when the tables it reads change.)
-  private func preparedName(_ sql: String, parameters: Int) throws -> String {
-    if let name = prepared[sql] { return name }
-    let name = "sessionstorage_\(prepared.count)"
-    let result = libpq.PQprepare(handle, name, sql, Int32(parameters), nil)
-    defer { libpq.PQclear(result) }
-    try check(result, sql)
-    prepared[sql] = name
-    return name
   }
 
   /// The first column of the first row, or nil.
@@ -356,6 +383,14 @@ final class PQConnection {
 
   /// Runs `LISTEN` on the store's channel.
   func listen() throws { try execute("LISTEN \(place.quotedChannel)") }
+
+  /// Whether a pooler (PgBouncer, Pgpool-II) stands between this connection and the server:
+  /// the process id the server announced at login (`PQbackendPID`) is then the pooler's
+  /// own, not that of the server process that answers. Through such a pooler `LISTEN` may
+  /// register on a server connection that then serves other clients.
+  func isBehindPooler() throws -> Bool {
+    try scalar("SELECT pg_backend_pid()") != String(backendPID)
+  }
 
   /// Reads what the server sent and returns how many notifications arrived; throws
   /// `unavailable` when the connection is lost.

@@ -54,7 +54,7 @@ import Testing
           return "\(error)"
         }
       }
-      #expect(await eventually { subscription.wakeMode == .notifications(pollInterval: .milliseconds(200)) })
+      try await Task.sleep(for: .milliseconds(500))  // the reader's first reads
       try bouncer.setUsers([("postgres", "another-password")])
       try await Task.sleep(for: .milliseconds(500))  // the reload
       _ = try await cluster.query(
@@ -80,5 +80,48 @@ import Testing
     } cleanup: {
       _ = try? await cluster.query("DROP DATABASE IF EXISTS \(database) WITH (FORCE)")
     }
+  }
+
+  /// Through PgBouncer in transaction pooling, each transaction may run on another server
+  /// connection, which then serves other clients. After a writable and a read-only store
+  /// wrote, read and subscribed there, another client of the pool, on the pool's one server
+  /// connection, sees the settings a direct session has: no `search_path`, read-only
+  /// default or lock timeout of the store's, no prepared statement; and the store's
+  /// subscriber, which cannot LISTEN there, polls and receives every change.
+  @Test func throughATransactionPoolerTheStoreLeavesNothingOnThePoolsServerConnection() async throws {
+    let cluster = try await PostgresCluster.shared()
+    let bouncer = try await PgBouncer(
+      poolMode: "transaction", serverURL: cluster.url, settings: ["default_pool_size": "1"])
+    let url = bouncer.url(query: "schema=\(uniqueName("t"))")
+    let options = PostgresSessionStore.Options(origin: "pooled", safetyPollInterval: .milliseconds(200))
+    let store = try PostgresSessionStore(url: url, options: options)
+    let subscription = try store.changes(from: .beginning)
+    let received = Task { () async throws -> [SessionEntry] in
+      var entries: [SessionEntry] = []
+      for try await entry in subscription {
+        entries.append(entry)
+        if entries.count == 2 { break }
+      }
+      return entries
+    }
+    #expect(
+      await eventually {
+        if case .polling = subscription.wakeMode { return true }
+        return false
+      }, "\(subscription.wakeMode)")
+    _ = try await store.logIn(as: "alice")
+    _ = try await store.rename(to: "bob")
+    #expect(try await received.value.map(\.change.after.username) == ["alice", "bob"])
+    let reader = try PostgresSessionStore(url: url, options: .init(origin: "pooled-reader", readOnly: true))
+    #expect(try reader.bounds().head.value == 2)
+
+    let probe = """
+      SHOW search_path; SHOW default_transaction_read_only; SHOW lock_timeout; SHOW statement_timeout;
+      SHOW TimeZone; SHOW default_transaction_isolation; SELECT count(*) FROM pg_prepared_statements;
+      SELECT count(*) FROM pg_listening_channels();
+      """
+    let pooled = try await PostgresCluster(url: bouncer.url()).psql(probe)
+    let direct = try await cluster.psql(probe)
+    #expect(pooled == direct)
   }
 }

@@ -45,7 +45,31 @@ public final class PgBouncer: @unchecked Sendable {
     }
     directory = try TemporaryDirectory(prefix: "pgbouncer")
     chmod(directory.path, 0o755)
-    port = try Self.freePort()
+    if getuid() == 0 { chown(directory.path, Unprivileged.uid, Unprivileged.gid) }
+    // A port below Linux's ephemeral range (32768 up, which outgoing connections take), and
+    // another one should something bind it first.
+    for _ in 0..<5 {
+      let port = try Self.freePort()
+      let child = try await Self.start(
+        executable, port: port, poolMode: poolMode, host: host, serverPort: serverPort, users: users,
+        settings: settings, in: directory)
+      if await Self.listens(on: port) {
+        self.port = port
+        self.child = child
+        return
+      }
+      child.kill(SIGKILL)
+      _ = try? await child.wait(timeout: .seconds(30))
+    }
+    let said = (try? String(contentsOfFile: directory.file("pgbouncer.log"), encoding: .utf8)) ?? ""
+    throw ChildProcess.SpawnError(description: "PgBouncer did not start: \(said)")
+  }
+
+  /// Writes the configuration for `port` and starts PgBouncer.
+  private static func start(
+    _ executable: String, port: Int, poolMode: String, host: String, serverPort: Int, users: [String],
+    settings: [String: String], in directory: TemporaryDirectory
+  ) async throws -> ChildProcess {
     var options: [String: String] = [
       "listen_addr": "127.0.0.1", "listen_port": String(port), "unix_socket_dir": "",
       "auth_type": "md5", "auth_file": directory.file("userlist.txt"), "pool_mode": poolMode,
@@ -58,10 +82,12 @@ public final class PgBouncer: @unchecked Sendable {
       "[databases]\n* = host=\(host) port=\(serverPort)\n\n[pgbouncer]\n"
       + options.sorted { $0.key < $1.key }.map { "\($0.key) = \($0.value)\n" }.joined()
     try Data(config.utf8).write(to: URL(fileURLWithPath: directory.file("pgbouncer.ini")))
-    try Data(users.map { "\"\($0)\" \"\(Self.password)\"\n" }.joined().utf8)
+    try Data(users.map { "\"\($0)\" \"\(password)\"\n" }.joined().utf8)
       .write(to: URL(fileURLWithPath: directory.file("userlist.txt")))
-    for name in ["pgbouncer.ini", "userlist.txt"] { chmod(directory.file(name), 0o644) }
-    if getuid() == 0 { chown(directory.path, Unprivileged.uid, Unprivileged.gid) }
+    for name in ["pgbouncer.ini", "userlist.txt"] {
+      chmod(directory.file(name), 0o644)
+      if getuid() == 0 { chown(directory.file(name), Unprivileged.uid, Unprivileged.gid) }
+    }
     // The shell watches this process and kills PgBouncer (the shell's own pid, after exec)
     // once it is gone; setpriv drops root.
     let run =
@@ -69,11 +95,10 @@ public final class PgBouncer: @unchecked Sendable {
     let script =
       "owner=$1; shift; (while kill -0 \"$owner\" 2>/dev/null; do sleep 1; done; kill -KILL $$) "
       + "</dev/null >/dev/null 2>&1 & exec \"$@\""
-    child = try await ChildProcess(
+    return try await ChildProcess(
       "/bin/sh",
       ["-c", script, "sh", String(getpid())] + run + [executable, directory.file("pgbouncer.ini")],
       environment: ["PATH": "/usr/bin:/bin"], stdout: .null, stderr: .file(directory.file("stderr")))
-    try await waitUntilListening()
   }
 
   /// `postgresql://user:password@127.0.0.1:port/database` plus `query` (after `?`).
@@ -103,13 +128,13 @@ public final class PgBouncer: @unchecked Sendable {
 
   deinit { stop() }
 
-  private func waitUntilListening() async throws {
+  /// Whether something accepts connections on `port` within 10 s.
+  private static func listens(on port: Int) async -> Bool {
     for _ in 0..<200 {
-      if Self.accepts(port) { return }
-      try await Task.sleep(for: .milliseconds(50))
+      if accepts(port) { return true }
+      try? await Task.sleep(for: .milliseconds(50))
     }
-    let said = (try? String(contentsOfFile: directory.file("stderr"), encoding: .utf8)) ?? ""
-    throw ChildProcess.SpawnError(description: "PgBouncer did not listen on port \(port): \(said) \(log)")
+    return false
   }
 
   /// Whether something accepts TCP connections on 127.0.0.1:`port`.
@@ -125,21 +150,22 @@ public final class PgBouncer: @unchecked Sendable {
     }
   }
 
-  /// A port of 127.0.0.1 nothing listens on (the kernel's choice for port 0).
+  /// A port of 127.0.0.1 from 20000 to 32767 that can be bound now.
   private static func freePort() throws -> Int {
-    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(socket) }
-    var address = loopback(0)
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0
+    for _ in 0..<50 {
+      let port = Int.random(in: 20_000...32_767)
+      let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+      guard socket >= 0 else { break }
+      defer { close(socket) }
+      var address = loopback(port)
+      let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+        }
       }
+      if bound { return port }
     }
-    guard socket >= 0, bound else {
-      throw ChildProcess.SpawnError(description: "no free port: errno \(errno)")
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
+    throw ChildProcess.SpawnError(description: "no free port from 20000 to 32767")
   }
 
   private static func loopback(_ port: Int) -> sockaddr_in {

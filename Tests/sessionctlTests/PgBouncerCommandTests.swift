@@ -23,4 +23,26 @@ import Testing
       #expect(outcome.stderr.split(separator: "\n").count == 1, "one line: \(outcome)")
     }
   }
+
+  /// Behind PgBouncer in transaction pooling, `login`, `status` and `watch` work, and leave
+  /// the pool's one server connection as a direct session finds a server: another client of
+  /// the pool is not made read-only nor pointed at the store's schema.
+  @Test func commandsThroughATransactionPoolerLeaveOtherClientsTheirDefaults() async throws {
+    let server = try await PostgresCluster.shared()
+    let bouncer = try await PgBouncer(
+      poolMode: "transaction", serverURL: server.url, settings: ["default_pool_size": "1"])
+    let sandbox = try Sandbox()
+    let url = bouncer.url(query: "schema=t_\(UInt32.random(in: 0...UInt32.max))")
+    #expect(try await sandbox.run(db: url, ["login", "alice"]).status == 0)
+    let status = try await sandbox.run(db: url, ["status"])
+    #expect(status.status == 0 && status.stdout.contains("alice"), "\(status)")
+    let watched = try await sandbox.run(db: url, ["watch", "--limit", "0"])
+    #expect(watched.status == 0, "\(watched)")
+    #expect(try await sandbox.run(db: url, ["logout"]).status == 0)
+    let probe = """
+      SHOW search_path; SHOW default_transaction_read_only; SHOW lock_timeout; SHOW TimeZone;
+      SELECT count(*) FROM pg_prepared_statements;
+      """
+    #expect(try await PostgresCluster(url: bouncer.url()).psql(probe) == (try await server.psql(probe)))
+  }
 }
