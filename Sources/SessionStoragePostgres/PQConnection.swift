@@ -79,10 +79,12 @@ final class PQConnection {
     // The URL is expanded as `dbname`; the settings before it are defaults it can override.
     // `client_encoding` comes after the URL, which cannot change it: the store reads and
     // binds UTF-8. It is a startup parameter, which a pooler keeps per client.
-    let keywords = ["connect_timeout", "fallback_application_name", "dbname", "client_encoding"]
-    let values = [
-      String(max(1, place.connectTimeoutSeconds)), place.applicationName(for: role), place.conninfo, "UTF8",
-    ]
+    let keywords =
+      ["connect_timeout", "fallback_application_name"] + Self.silenceLimits.map(\.keyword)
+      + ["dbname", "client_encoding"]
+    let values =
+      [String(max(1, place.connectTimeoutSeconds)), place.applicationName(for: role)]
+      + Self.silenceLimits.map(\.value) + [place.conninfo, "UTF8"]
     let handle = withCStrings(keywords) { keywords in
       withCStrings(values) { values in libpq.PQconnectdbParams(keywords, values, 1) }
     }
@@ -118,6 +120,17 @@ final class PQConnection {
     _ = libpq.PQsetNoticeProcessor(handle, { _, _ in }, nil)
     return handle
   }
+
+  /// How long a TCP connection may go silent before libpq gives up on it, unless the URL
+  /// says otherwise: a peer that stops answering while a statement waits for its result is
+  /// probed after 10 s of silence, every 5 s, and dropped after 3 probes unanswered (25 s);
+  /// data the peer does not acknowledge for 30 s drops it too (`tcp_user_timeout`). The
+  /// operating system's defaults wait more than two hours. A server that is only slow (a
+  /// lock, a synchronous standby) answers the probes and is waited for.
+  static let silenceLimits: [(keyword: String, value: String)] = [
+    ("keepalives", "1"), ("keepalives_idle", "10"), ("keepalives_interval", "5"), ("keepalives_count", "3"),
+    ("tcp_user_timeout", "30000"),
+  ]
 
   /// Throws `invalidArgument` when libpq cannot parse the URL (`PQconninfoParse`, the
   /// parser a connection uses): it is told by the parser's answer, not by its message, and
@@ -374,6 +387,39 @@ final class PQConnection {
   private static func oneLine(_ text: String) -> String {
     text.split(whereSeparator: \.isNewline).map { $0.trimmingWhitespace() }.filter { !$0.isEmpty }
       .joined(separator: "; ")
+  }
+
+  /// `refused` when the role or the database allows fewer than `count` connections
+  /// (`CONNECTION LIMIT`, which binds all but superusers): a store that needs that many can
+  /// never open, so the second connection's "too many connections" (SQLSTATE 53300, also a
+  /// full server's, which passes) is not worth retrying. Nil otherwise, or when the limits
+  /// cannot be read.
+  func connectionLimitRefusal(needing count: Int) -> SessionStorageError? {
+    guard
+      let row = try? query(
+        "SELECT current_user, r.rolconnlimit, d.datconnlimit, r.rolsuper FROM pg_roles r, pg_database d "
+          + "WHERE r.rolname = current_user AND d.datname = current_database()"
+      ).rows.first, row.count == 4, row[3] == "f"
+    else { return nil }
+    let role = row[0] ?? "?"
+    func tooFew(_ limit: String?) -> Int? {
+      limit.flatMap { Int($0) }.flatMap { (0..<count).contains($0) ? $0 : nil }
+    }
+    let advice = "a writable store needs \(count) connections, and one more while anyone subscribes"
+    if let limit = tooFew(row[1]) {
+      return SessionStorageError(
+        .refused,
+        "the role \(role) may have at most \(limit) connection\(limit == 1 ? "" : "s") (CONNECTION LIMIT \(limit)): "
+          + "\(advice) (ALTER ROLE \(PostgresPlace.quoted(role)) CONNECTION LIMIT \(count + 1))",
+        path: place.described)
+    }
+    if let limit = tooFew(row[2]) {
+      return SessionStorageError(
+        .refused,
+        "the database allows at most \(limit) connection\(limit == 1 ? "" : "s") (CONNECTION LIMIT \(limit)): "
+          + advice, path: place.described)
+    }
+    return nil
   }
 
   // MARK: Notifications

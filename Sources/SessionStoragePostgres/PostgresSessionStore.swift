@@ -108,10 +108,14 @@ public final class PostgresSessionStore: _SessionBackedStore, SessionBackend {
       log = PostgresLog(reader: first, refusal: refusal, poolerRefusalGrace: options.poolerRefusalGrace)
     } else {
       if let refusal { throw refusal }
+      let reader: PQConnection
+      do {
+        reader = try PQConnection(place, role: .reader, readOnly: true)
+      } catch let error as SessionStorageError where error.code == .unavailable {
+        throw first.connectionLimitRefusal(needing: 2) ?? error
+      }
       writer = Mutex(first)
-      log = PostgresLog(
-        reader: try PQConnection(place, role: .reader, readOnly: true), refusal: nil,
-        poolerRefusalGrace: options.poolerRefusalGrace)
+      log = PostgresLog(reader: reader, refusal: nil, poolerRefusalGrace: options.poolerRefusalGrace)
     }
     let listener = PostgresListener(place: place, pollInterval: options.safetyPollInterval)
     beacon = Beacon(activate: { listener.start($0) }, deactivate: { listener.stop() })
