@@ -54,6 +54,7 @@ package struct LibPQ: Sendable {
   package let PQresultErrorField: clibpq_PQresultErrorField
   package let PQresultStatus: clibpq_PQresultStatus
   package let PQsendQueryParams: clibpq_PQsendQueryParams
+  package let PQsendQueryPrepared: clibpq_PQsendQueryPrepared
   package let PQsetErrorVerbosity: clibpq_PQsetErrorVerbosity
   package let PQsetNoticeProcessor: clibpq_PQsetNoticeProcessor
   package let PQsocket: clibpq_PQsocket
@@ -134,6 +135,7 @@ package struct LibPQ: Sendable {
     PQresultErrorField = try resolve("PQresultErrorField")
     PQresultStatus = try resolve("PQresultStatus")
     PQsendQueryParams = try resolve("PQsendQueryParams")
+    PQsendQueryPrepared = try resolve("PQsendQueryPrepared")
     PQsetErrorVerbosity = try resolve("PQsetErrorVerbosity")
     PQsetNoticeProcessor = try resolve("PQsetNoticeProcessor")
     PQsocket = try resolve("PQsocket")

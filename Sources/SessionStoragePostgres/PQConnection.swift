@@ -19,14 +19,18 @@ internal import SystemKit
 /// One libpq connection to the store's server. libpq connections are not thread-safe: each
 /// is used under a lock of its owner.
 ///
-/// The connection keeps no state in its server session, so that it works through a
-/// transaction pooler (PgBouncer's `pool_mode = transaction`), which hands each transaction
-/// whichever server connection is free and leaves a session's settings and prepared
-/// statements to the next client: every transaction begins with the store's settings as
-/// `SET LOCAL` (``settingsSQL``), a statement outside a transaction runs in one implicit
-/// transaction with them (both in one round trip), and statements are unnamed
-/// (`PQexecParams`, bound parameters in text format). `PQexec` runs only the library's own
-/// SQL without values (transactions, migrations).
+/// Connected to the server itself, it sets the store's settings once for its session
+/// (``sessionSettingsSQL``) and prepares each statement with values once (`PQprepare`, then
+/// `PQexecPrepared`: bound parameters, text format).
+///
+/// Behind a connection pooler (``isBehindPooler``) it keeps no state in its server session,
+/// so that it works through a transaction pooler (PgBouncer's `pool_mode = transaction`),
+/// which hands each transaction whichever server connection is free and leaves a session's
+/// settings and prepared statements to the next client: every transaction begins with the
+/// store's settings as `SET LOCAL` (``settingsSQL``), a statement outside a transaction runs
+/// in one implicit transaction with them (in one round trip), and statements are unnamed
+/// (`PQexecParams`). `PQexec` runs only the library's own SQL without values (transactions,
+/// migrations).
 final class PQConnection {
   /// What a store uses a connection for; the server shows it in `application_name`.
   enum Role: String {
@@ -47,6 +51,15 @@ final class PQConnection {
   /// libpq's functions.
   let libpq: LibPQ
   private var handle: OpaquePointer?
+  /// The statements prepared on this connection, by their SQL (not behind a pooler): the
+  /// library runs a few fixed statements, so each is parsed and planned once per
+  /// connection, not per call.
+  private var prepared: [String: String] = [:]
+  /// Whether a pooler (PgBouncer, Pgpool-II) stands between this connection and the server:
+  /// the process id the server announced at login (`PQbackendPID`) is then the pooler's
+  /// own, not that of the server process that answers. Through such a pooler `LISTEN` may
+  /// register on a server connection that then serves other clients.
+  private(set) var isBehindPooler = false
 
   /// Connects; a `readOnly` connection's transactions cannot write.
   /// - Throws: `unavailable` when the server cannot be reached (or is starting, shutting
@@ -65,6 +78,13 @@ final class PQConnection {
       throw error
     }
     handle = try Self.connect(place, role: role, libpq: libpq, refusal: &lastLoginRefusal)
+    do {
+      try establish()
+    } catch {
+      libpq.PQfinish(handle)
+      handle = nil
+      throw error
+    }
   }
 
   deinit { libpq.PQfinish(handle) }
@@ -197,11 +217,38 @@ final class PQConnection {
     ]
   }
 
-  /// What a bare `BEGIN` of this connection sends.
+  /// The store's settings for the whole session of a connection to the server itself: those
+  /// of ``settingsSQL``, and `READ COMMITTED` (and `READ ONLY` for a read-only connection) as
+  /// the session's default.
+  private var sessionSettingsSQL: String {
+    "SET search_path TO \(place.quotedSchema), pg_temp; SET TIME ZONE 'UTC'; "
+      + "SET lock_timeout = \(place.lockTimeoutMilliseconds); SET statement_timeout = 0; "
+      + "SET default_transaction_isolation = 'read committed'; "
+      + (readOnly ? "SET default_transaction_read_only = on; " : "")
+      + "SELECT set_config('synchronous_commit', 'on', false) "
+      + "WHERE current_setting('synchronous_commit') = 'off'; "
+      + "SELECT set_config('session_replication_role', 'origin', false) "
+      + "WHERE current_setting('session_replication_role') <> 'origin'"
+  }
+
+  /// Finds out whether a pooler stands in between, and sets the session's settings when
+  /// none does.
+  private func establish() throws {
+    let sql = "SELECT pg_backend_pid()"
+    let result = libpq.PQexec(handle, sql)
+    defer { libpq.PQclear(result) }
+    try check(result, sql)
+    let pid = libpq.PQgetvalue(result, 0, 0).map { String(cString: $0) }
+    isBehindPooler = pid != String(backendPID)
+    if !isBehindPooler { try execute(sessionSettingsSQL) }
+  }
+
+  /// What a bare `BEGIN` of this connection sends behind a pooler.
   private var beginSQL: String { "BEGIN ISOLATION LEVEL READ COMMITTED" + (readOnly ? " READ ONLY" : "") }
 
-  /// Whether the connection is idle, outside a transaction (the next statement starts one).
-  private var isIdle: Bool { libpq.PQtransactionStatus(handle) == PQTRANS_IDLE }
+  /// Whether a statement needs the settings of ``settingsSQL`` before it: behind a pooler,
+  /// outside a transaction (the next statement starts one).
+  private var needsSettings: Bool { isBehindPooler && libpq.PQtransactionStatus(handle) == PQTRANS_IDLE }
 
   /// The SQLSTATE of the last connection attempt's refusal (nil when it connected, or
   /// failed without one): `08P01` is a pooler's (see ``PostgresPlace/poolerRefusal``).
@@ -224,7 +271,9 @@ final class PQConnection {
   func reconnect() throws {
     libpq.PQfinish(handle)
     handle = nil
+    prepared = [:]  // prepared statements end with their server session
     handle = try Self.connect(place, role: role, libpq: libpq, refusal: &lastLoginRefusal)
+    try establish()
   }
 
   /// Starts a transaction. A connection the server closed since its last use (a restart,
@@ -239,12 +288,13 @@ final class PQConnection {
     }
   }
 
-  /// Runs SQL without values (one or more statements). Outside a transaction the store's
-  /// settings go with it in the same round trip: after a `BEGIN` (a bare one is
-  /// ``beginSQL``), else before the statements, which then run in one implicit transaction.
+  /// Runs SQL without values (one or more statements). Behind a pooler, outside a
+  /// transaction, the store's settings go with it in the same round trip: after a `BEGIN` (a
+  /// bare one is ``beginSQL``), else before the statements, which then run in one implicit
+  /// transaction.
   func execute(_ sql: String) throws {
     var sent = sql
-    if isIdle {
+    if needsSettings {
       if sql == "BEGIN" {
         sent = ([beginSQL] + settingsSQL).joined(separator: "; ")
       } else if sql.hasPrefix("BEGIN ") {
@@ -267,27 +317,44 @@ final class PQConnection {
   }
 
   /// Runs one statement with bound text values (`$1`, `$2`, …) and returns its rows as
-  /// text (nil for NULL) and the number of rows it changed. Outside a transaction it runs
-  /// after the store's settings, in the same round trip and implicit transaction.
+  /// text (nil for NULL) and the number of rows it changed: prepared on its first use on
+  /// this connection and executed prepared from then on; behind a pooler unnamed, and
+  /// outside a transaction after the store's settings, in the same round trip and implicit
+  /// transaction.
   @discardableResult
   func query(_ sql: String, _ values: [String?] = []) throws -> PQRows {
-    guard isIdle else {
-      let result = withOptionalCStrings(values) { pointers in
-        libpq.PQexecParams(handle, sql, Int32(values.count), nil, pointers, nil, nil, 0)
-      }
-      defer { libpq.PQclear(result) }
-      return try rows(of: result, sql)
+    if needsSettings { return try pipelined([(sql, values)])[0] }
+    let name = isBehindPooler ? nil : try preparedName(sql, parameters: values.count)
+    let result = withOptionalCStrings(values) { pointers in
+      if let name { return libpq.PQexecPrepared(handle, name, Int32(values.count), pointers, nil, nil, 0) }
+      return libpq.PQexecParams(handle, sql, Int32(values.count), nil, pointers, nil, nil, 0)
     }
-    return try pipelined([(sql, values)])[0]
+    defer { libpq.PQclear(result) }
+    return try rows(of: result, sql)
+  }
+
+  /// The name `sql` is prepared under on this connection, preparing it the first time.
+  /// (A prepared statement outlives a rolled-back transaction; PostgreSQL plans it again
+  /// when the tables it reads change.)
+  private func preparedName(_ sql: String, parameters: Int) throws -> String {
+    if let name = prepared[sql] { return name }
+    let name = "sessionstorage_\(prepared.count)"
+    let result = libpq.PQprepare(handle, name, sql, Int32(parameters), nil)
+    defer { libpq.PQclear(result) }
+    try check(result, sql)
+    prepared[sql] = name
+    return name
   }
 
   /// Runs statements one after the other in one round trip (libpq's pipeline mode), each
   /// seeing what the ones before it did, and returns their rows. A statement that fails
-  /// throws its error; the ones after it are not run. Outside a transaction the store's
-  /// settings run first, and the statements in one implicit transaction with them.
+  /// throws its error; the ones after it are not run. Behind a pooler, outside a
+  /// transaction, the store's settings run first, and the statements in one implicit
+  /// transaction with them.
   func pipelined(_ statements: [(sql: String, values: [String?])]) throws -> [PQRows] {
-    let settings = isIdle ? settingsSQL.map { (sql: $0, values: [String?]()) } : []
+    let settings = needsSettings ? settingsSQL.map { (sql: $0, values: [String?]()) } : []
     let sent = settings + statements
+    let names = try sent.map { isBehindPooler ? nil : try preparedName($0.sql, parameters: $0.values.count) }
     guard libpq.PQenterPipelineMode(handle) == 1 else {
       throw place.connectionError(Self.message(handle, libpq), lost: isBroken)
     }
@@ -299,10 +366,11 @@ final class PQConnection {
         handle = nil
       }
     }
-    for statement in sent {
+    for (name, statement) in zip(names, sent) {
       let count = Int32(statement.values.count)
       let queued = withOptionalCStrings(statement.values) { pointers in
-        libpq.PQsendQueryParams(handle, statement.sql, count, nil, pointers, nil, nil, 0)
+        if let name { return libpq.PQsendQueryPrepared(handle, name, count, pointers, nil, nil, 0) }
+        return libpq.PQsendQueryParams(handle, statement.sql, count, nil, pointers, nil, nil, 0)
       }
       guard queued == 1 else { throw place.connectionError(Self.message(handle, libpq), lost: true) }
     }
@@ -429,14 +497,6 @@ final class PQConnection {
 
   /// Runs `LISTEN` on the store's channel.
   func listen() throws { try execute("LISTEN \(place.quotedChannel)") }
-
-  /// Whether a pooler (PgBouncer, Pgpool-II) stands between this connection and the server:
-  /// the process id the server announced at login (`PQbackendPID`) is then the pooler's
-  /// own, not that of the server process that answers. Through such a pooler `LISTEN` may
-  /// register on a server connection that then serves other clients.
-  func isBehindPooler() throws -> Bool {
-    try scalar("SELECT pg_backend_pid()") != String(backendPID)
-  }
 
   /// Reads what the server sent and returns how many notifications arrived; throws
   /// `unavailable` when the connection is lost.

@@ -191,7 +191,7 @@ private struct ListenLoop: Sendable {
     }
     // Through a transaction pooler, LISTEN would register on a server connection that then
     // serves other clients (and notifications reach them, not this store): poll instead.
-    if (try? opened.isBehindPooler()) == true {
+    if opened.isBehindPooler {
       report(
         "a connection pooler (such as PgBouncer) stands between the store and the server, and LISTEN does not "
           + "work through one in transaction pooling")
