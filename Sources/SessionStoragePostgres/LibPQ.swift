@@ -37,6 +37,7 @@ package struct LibPQ: Sendable {
   package let PQenterPipelineMode: clibpq_PQenterPipelineMode
   package let PQerrorMessage: clibpq_PQerrorMessage
   package let PQexec: clibpq_PQexec
+  package let PQexecParams: clibpq_PQexecParams
   package let PQexecPrepared: clibpq_PQexecPrepared
   package let PQexitPipelineMode: clibpq_PQexitPipelineMode
   package let PQfinish: clibpq_PQfinish
@@ -52,11 +53,13 @@ package struct LibPQ: Sendable {
   package let PQreset: clibpq_PQreset
   package let PQresultErrorField: clibpq_PQresultErrorField
   package let PQresultStatus: clibpq_PQresultStatus
+  package let PQsendQueryParams: clibpq_PQsendQueryParams
   package let PQsendQueryPrepared: clibpq_PQsendQueryPrepared
   package let PQsetErrorVerbosity: clibpq_PQsetErrorVerbosity
   package let PQsetNoticeProcessor: clibpq_PQsetNoticeProcessor
   package let PQsocket: clibpq_PQsocket
   package let PQstatus: clibpq_PQstatus
+  package let PQtransactionStatus: clibpq_PQtransactionStatus
 
   /// The file names tried, in order, by the dynamic loader's usual search (`LD_LIBRARY_PATH`,
   /// the system's directories; on Apple platforms also Homebrew's, where libpq is keg-only).
@@ -115,6 +118,7 @@ package struct LibPQ: Sendable {
     PQenterPipelineMode = try resolve("PQenterPipelineMode")
     PQerrorMessage = try resolve("PQerrorMessage")
     PQexec = try resolve("PQexec")
+    PQexecParams = try resolve("PQexecParams")
     PQexecPrepared = try resolve("PQexecPrepared")
     PQexitPipelineMode = try resolve("PQexitPipelineMode")
     PQfinish = try resolve("PQfinish")
@@ -130,10 +134,12 @@ package struct LibPQ: Sendable {
     PQreset = try resolve("PQreset")
     PQresultErrorField = try resolve("PQresultErrorField")
     PQresultStatus = try resolve("PQresultStatus")
+    PQsendQueryParams = try resolve("PQsendQueryParams")
     PQsendQueryPrepared = try resolve("PQsendQueryPrepared")
     PQsetErrorVerbosity = try resolve("PQsetErrorVerbosity")
     PQsetNoticeProcessor = try resolve("PQsetNoticeProcessor")
     PQsocket = try resolve("PQsocket")
     PQstatus = try resolve("PQstatus")
+    PQtransactionStatus = try resolve("PQtransactionStatus")
   }
 }

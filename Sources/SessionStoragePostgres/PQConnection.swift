@@ -16,12 +16,21 @@ internal import SystemKit
   import Darwin
 #endif
 
-/// One libpq connection to the store's server, with `search_path` set to the store's
-/// schema. libpq connections are not thread-safe: each is used under a lock of its owner.
+/// One libpq connection to the store's server. libpq connections are not thread-safe: each
+/// is used under a lock of its owner.
 ///
-/// Every statement with values is prepared once per connection and run with
-/// `PQexecPrepared` (bound parameters, text format); `PQexec` runs only the library's own
-/// SQL without values (transactions, migrations).
+/// Connected to the server itself, it sets the store's settings once for its session
+/// (``sessionSettingsSQL``) and prepares each statement with values once (`PQprepare`, then
+/// `PQexecPrepared`: bound parameters, text format).
+///
+/// Behind a connection pooler (``isBehindPooler``) it keeps no state in its server session,
+/// so that it works through a transaction pooler (PgBouncer's `pool_mode = transaction`),
+/// which hands each transaction whichever server connection is free and leaves a session's
+/// settings and prepared statements to the next client: every transaction begins with the
+/// store's settings as `SET LOCAL` (``settingsSQL``), a statement outside a transaction runs
+/// in one implicit transaction with them (in one round trip), and statements are unnamed
+/// (`PQexecParams`). `PQexec` runs only the library's own SQL without values (transactions,
+/// migrations).
 final class PQConnection {
   /// What a store uses a connection for; the server shows it in `application_name`.
   enum Role: String {
@@ -42,11 +51,17 @@ final class PQConnection {
   /// libpq's functions.
   let libpq: LibPQ
   private var handle: OpaquePointer?
-  /// The statements prepared on this connection, by their SQL: the library runs a few
-  /// fixed statements, so each is parsed and planned once per connection, not per call.
+  /// The statements prepared on this connection, by their SQL (not behind a pooler): the
+  /// library runs a few fixed statements, so each is parsed and planned once per
+  /// connection, not per call.
   private var prepared: [String: String] = [:]
+  /// Whether a pooler (PgBouncer, Pgpool-II) stands between this connection and the server:
+  /// the process id the server announced at login (`PQbackendPID`) is then the pooler's
+  /// own, not that of the server process that answers. Through such a pooler `LISTEN` may
+  /// register on a server connection that then serves other clients.
+  private(set) var isBehindPooler = false
 
-  /// Connects and selects the store's schema; a `readOnly` connection cannot write.
+  /// Connects; a `readOnly` connection's transactions cannot write.
   /// - Throws: `unavailable` when the server cannot be reached (or is starting, shutting
   ///   down, out of connection slots), `refused` when it turns the login away,
   ///   `invalidArgument` for a URL libpq cannot read, `libraryMissing` when libpq cannot be
@@ -62,9 +77,9 @@ final class PQConnection {
       error.path = place.described
       throw error
     }
-    handle = try Self.connect(place, role: role, libpq: libpq)
+    handle = try Self.connect(place, role: role, libpq: libpq, refusal: &lastLoginRefusal)
     do {
-      try selectSchema()
+      try establish()
     } catch {
       libpq.PQfinish(handle)
       handle = nil
@@ -74,13 +89,22 @@ final class PQConnection {
 
   deinit { libpq.PQfinish(handle) }
 
-  private static func connect(_ place: PostgresPlace, role: Role, libpq: LibPQ) throws -> OpaquePointer? {
+  /// Connects; `refusal` is set to the SQLSTATE of the login refusal the server (or a pooler
+  /// in front of it) sent, nil when there was none.
+  private static func connect(
+    _ place: PostgresPlace, role: Role, libpq: LibPQ, refusal: inout String?
+  ) throws -> OpaquePointer? {
+    refusal = nil
     try requireReadable(place, libpq: libpq)
     // The URL is expanded as `dbname`; the settings before it are defaults it can override.
-    let keywords = ["connect_timeout", "fallback_application_name", "dbname"]
-    let values = [
-      String(max(1, place.connectTimeoutSeconds)), place.applicationName(for: role), place.conninfo,
-    ]
+    // `client_encoding` comes after the URL, which cannot change it: the store reads and
+    // binds UTF-8. It is a startup parameter, which a pooler keeps per client.
+    let keywords =
+      ["connect_timeout", "fallback_application_name"] + Self.silenceLimits.map(\.keyword)
+      + ["dbname", "client_encoding"]
+    let values =
+      [String(max(1, place.connectTimeoutSeconds)), place.applicationName(for: role)]
+      + Self.silenceLimits.map(\.value) + [place.conninfo, "UTF8"]
     let handle = withCStrings(keywords) { keywords in
       withCStrings(values) { values in libpq.PQconnectdbParams(keywords, values, 1) }
     }
@@ -105,7 +129,8 @@ final class PQConnection {
       guard libpq.PQstatus(again) == CONNECTION_OK else {
         let verbose = Self.message(again, libpq)
         libpq.PQfinish(again)
-        throw place.connectionError(reason, state: Self.sqlState(in: verbose))
+        refusal = Self.sqlState(in: verbose)
+        throw place.connectionError(reason, state: refusal)
       }
       _ = libpq.PQsetErrorVerbosity(again, PQERRORS_DEFAULT)
       handle = again
@@ -115,6 +140,17 @@ final class PQConnection {
     _ = libpq.PQsetNoticeProcessor(handle, { _, _ in }, nil)
     return handle
   }
+
+  /// How long a TCP connection may go silent before libpq gives up on it, unless the URL
+  /// says otherwise: a peer that stops answering while a statement waits for its result is
+  /// probed after 10 s of silence, every 5 s, and dropped after 3 probes unanswered (25 s);
+  /// data the peer does not acknowledge for 30 s drops it too (`tcp_user_timeout`). The
+  /// operating system's defaults wait more than two hours. A server that is only slow (a
+  /// lock, a synchronous standby) answers the probes and is waited for.
+  static let silenceLimits: [(keyword: String, value: String)] = [
+    ("keepalives", "1"), ("keepalives_idle", "10"), ("keepalives_interval", "5"), ("keepalives_count", "3"),
+    ("tcp_user_timeout", "30000"),
+  ]
 
   /// Throws `invalidArgument` when libpq cannot parse the URL (`PQconninfoParse`, the
   /// parser a connection uses): it is told by the parser's answer, not by its message, and
@@ -148,31 +184,75 @@ final class PQConnection {
     return nil
   }
 
-  /// Selects the store's schema (quoted) with `pg_temp` last, so that no temporary table
-  /// of this session stands in for the store's (the migrations' functions keep this path),
-  /// keeps times in UTC and bounds lock waits, and pins what the store's promises rest on,
-  /// whatever the server, database or role set as defaults:
+  /// The store's settings for one transaction (`SET LOCAL`, `set_config(…, true)`),
+  /// whatever the server, database or role set as defaults; they end with the transaction,
+  /// so none reaches another client of a pooled server connection:
+  /// - `search_path` is the store's schema (quoted) with `pg_temp` last, so that no temporary
+  ///   table of the session stands in for the store's (the migrations' functions keep this
+  ///   path);
+  /// - times are in UTC, and `lock_timeout` bounds lock waits;
   /// - `synchronous_commit` is at least `on` locally: a default of `off` would acknowledge
   ///   commits that an immediate shutdown or a crash then loses (a stronger default such as
   ///   `remote_apply`, or `local`, is kept);
-  /// - `default_transaction_isolation` is `read committed`, under which a writer waiting for
-  ///   the session row goes on with the newest head instead of failing to serialize;
   /// - `statement_timeout` is 0: a timeout would cancel a COMMIT's wait for a synchronous
   ///   standby, and PostgreSQL then reports the commit done without the standby;
-  /// - `client_encoding` is UTF-8, what the store reads and binds;
   /// - `session_replication_role` is `origin`, so that the feed's triggers fire (only a
   ///   superuser may change it; a role whose default is another is refused here).
-  private func selectSchema() throws {
-    try execute(
-      "SET search_path TO \(place.quotedSchema), pg_temp; SET TIME ZONE 'UTC'; "
-        + "SET lock_timeout = \(place.lockTimeoutMilliseconds); SET statement_timeout = 0; "
-        + "SET default_transaction_isolation = 'read committed'; SET client_encoding = 'UTF8'; "
-        + (readOnly ? "SET default_transaction_read_only = on; " : "")
-        + "SELECT set_config('synchronous_commit', 'on', false) "
-        + "WHERE current_setting('synchronous_commit') = 'off'; "
-        + "SELECT set_config('session_replication_role', 'origin', false) "
-        + "WHERE current_setting('session_replication_role') <> 'origin'")
+  ///
+  /// Transactions begin `READ COMMITTED` (``begin()``), under which a writer waiting for the
+  /// session row goes on with the newest head instead of failing to serialize; a read-only
+  /// connection's also `READ ONLY`. The client encoding is UTF-8 from the connection's start.
+  ///
+  /// `search_path` is set by `SET LOCAL`, whose parser writes the path as a session's `SET`
+  /// does (the migrations' `SET search_path FROM CURRENT` keeps it in their functions).
+  private var settingsSQL: [String] {
+    [
+      "SET LOCAL search_path TO \(place.quotedSchema), pg_temp",
+      "SELECT set_config('TimeZone', 'UTC', true), "
+        + "set_config('lock_timeout', '\(place.lockTimeoutMilliseconds)', true), "
+        + "set_config('statement_timeout', '0', true), "
+        + "(SELECT set_config('synchronous_commit', 'on', true) WHERE current_setting('synchronous_commit') = 'off'), "
+        + "(SELECT set_config('session_replication_role', 'origin', true) "
+        + "WHERE current_setting('session_replication_role') <> 'origin')",
+    ]
   }
+
+  /// The store's settings for the whole session of a connection to the server itself: those
+  /// of ``settingsSQL``, and `READ COMMITTED` (and `READ ONLY` for a read-only connection) as
+  /// the session's default.
+  private var sessionSettingsSQL: String {
+    "SET search_path TO \(place.quotedSchema), pg_temp; SET TIME ZONE 'UTC'; "
+      + "SET lock_timeout = \(place.lockTimeoutMilliseconds); SET statement_timeout = 0; "
+      + "SET default_transaction_isolation = 'read committed'; "
+      + (readOnly ? "SET default_transaction_read_only = on; " : "")
+      + "SELECT set_config('synchronous_commit', 'on', false) "
+      + "WHERE current_setting('synchronous_commit') = 'off'; "
+      + "SELECT set_config('session_replication_role', 'origin', false) "
+      + "WHERE current_setting('session_replication_role') <> 'origin'"
+  }
+
+  /// Finds out whether a pooler stands in between, and sets the session's settings when
+  /// none does.
+  private func establish() throws {
+    let sql = "SELECT pg_backend_pid()"
+    let result = libpq.PQexec(handle, sql)
+    defer { libpq.PQclear(result) }
+    try check(result, sql)
+    let pid = libpq.PQgetvalue(result, 0, 0).map { String(cString: $0) }
+    isBehindPooler = pid != String(backendPID)
+    if !isBehindPooler { try execute(sessionSettingsSQL) }
+  }
+
+  /// What a bare `BEGIN` of this connection sends behind a pooler.
+  private var beginSQL: String { "BEGIN ISOLATION LEVEL READ COMMITTED" + (readOnly ? " READ ONLY" : "") }
+
+  /// Whether a statement needs the settings of ``settingsSQL`` before it: behind a pooler,
+  /// outside a transaction (the next statement starts one).
+  private var needsSettings: Bool { isBehindPooler && libpq.PQtransactionStatus(handle) == PQTRANS_IDLE }
+
+  /// The SQLSTATE of the last connection attempt's refusal (nil when it connected, or
+  /// failed without one): `08P01` is a pooler's (see ``PostgresPlace/poolerRefusal``).
+  private(set) var lastLoginRefusal: String?
 
   /// The process id of the connection's server process (0 when not connected).
   var backendPID: Int32 { libpq.PQbackendPID(handle) }
@@ -187,13 +267,13 @@ final class PQConnection {
   /// Whether the connection is lost (the server closed it, or the network failed).
   var isBroken: Bool { handle == nil || libpq.PQstatus(handle) != CONNECTION_OK }
 
-  /// Connects again (after a lost connection) and selects the schema again.
+  /// Connects again (after a lost connection).
   func reconnect() throws {
     libpq.PQfinish(handle)
     handle = nil
     prepared = [:]  // prepared statements end with their server session
-    handle = try Self.connect(place, role: role, libpq: libpq)
-    try selectSchema()
+    handle = try Self.connect(place, role: role, libpq: libpq, refusal: &lastLoginRefusal)
+    try establish()
   }
 
   /// Starts a transaction. A connection the server closed since its last use (a restart,
@@ -208,47 +288,98 @@ final class PQConnection {
     }
   }
 
-  /// Runs SQL without values (one or more statements).
+  /// Runs SQL without values (one or more statements). Behind a pooler, outside a
+  /// transaction, the store's settings go with it in the same round trip: after a `BEGIN` (a
+  /// bare one is ``beginSQL``), else before the statements, which then run in one implicit
+  /// transaction.
   func execute(_ sql: String) throws {
-    let result = libpq.PQexec(handle, sql)
+    var sent = sql
+    if needsSettings {
+      if sql == "BEGIN" {
+        sent = ([beginSQL] + settingsSQL).joined(separator: "; ")
+      } else if sql.hasPrefix("BEGIN ") {
+        sent = ([sql] + settingsSQL).joined(separator: "; ")
+      } else {
+        sent = (settingsSQL + [sql]).joined(separator: "; ")
+      }
+    }
+    let result = libpq.PQexec(handle, sent)
     defer { libpq.PQclear(result) }
-    try check(result, sql)
+    do {
+      try check(result, sql)
+    } catch {
+      // A transaction this call began, whose settings failed, is not left open.
+      if sent != sql, sql.hasPrefix("BEGIN"), libpq.PQtransactionStatus(handle) == PQTRANS_INERROR {
+        libpq.PQclear(libpq.PQexec(handle, "ROLLBACK"))
+      }
+      throw error
+    }
   }
 
   /// Runs one statement with bound text values (`$1`, `$2`, …) and returns its rows as
-  /// text (nil for NULL) and the number of rows it changed. The statement is prepared on
-  /// its first use on this connection (`PQprepare`) and executed prepared from then on.
+  /// text (nil for NULL) and the number of rows it changed: prepared on its first use on
+  /// this connection and executed prepared from then on; behind a pooler unnamed, and
+  /// outside a transaction after the store's settings, in the same round trip and implicit
+  /// transaction.
   @discardableResult
   func query(_ sql: String, _ values: [String?] = []) throws -> PQRows {
-    let name = try preparedName(sql, parameters: values.count)
+    if needsSettings { return try pipelined([(sql, values)])[0] }
+    let name = isBehindPooler ? nil : try preparedName(sql, parameters: values.count)
     let result = withOptionalCStrings(values) { pointers in
-      libpq.PQexecPrepared(handle, name, Int32(values.count), pointers, nil, nil, 0)
+      if let name { return libpq.PQexecPrepared(handle, name, Int32(values.count), pointers, nil, nil, 0) }
+      return libpq.PQexecParams(handle, sql, Int32(values.count), nil, pointers, nil, nil, 0)
     }
     defer { libpq.PQclear(result) }
     return try rows(of: result, sql)
   }
 
-  /// Runs prepared statements one after the other in one round trip (libpq's pipeline
-  /// mode), each seeing what the ones before it did, and returns their rows. A statement
-  /// that fails throws its error; the ones after it are not run.
+  /// The name `sql` is prepared under on this connection, preparing it the first time.
+  /// (A prepared statement outlives a rolled-back transaction; PostgreSQL plans it again
+  /// when the tables it reads change.)
+  private func preparedName(_ sql: String, parameters: Int) throws -> String {
+    if let name = prepared[sql] { return name }
+    let name = "sessionstorage_\(prepared.count)"
+    let result = libpq.PQprepare(handle, name, sql, Int32(parameters), nil)
+    defer { libpq.PQclear(result) }
+    try check(result, sql)
+    prepared[sql] = name
+    return name
+  }
+
+  /// Runs statements one after the other in one round trip (libpq's pipeline mode), each
+  /// seeing what the ones before it did, and returns their rows. A statement that fails
+  /// throws its error; the ones after it are not run. Behind a pooler, outside a
+  /// transaction, the store's settings run first, and the statements in one implicit
+  /// transaction with them.
   func pipelined(_ statements: [(sql: String, values: [String?])]) throws -> [PQRows] {
-    let names = try statements.map { try preparedName($0.sql, parameters: $0.values.count) }
+    let settings = needsSettings ? settingsSQL.map { (sql: $0, values: [String?]()) } : []
+    let sent = settings + statements
+    let names = try sent.map { isBehindPooler ? nil : try preparedName($0.sql, parameters: $0.values.count) }
     guard libpq.PQenterPipelineMode(handle) == 1 else {
       throw place.connectionError(Self.message(handle, libpq), lost: isBroken)
     }
-    defer { _ = libpq.PQexitPipelineMode(handle) }
-    for (name, statement) in zip(names, statements) {
-      let sent = withOptionalCStrings(statement.values) { pointers in
-        libpq.PQsendQueryPrepared(handle, name, Int32(statement.values.count), pointers, nil, nil, 0)
+    defer {
+      // A pipeline cut short (the connection lost while sending) cannot be left: the
+      // connection is dropped, and its next use connects again.
+      if libpq.PQexitPipelineMode(handle) != 1 {
+        libpq.PQfinish(handle)
+        handle = nil
       }
-      guard sent == 1 else { throw place.connectionError(Self.message(handle, libpq), lost: true) }
+    }
+    for (name, statement) in zip(names, sent) {
+      let count = Int32(statement.values.count)
+      let queued = withOptionalCStrings(statement.values) { pointers in
+        if let name { return libpq.PQsendQueryPrepared(handle, name, count, pointers, nil, nil, 0) }
+        return libpq.PQsendQueryParams(handle, statement.sql, count, nil, pointers, nil, nil, 0)
+      }
+      guard queued == 1 else { throw place.connectionError(Self.message(handle, libpq), lost: true) }
     }
     guard libpq.PQpipelineSync(handle) == 1 else {
       throw place.connectionError(Self.message(handle, libpq), lost: true)
     }
     var results: [PQRows] = []
     var failure: (any Error)?
-    for statement in statements {
+    for statement in sent {
       // Each statement's result is followed by a null one.
       let result = libpq.PQgetResult(handle)
       while let extra = result.flatMap({ _ in libpq.PQgetResult(handle) }) { libpq.PQclear(extra) }
@@ -267,7 +398,7 @@ final class PQConnection {
       if status == PGRES_PIPELINE_SYNC { break }
     }
     if let failure { throw failure }
-    return results
+    return Array(results.dropFirst(settings.count))
   }
 
   /// The rows of `result` (of `sql`) as text, or the error it reports.
@@ -289,19 +420,6 @@ final class PQConnection {
     }
     let changed = libpq.PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
     return PQRows(rows: rows, changed: changed)
-  }
-
-  /// The name `sql` is prepared under on this connection, preparing it the first time.
-  /// (A prepared statement outlives a rolled-back transaction; PostgreSQL plans it again
-  /// when the tables it reads change.)
-  private func preparedName(_ sql: String, parameters: Int) throws -> String {
-    if let name = prepared[sql] { return name }
-    let name = "sessionstorage_\(prepared.count)"
-    let result = libpq.PQprepare(handle, name, sql, Int32(parameters), nil)
-    defer { libpq.PQclear(result) }
-    try check(result, sql)
-    prepared[sql] = name
-    return name
   }
 
   /// The first column of the first row, or nil.
@@ -337,6 +455,39 @@ final class PQConnection {
   private static func oneLine(_ text: String) -> String {
     text.split(whereSeparator: \.isNewline).map { $0.trimmingWhitespace() }.filter { !$0.isEmpty }
       .joined(separator: "; ")
+  }
+
+  /// `refused` when the role or the database allows fewer than `count` connections
+  /// (`CONNECTION LIMIT`, which binds all but superusers): a store that needs that many can
+  /// never open, so the second connection's "too many connections" (SQLSTATE 53300, also a
+  /// full server's, which passes) is not worth retrying. Nil otherwise, or when the limits
+  /// cannot be read.
+  func connectionLimitRefusal(needing count: Int) -> SessionStorageError? {
+    guard
+      let row = try? query(
+        "SELECT current_user, r.rolconnlimit, d.datconnlimit, r.rolsuper FROM pg_roles r, pg_database d "
+          + "WHERE r.rolname = current_user AND d.datname = current_database()"
+      ).rows.first, row.count == 4, row[3] == "f"
+    else { return nil }
+    let role = row[0] ?? "?"
+    func tooFew(_ limit: String?) -> Int? {
+      limit.flatMap { Int($0) }.flatMap { (0..<count).contains($0) ? $0 : nil }
+    }
+    let advice = "a writable store needs \(count) connections, and one more while anyone subscribes"
+    if let limit = tooFew(row[1]) {
+      return SessionStorageError(
+        .refused,
+        "the role \(role) may have at most \(limit) connection\(limit == 1 ? "" : "s") (CONNECTION LIMIT \(limit)): "
+          + "\(advice) (ALTER ROLE \(PostgresPlace.quoted(role)) CONNECTION LIMIT \(count + 1))",
+        path: place.described)
+    }
+    if let limit = tooFew(row[2]) {
+      return SessionStorageError(
+        .refused,
+        "the database allows at most \(limit) connection\(limit == 1 ? "" : "s") (CONNECTION LIMIT \(limit)): "
+          + advice, path: place.described)
+    }
+    return nil
   }
 
   // MARK: Notifications

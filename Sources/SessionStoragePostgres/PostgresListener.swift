@@ -101,6 +101,8 @@ private struct ListenLoop: Sendable {
     case listening(PQConnection)
     /// Connected to a hot standby, where `LISTEN` waits for a promotion.
     case standby(PQConnection)
+    /// Behind a connection pooler, where `LISTEN` cannot work: polling, with no connection.
+    case pooled
   }
 
   /// Listens on `connection` (nil: connects in `delay` milliseconds) until asked to stop,
@@ -146,6 +148,11 @@ private struct ListenLoop: Sendable {
             beacon.value?.signal()
           }
         }
+      case .pooled:
+        switch wait(for: -1, milliseconds: pollMilliseconds) {
+        case .stop: return
+        case .timeout, .readable: beacon.value?.signal()
+        }
       case .standby(let standby):
         switch wait(for: -1, milliseconds: pollMilliseconds) {
         case .stop: return
@@ -181,6 +188,14 @@ private struct ListenLoop: Sendable {
         "the LISTEN connection failed (\(Self.reason(error))); connecting again in \(Duration.milliseconds(delay))"
       )
       return (nil, refused)
+    }
+    // Through a transaction pooler, LISTEN would register on a server connection that then
+    // serves other clients (and notifications reach them, not this store): poll instead.
+    if opened.isBehindPooler {
+      report(
+        "a connection pooler (such as PgBouncer) stands between the store and the server, and LISTEN does not "
+          + "work through one in transaction pooling")
+      return (.pooled, false)
     }
     do {
       try opened.listen()

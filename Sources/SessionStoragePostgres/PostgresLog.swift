@@ -64,15 +64,36 @@ enum PostgresTables {
 /// The `session_changes` table as a ``FeedSource``, read through the store's reader
 /// connection. A reader connection found broken is connected again and the read retried
 /// once.
+///
+/// A login that a pooler refuses on reconnecting (SQLSTATE `08P01`, see
+/// ``PostgresPlace/poolerRefusal``) may pass — PgBouncer refuses every login for a while
+/// when the server behind it restarts — or not — a password revoked. Reads then fail as
+/// `unavailable`, so that subscribers wait, and the login is asked again only every
+/// ``poolerRetryInterval``; once the refusal has lasted ``Options/poolerRefusalGrace``, the
+/// next one is thrown as `refused`, which ends the subscriptions.
 final class PostgresLog: FeedSource {
-  private let reader: Mutex<PQConnection>
+  private let reader: Mutex<Reader>
   /// Why the schema is refused (it was changed by hand), for a read-only store: every read
   /// but `check` throws it.
   private let refusal: SessionStorageError?
+  /// How long a pooler's refusals are taken for passing.
+  private let poolerRefusalGrace: Duration
 
-  init(reader: sending PQConnection, refusal: SessionStorageError?) {
-    self.reader = Mutex(reader)
+  /// How often a login that a pooler refused is asked again.
+  static let poolerRetryInterval: Duration = .seconds(5)
+
+  /// The reader connection, and the pooler's refusal it is waiting out.
+  private struct Reader: ~Copyable {
+    let connection: PQConnection
+    /// Since when a pooler has refused every login, when to ask again, and what to throw
+    /// until then.
+    var refused: (since: ContinuousClock.Instant, next: ContinuousClock.Instant, error: SessionStorageError)?
+  }
+
+  init(reader: sending PQConnection, refusal: SessionStorageError?, poolerRefusalGrace: Duration) {
+    self.reader = Mutex(Reader(connection: reader))
     self.refusal = refusal
+    self.poolerRefusalGrace = poolerRefusalGrace
   }
 
   /// Runs `body` on the reader; when it fails because the connection was lost, connects
@@ -81,14 +102,39 @@ final class PostgresLog: FeedSource {
   func read<Result: Sendable>(refusing: Bool = true, _ body: (PQConnection) throws -> Result) throws -> Result
   {
     if refusing, let refusal { throw refusal }
-    return try reader.withLock { connection in
-      if connection.isBroken { try connection.reconnect() }
+    return try reader.withLock { reader in
+      if reader.connection.isBroken { try reconnect(&reader) }
       do {
-        return try body(connection)
-      } catch let error as SessionStorageError where error.code == .unavailable && connection.isBroken {
-        try connection.reconnect()
-        return try body(connection)
+        return try body(reader.connection)
+      } catch let error as SessionStorageError where error.code == .unavailable && reader.connection.isBroken
+      {
+        try reconnect(&reader)
+        return try body(reader.connection)
       }
+    }
+  }
+
+  /// Connects the reader again, waiting out a pooler's refusals (see ``PostgresLog``).
+  private func reconnect(_ reader: inout Reader) throws {
+    let now = ContinuousClock.now
+    if let refused = reader.refused, now < refused.next { throw refused.error }
+    do {
+      try reader.connection.reconnect()
+      reader.refused = nil
+    } catch let error as SessionStorageError
+      where error.code == .refused && reader.connection.lastLoginRefusal == PostgresPlace.poolerRefusal
+    {
+      let since = reader.refused?.since ?? now
+      guard now - since < poolerRefusalGrace else {
+        reader.refused = nil
+        throw error
+      }
+      let waiting = SessionStorageError(
+        .unavailable,
+        error.message + "; asking again every \(Self.poolerRetryInterval) for up to \(poolerRefusalGrace), "
+          + "in case it passes (a server restarting behind the pooler)", path: error.path)
+      reader.refused = (since, now + Self.poolerRetryInterval, waiting)
+      throw waiting
     }
   }
 
@@ -109,9 +155,14 @@ final class PostgresLog: FeedSource {
 
   /// A server that cannot be reached (`unavailable`) passes: subscribers wait for it, woken
   /// by the `LISTEN` thread at each of its reconnection attempts and every safety poll, and
-  /// resume from their cursor once it answers again. A login the server refuses (`refused`)
-  /// does not pass: it ends the subscriptions.
-  func isTransient(_ error: any Error) -> Bool { (error as? SessionStorageError)?.code == .unavailable }
+  /// resume from their cursor once it answers again. So does a lock on the feed held longer
+  /// than the lock timeout (`busy`: a `VACUUM FULL` or `LOCK TABLE` queued before the read,
+  /// a read cancelled): a reader reads again at the next wake-up, it does not end. A login
+  /// the server refuses (`refused`) does not pass: it ends the subscriptions.
+  func isTransient(_ error: any Error) -> Bool {
+    let code = (error as? SessionStorageError)?.code
+    return code == .unavailable || code == .busy
+  }
 
   func snapshot() throws -> (state: SessionState, cursor: Cursor, last: SessionEntry?) {
     let row = try row(PostgresTables.snapshotEntrySQL)

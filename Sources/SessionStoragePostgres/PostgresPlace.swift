@@ -139,6 +139,12 @@ struct PostgresPlace: Sendable {
       .unavailable, "cannot connect to the server: " + reason, path: described)
     let refused = SessionStorageError(
       .refused, "the server refused the connection: " + reason, path: described)
+    if state == Self.poolerRefusal {
+      return SessionStorageError(
+        .refused,
+        "the server, or a connection pooler in front of it, refused the connection (SQLSTATE 08P01, which "
+          + "PgBouncer gives every refusal of its own): " + reason, path: described)
+    }
     if let state {
       // 08 connection exceptions, 53 insufficient resources (too many connections),
       // 57 operator intervention (starting up, shutting down), 58 system errors.
@@ -151,6 +157,15 @@ struct PostgresPlace: Sendable {
     }
     return Self.unreachableServer.contains(where: lower.contains) ? unreachable : refused
   }
+
+  /// The SQLSTATE of a login refused by a connection pooler: PgBouncer sends `08P01`
+  /// (protocol violation) for each refusal of its own, a wrong password or an unknown user or
+  /// database as well as a server it cannot reach for now, and PostgreSQL sends it at login
+  /// only for a malformed startup. Which one it is stands only in the message text, which
+  /// no logic here reads: such a refusal is `refused` (not worth retrying) when a store
+  /// opens, and a running subscriber asks again for a while before it gives up (see
+  /// ``PostgresLog``).
+  static let poolerRefusal = "08P01"
 
   /// The error for a URL libpq cannot read (`reason`, libpq's message, has its secrets
   /// replaced here): nothing was sent to a server.

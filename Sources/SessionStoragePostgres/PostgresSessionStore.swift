@@ -42,6 +42,9 @@ public final class PostgresSessionStore: _SessionBackedStore, SessionBackend {
     /// nothing: PostgreSQL's `lock_timeout` on the store's connections, in milliseconds, as
     /// `busyTimeout` is for the SQLite store; `.zero` waits for as long as the row is held.
     public var lockTimeout: Duration
+    /// How long a running store takes a connection pooler's refusal of its reader's login
+    /// (SQLSTATE `08P01`) for one that passes before its subscriptions end with it.
+    package var poolerRefusalGrace: Duration = .seconds(60)
 
     /// Creates options; the origin defaults to the process's name.
     public init(
@@ -102,11 +105,17 @@ public final class PostgresSessionStore: _SessionBackedStore, SessionBackend {
     let refusal = try PostgresSchema.refusal(on: first)
     if options.readOnly {
       writer = Mutex(nil)
-      log = PostgresLog(reader: first, refusal: refusal)
+      log = PostgresLog(reader: first, refusal: refusal, poolerRefusalGrace: options.poolerRefusalGrace)
     } else {
       if let refusal { throw refusal }
+      let reader: PQConnection
+      do {
+        reader = try PQConnection(place, role: .reader, readOnly: true)
+      } catch let error as SessionStorageError where error.code == .unavailable {
+        throw first.connectionLimitRefusal(needing: 2) ?? error
+      }
       writer = Mutex(first)
-      log = PostgresLog(reader: try PQConnection(place, role: .reader, readOnly: true), refusal: nil)
+      log = PostgresLog(reader: reader, refusal: nil, poolerRefusalGrace: options.poolerRefusalGrace)
     }
     let listener = PostgresListener(place: place, pollInterval: options.safetyPollInterval)
     beacon = Beacon(activate: { listener.start($0) }, deactivate: { listener.stop() })

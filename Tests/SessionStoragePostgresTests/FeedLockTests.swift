@@ -1,0 +1,44 @@
+import FeedKit
+import Foundation
+import SessionStorage
+import SessionStoragePostgres
+import TestSupport
+import Testing
+
+/// A lock on the feed that outlasts the store's lock timeout (a `VACUUM FULL` queued behind
+/// a long reader, a `LOCK TABLE`) makes a subscriber's reads fail with `busy`: the subscriber
+/// reads again later, it does not end.
+@Suite(.timeLimit(.minutes(10))) struct FeedLockTests {
+  @Test func aSubscriberWaitsOutALockOnTheFeedHeldPastTheLockTimeout() async throws {
+    let cluster = try await PostgresCluster.shared()
+    let url = cluster.freshStoreURL()
+    let schema = try #require(url.components(separatedBy: "schema=").last)
+    let options = PostgresSessionStore.Options(
+      origin: "locked", safetyPollInterval: .milliseconds(100), lockTimeout: .milliseconds(200))
+    let store = try PostgresSessionStore(url: url, options: options)
+    _ = try await store.logIn(as: "alice")
+    let subscription = try store.changes(from: .beginning)
+    let received = Task { () async -> Result<[SessionEntry], any Error> in
+      var entries: [SessionEntry] = []
+      do {
+        for try await entry in subscription {
+          entries.append(entry)
+          if entries.count == 2 { break }
+        }
+        return .success(entries)
+      } catch {
+        return .failure(error)
+      }
+    }
+    // Held for 3 s: about 15 safety polls whose reads wait 200 ms each and fail.
+    _ = try await cluster.query(
+      "BEGIN; LOCK TABLE \(schema).session_changes IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(3); COMMIT;")
+    _ = try await store.logOut()
+    switch await received.value {
+    case .success(let entries):
+      #expect(entries.map(\.change.after.isLoggedIn) == [true, false])
+    case .failure(let error):
+      Issue.record("the subscription ended: \(error)")
+    }
+  }
+}
