@@ -96,7 +96,7 @@ enum FileSystem {
 
   /// Whether a descriptor of this process holds the file `identity` names after its last
   /// name was removed (deleted while open). Looks through `/proc/self/fd` with `stat`, which
-  /// opens nothing; where there is no `/proc`, it cannot tell and answers yes.
+  /// opens none of the files; where there is no `/proc`, it cannot tell and answers yes.
   static func isHeldAfterDeletion(_ identity: Identity) -> Bool {
     guard let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else {
       return true
@@ -236,10 +236,10 @@ enum FileSystem {
   }
 
   /// Throws for a file that is not a SQLite database or was cut off, reading its header
-  /// through `connection` (which has not read the file yet, so SQLite has written nothing).
-  /// A file whose header counts more pages than it holds is read once through SQLite, which
-  /// accepts it when its WAL holds them (a checkpoint growing the file); refused, it is
-  /// reported as truncated.
+  /// through `connection` before SQLite has read the file. A file whose header counts more
+  /// pages than it holds is then read once through SQLite, as the open's first read would
+  /// read it, which accepts it when its WAL holds them (a checkpoint growing the file);
+  /// refused, it is reported as truncated.
   static func inspectHeader(through connection: Connection) throws {
     let path = connection.path
     let (header, size) = try connection.rawHeader()
@@ -330,11 +330,13 @@ struct StagedFile {
 
   /// Creates the empty private file beside `path`. Both names must fit SQLite's path limit:
   /// a too long `path` is refused (`pathTooLong`, naming `path`) before anything is made,
-  /// and so is a `path` with a leftover companion (``requireNoLeftovers(beside:_:)``).
-  /// `what` names the file in errors ("the database file"), `consequence` ends a refusal.
+  /// and so is a missing `path` with a leftover companion (``requireNoLeftovers(beside:_:)``;
+  /// an existing file's companions are its own, unless ``place(overwrite:what:)`` replaces it,
+  /// which checks them then). `what` names the file in errors ("the database file"),
+  /// `consequence` ends a refusal.
   init(beside path: String, purpose: String, what: String, consequence: String = "nothing was created") throws
   {
-    try Self.requireNoLeftovers(beside: path, consequence)
+    if !FileSystem.lexists(path) { try Self.requireNoLeftovers(beside: path, consequence) }
     let directory = FileSystem.parent(of: path)
     let name = URL(fileURLWithPath: path).lastPathComponent
     let template = "\(directory)/.\(name).\(purpose)-XXXXXX"
@@ -424,7 +426,9 @@ package enum StagedFiles {
 
   /// Makes sure the slots exist, so that a signal handler calling ``removeAll()`` never
   /// allocates them: call it before installing such a handler.
-  package static func prepareForSignalHandlers() { _ = slots }
+  package static func prepareForSignalHandlers() {
+    _ = (slots, capacity, nameBytes, namesPerSlot, free, writing, holding)
+  }
 
   /// Removes every file being staged, and its companions. Async-signal-safe: it reads the
   /// slots with atomic loads and calls `unlink(2)`, nothing else.
@@ -471,7 +475,7 @@ extension StagedFile {
   /// Without a file at `path`, any of them is refused: it is left from a database deleted or
   /// moved (a crash, or a process that still has it open and goes on writing into its
   /// `-wal`), so it is not removed here but named, with what to do. When a file is there (a
-  /// backup replaces it), its empty `-wal` and `-shm` are its own and go with it, but a
+  /// backup replaces it), its empty `-wal` and `-shm` are its own and harmless, but a
   /// `-wal` holding commits or a `-journal` holding a transaction means that something has
   /// it open, or crashed while writing it.
   ///

@@ -85,7 +85,9 @@ extension SessionStore {
         .fileExists, "the file exists; nothing was written (overwrite it with --force)", path: path)
     }
     let what = "the backup file in \(FileSystem.parent(of: path))"
-    // A -wal, -shm or -journal beside `path` that is not its own is refused here.
+    // A -wal, -shm or -journal beside `path` that is not its own is refused before the copy:
+    // the staging refuses those of a missing file, this those of a file to be replaced.
+    if FileSystem.lexists(path) { try StagedFile.requireNoLeftovers(beside: path, "nothing was written") }
     let staged = try StagedFile(
       beside: path, purpose: "backup", what: what, consequence: "nothing was written")
     defer { staged.discard() }
