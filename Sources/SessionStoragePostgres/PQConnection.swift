@@ -205,14 +205,17 @@ final class PQConnection {
   ///
   /// `search_path` is set by `SET LOCAL`, whose parser writes the path as a session's `SET`
   /// does (the migrations' `SET search_path FROM CURRENT` keeps it in their functions).
-  private var settingsSQL: [String] {
+  private var settingsSQL: [String] { settings(local: true) }
+
+  /// The store's settings, for the current transaction (`local`) or for the session.
+  private func settings(local: Bool) -> [String] {
     [
-      "SET LOCAL search_path TO \(place.quotedSchema), pg_temp",
-      "SELECT set_config('TimeZone', 'UTC', true), "
-        + "set_config('lock_timeout', '\(place.lockTimeoutMilliseconds)', true), "
-        + "set_config('statement_timeout', '0', true), "
-        + "(SELECT set_config('synchronous_commit', 'on', true) WHERE current_setting('synchronous_commit') = 'off'), "
-        + "(SELECT set_config('session_replication_role', 'origin', true) "
+      "SET \(local ? "LOCAL " : "")search_path TO \(place.quotedSchema), pg_temp",
+      "SELECT set_config('TimeZone', 'UTC', \(local)), "
+        + "set_config('lock_timeout', '\(place.lockTimeoutMilliseconds)', \(local)), "
+        + "set_config('statement_timeout', '0', \(local)), "
+        + "(SELECT set_config('synchronous_commit', 'on', \(local)) WHERE current_setting('synchronous_commit') = 'off'), "
+        + "(SELECT set_config('session_replication_role', 'origin', \(local)) "
         + "WHERE current_setting('session_replication_role') <> 'origin')",
     ]
   }
@@ -221,14 +224,8 @@ final class PQConnection {
   /// of ``settingsSQL``, and `READ COMMITTED` (and `READ ONLY` for a read-only connection) as
   /// the session's default.
   private var sessionSettingsSQL: String {
-    "SET search_path TO \(place.quotedSchema), pg_temp; SET TIME ZONE 'UTC'; "
-      + "SET lock_timeout = \(place.lockTimeoutMilliseconds); SET statement_timeout = 0; "
-      + "SET default_transaction_isolation = 'read committed'; "
-      + (readOnly ? "SET default_transaction_read_only = on; " : "")
-      + "SELECT set_config('synchronous_commit', 'on', false) "
-      + "WHERE current_setting('synchronous_commit') = 'off'; "
-      + "SELECT set_config('session_replication_role', 'origin', false) "
-      + "WHERE current_setting('session_replication_role') <> 'origin'"
+    (settings(local: false) + ["SET default_transaction_isolation = 'read committed'"]
+      + (readOnly ? ["SET default_transaction_read_only = on"] : [])).joined(separator: "; ")
   }
 
   /// Finds out whether a pooler stands in between, and sets the session's settings when
@@ -273,7 +270,14 @@ final class PQConnection {
     handle = nil
     prepared = [:]  // prepared statements end with their server session
     handle = try Self.connect(place, role: role, libpq: libpq, refusal: &lastLoginRefusal)
-    try establish()
+    do {
+      try establish()
+    } catch {
+      // A connection without the store's settings is never used: the next use connects again.
+      libpq.PQfinish(handle)
+      handle = nil
+      throw error
+    }
   }
 
   /// Starts a transaction. A connection the server closed since its last use (a restart,
