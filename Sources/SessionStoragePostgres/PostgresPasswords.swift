@@ -1,3 +1,5 @@
+internal import SystemKit
+
 /// Finds the secrets in a connection string the way libpq reads it, byte by byte, so that
 /// none is printed (``redacted(_:)``, ``scrubbed(_:quoting:)``) or handed to a child process
 /// (``withoutPasswords(_:)``). The secrets are libpq's two hidden settings, `password` and
@@ -83,7 +85,9 @@ enum PostgresPasswords {
       let value = Array(bytes[secret.value])
       for piece in [value] + value.split(separator: UInt8(ascii: "&")).map(Array.init) where !piece.isEmpty {
         found.append(piece)
-        if let decoded = percentDecoded(piece), decoded != piece, !decoded.isEmpty { found.append(decoded) }
+        if let decoded = String.percentDecoded(piece), decoded != piece, !decoded.isEmpty {
+          found.append(decoded)
+        }
       }
     }
     return found
@@ -144,7 +148,8 @@ enum PostgresPasswords {
         last.value = last.value.lowerBound..<pieceEnd
         last.whole = last.whole.lowerBound..<pieceEnd
         secrets.append(last)
-      } else if let key, let name = percentDecoded(Array(bytes[pieceStart..<key])), secretKeys.contains(name)
+      } else if let key, let name = String.percentDecoded(Array(bytes[pieceStart..<key])),
+        secretKeys.contains(name)
       {
         secrets.append(Secret(value: (key + 1)..<pieceEnd, whole: piece, isParameter: true))
         inSecret = true
@@ -226,34 +231,6 @@ enum PostgresPasswords {
   }
 
   // MARK: Bytes
-
-  /// `bytes` with each `%XX` decoded; nil when one is malformed.
-  private static func percentDecoded(_ bytes: [UInt8]) -> [UInt8]? {
-    var output: [UInt8] = []
-    var index = 0
-    while index < bytes.count {
-      guard bytes[index] == UInt8(ascii: "%") else {
-        output.append(bytes[index])
-        index += 1
-        continue
-      }
-      guard index + 2 < bytes.count, let high = hexValue(bytes[index + 1]),
-        let low = hexValue(bytes[index + 2])
-      else { return nil }
-      output.append(high << 4 | low)
-      index += 3
-    }
-    return output
-  }
-
-  private static func hexValue(_ byte: UInt8) -> UInt8? {
-    switch byte {
-    case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-    case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-    case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-    default: nil
-    }
-  }
 
   /// libpq's `isspace` in the C locale.
   private static func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || (0x09...0x0D).contains(byte) }

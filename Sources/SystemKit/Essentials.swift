@@ -156,6 +156,12 @@ extension StringProtocol {
   /// decodes it: nil when a `%` is not followed by two hexadecimal digits or the bytes are
   /// not UTF-8.
   package var percentDecoded: String? {
+    Self.percentDecoded(Array(utf8)).flatMap { String(validating: $0, as: UTF8.self) }
+  }
+
+  /// `encoded` with each `%XX` replaced by its byte; nil when a `%` is not followed by two
+  /// hexadecimal digits.
+  package static func percentDecoded(_ encoded: [UInt8]) -> [UInt8]? {
     func digit(_ byte: UInt8) -> UInt8? {
       switch byte {
       case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
@@ -164,7 +170,6 @@ extension StringProtocol {
       default: return nil
       }
     }
-    let encoded = Array(utf8)
     var bytes: [UInt8] = []
     var index = 0
     while index < encoded.count {
@@ -179,6 +184,6 @@ extension StringProtocol {
       bytes.append(high << 4 | low)
       index += 3
     }
-    return String(validating: bytes, as: UTF8.self)
+    return bytes
   }
 }
