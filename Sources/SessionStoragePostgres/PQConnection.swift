@@ -77,14 +77,7 @@ final class PQConnection {
       error.path = place.described
       throw error
     }
-    handle = try Self.connect(place, role: role, libpq: libpq, refusal: &lastLoginRefusal)
-    do {
-      try establish()
-    } catch {
-      libpq.PQfinish(handle)
-      handle = nil
-      throw error
-    }
+    try connectAndEstablish()
   }
 
   deinit { libpq.PQfinish(handle) }
@@ -269,11 +262,16 @@ final class PQConnection {
     libpq.PQfinish(handle)
     handle = nil
     prepared = [:]  // prepared statements end with their server session
+    try connectAndEstablish()
+  }
+
+  /// Connects and gives the connection the store's settings. A connection that cannot have
+  /// them is closed, never used: the next use connects again.
+  private func connectAndEstablish() throws {
     handle = try Self.connect(place, role: role, libpq: libpq, refusal: &lastLoginRefusal)
     do {
       try establish()
     } catch {
-      // A connection without the store's settings is never used: the next use connects again.
       libpq.PQfinish(handle)
       handle = nil
       throw error
