@@ -77,6 +77,12 @@ public struct FeedSubscription<Change: Sendable, Snapshot: Sendable>: AsyncSeque
           await feed.signal.wait(past: generation)
           continue
         }
+        // A page read runs on the caller's executor, and a subscriber behind a fast writer
+        // finds a full page every time: it lets the executor's other work run first, so
+        // that following a feed never holds an actor (the main actor of a view model) for
+        // as long as the writer keeps writing.
+        await Task.yield()
+        guard !Task.isCancelled else { break }
         let generation = feed.signal.generation
         do {
           buffer = try feed.subscriberPage(after: cursor, last: last)[...]
