@@ -249,7 +249,9 @@ struct ChaosModel: Sendable {
     let slack = ChaosClock.cutoffSlack
     let low = firstAtOrAfter(window.lowerBound - age - slack) ?? firstAvailable
     let high = firstAtOrAfter(window.upperBound - age + slack) ?? firstAvailable
-    return max(low, firstAvailable)...max(high, firstAvailable)
+    // Entry times need not rise with cursors (writers of several processes stamp them), so
+    // the two searches may come back in either order.
+    return max(min(low, high), firstAvailable)...max(low, high, firstAvailable)
   }
 
   /// The range `compact(olderThan:)` (and the age part of `setRetention`) leaves for the
@@ -258,7 +260,7 @@ struct ChaosModel: Sendable {
     let slack = ChaosClock.cutoffSlack
     let low = firstAtOrAfter(window.lowerBound - age - slack) ?? (head + 1)
     let high = firstAtOrAfter(window.upperBound - age + slack) ?? (head + 1)
-    return max(low, firstAvailable)...max(high, firstAvailable)
+    return max(min(low, high), firstAvailable)...max(low, high, firstAvailable)
   }
 
   /// The retention by age of the writes a step made with the clock within `window` (ms):
