@@ -102,10 +102,12 @@ private final class Overdue: Sendable {
   let flag = Mutex(false)
 }
 
-/// Runs `body` on a new thread and resumes the caller with what it returns.
+/// Runs `body` on a new thread and resumes the caller with what it returns; where no thread
+/// can be made, on the caller's, blocking it rather than leaving the caller waiting forever.
 private func onThreadOfItsOwn<Value: Sendable>(_ body: @escaping @Sendable () -> Value) async -> Value {
   await withCheckedContinuation { continuation in
-    DetachedThread.start { continuation.resume(returning: body()) }
+    let started = DetachedThread.start { continuation.resume(returning: body()) }
+    if !started { continuation.resume(returning: body()) }
   }
 }
 

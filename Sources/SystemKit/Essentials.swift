@@ -12,7 +12,10 @@
 package enum DetachedThread {
   /// Starts a detached thread that runs `body`, called `name` when one is given (set on the
   /// new thread before `body` runs, so that `top -H` and `/proc/PID/task/*/comm` show it).
-  package static func start(name: String? = nil, _ body: @escaping @Sendable () -> Void) {
+  /// Returns false, running nothing, when no thread could be made (`pthread_create` failed:
+  /// a thread limit, or no memory for its stack).
+  @discardableResult
+  package static func start(name: String? = nil, _ body: @escaping @Sendable () -> Void) -> Bool {
     let context = Unmanaged.passRetained(Start(name: name, body: body)).toOpaque()
     var attributes = pthread_attr_t()
     pthread_attr_init(&attributes)
@@ -33,8 +36,8 @@ package enum DetachedThread {
         start.body()
         return nil
       }, context)
-    // Like `Thread.start()`, which does not report a thread that could not be created.
     if created != 0 { Unmanaged<Start>.fromOpaque(context).release() }
+    return created == 0
   }
 
   /// Names the calling thread as `pthread_setname_np` does, which Swift's Glibc module does

@@ -293,15 +293,20 @@ import Testing
   @Test func theSlowPollIsTheSafetyNet() async throws {
     let dir = try TemporaryDirectory()
     let calls = Mutex(0)
+    let stopped = Atomic(false)
+    let checksAfterStop = Atomic(0)
     let watcher = ChangeWatcher(
       directory: dir.path, fileNames: [], pollInterval: .milliseconds(20),
-      hasChanged: { true }, onChange: { calls.withLock { $0 += 1 } })
+      hasChanged: {
+        if stopped.load(ordering: .acquiring) { checksAfterStop.add(1, ordering: .relaxed) }
+        return true
+      }, onChange: { calls.withLock { $0 += 1 } })
     #expect(await eventually { calls.withLock { $0 } >= 2 })
-    watcher.stop()  // does not wait: a callback under way may still finish
-    try await Task.sleep(for: .milliseconds(30))
-    let after = calls.withLock { $0 }
-    try await Task.sleep(for: .milliseconds(100))
-    #expect(calls.withLock { $0 } == after, "nothing runs after stop")
+    // `stop` does not wait: a poll already past its wait may still check once.
+    watcher.stop()
+    stopped.store(true, ordering: .releasing)
+    try await Task.sleep(for: .milliseconds(200))  // ten poll intervals
+    #expect(checksAfterStop.load(ordering: .relaxed) <= 1, "nothing runs after stop")
   }
 
   /// A writer whose fsync is slow publishes its commit long after its last file change:

@@ -13,29 +13,29 @@ import Testing
     let feed = log.feed
     let subscribers = 8
     let received = Received(subscribers)
-    var tasks: [Task<Void, any Error>] = []
+    let before = Mutex(0)
     // Kept until every task has its entries: a subscriber whose task ended early would leave
     // the last ones fewer to share with.
-    var subscriptions: [FeedSubscription<Int, Int>] = []
+    let subscriptions = try (0..<subscribers).map { _ in try feed.changes(from: .now) }
     defer { withExtendedLifetime(subscriptions) {} }
-    for index in 0..<subscribers {
-      let subscription = try feed.changes(from: .now)
-      subscriptions.append(subscription)
-      tasks.append(
-        Task.detached {
+    // Child tasks: the suite's time limit ends them with the test.
+    try await withThrowingTaskGroup(of: Void.self) { group in
+      for (index, subscription) in subscriptions.enumerated() {
+        group.addTask {
           for try await entry in subscription {
             received.values.withLock { $0[index].append(entry.change) }
             if entry.change == 3 { return }
           }
-        })
+        }
+      }
+      log.append(2)
+      #expect(await eventually { received.values.withLock { $0.allSatisfy { $0 == [2] } } })
+      before.withLock { $0 = log.reads.withLock { $0 } }
+      log.append(3)
+      try await group.waitForAll()
     }
-    log.append(2)
-    #expect(await eventually { received.values.withLock { $0.allSatisfy { $0 == [2] } } })
-    let before = log.reads.withLock { $0 }
-    log.append(3)
-    for task in tasks { try await task.value }
     #expect(received.values.withLock { $0 } == Array(repeating: [2, 3], count: subscribers))
-    #expect(log.reads.withLock { $0 } - before == 1, "one read for the eight of them")
+    #expect(log.reads.withLock { $0 } - before.withLock { $0 } == 1, "one read for the eight of them")
   }
 
   @Test func subscribersAtOtherCursorsReadTheirOwnPages() async throws {

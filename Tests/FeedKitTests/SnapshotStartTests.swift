@@ -58,7 +58,7 @@ import Testing
     // Values that missed the rewrite would wait for the next commit: it comes late, and
     // only for them.
     let late = Task {
-      try await Task.sleep(for: .seconds(10))
+      try await Task.sleep(for: .seconds(60))
       log.append(99)
     }
     defer { late.cancel() }

@@ -44,7 +44,7 @@ import Testing
           problems.append(
             "attempt \(attempt): cancelled, but the head moved \(before) → \(after) to \(state)")
         }
-        delay = min(.milliseconds(20), delay * 1.25 + .microseconds(5))
+        delay = min(.milliseconds(200), delay * 1.25 + .microseconds(5))
       case .failure(let error):
         problems.append("attempt \(attempt): \(error)")
       }

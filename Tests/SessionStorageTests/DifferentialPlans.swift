@@ -381,7 +381,7 @@ extension DifferentialTests {
         0, min(10_000, head.value.subtractingReportingOverflow(changes.cursor.value).partialValue))
       guard count > 0 else { return .entries([]) }
       do {
-        return .entries(try await first(Int(count), of: changes, within: .seconds(10)).map(EntryShape.init))
+        return .entries(try await first(Int(count), of: changes, within: .seconds(60)).map(EntryShape.init))
       } catch {
         return Outcome(error)
       }
@@ -446,7 +446,7 @@ extension DifferentialTests {
         subscriptions.append(Subscription(step: step, changes: start.changes))
         return .snapshotSubscription(StateShape(start.state), start.cursor)
       case .firstValue:
-        return .value(try await first(1, of: store.values(), within: .seconds(10)).first.map(StateShape.init))
+        return .value(try await first(1, of: store.values(), within: .seconds(60)).first.map(StateShape.init))
       case .compactKeepingLast(let count):
         let compaction = try subject.compactKeepingLast(count)
         return .compaction(removed: compaction.removed, bounds: compaction.bounds)

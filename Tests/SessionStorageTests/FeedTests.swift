@@ -36,8 +36,7 @@ import Testing
     let fromNow = try store.changes(from: .now)
     let fromBeginning = try store.changes(from: .beginning)
     let fromCursor = try store.changes(from: .after(early[1]))
-    let writer = Task.detached { [self] in try write(20) }
-    let late = try await writer.value
+    let late = try await onThreadOfItsOwn { [self] in try write(20) }
     #expect(try await first(20, of: fromNow).map(\.cursor) == late)
     #expect(try await first(24, of: fromBeginning).map(\.cursor) == early + late)
     #expect(try await first(22, of: fromCursor).map(\.cursor) == Array(early.dropFirst(2)) + late)
@@ -54,11 +53,12 @@ import Testing
 
   @Test func aSnapshotHasNoGapAndNoDuplicateWhileWritersRace() async throws {
     try write(10)
-    let writer = Task.detached { [self] in try write(1000) }
+    // The writes block their thread: one of their own, not one of the cooperative pool's.
+    async let writer = onThreadOfItsOwn { [self] in try write(1000) }
     // Take the snapshot while the writer is busy.
     #expect(await eventually { (try? store.bounds().head.value) ?? 0 >= 30 })
     let start = try store.snapshotAndChanges()
-    let final = try await writer.value.last ?? .zero
+    let final = try await writer.last ?? .zero
     let changes = try await first(Int(final.value - start.cursor.value), of: start.changes)
     #expect(
       changes.map(\.cursor.value)

@@ -46,8 +46,11 @@ import Testing
     let stores = try (0..<4).map { try SessionStore(path: path, options: .init(origin: "writer\($0)")) }
     let cursors = try await withThrowingTaskGroup(of: [Cursor].self) { group in
       for (index, store) in stores.enumerated() {
+        // Blocking writes, each on a thread of its own: not on the cooperative pool's few.
         group.addTask {
-          try (0..<100).compactMap { step in try store.blocking.rename(to: "w\(index)-\(step)")?.cursor }
+          try await onThreadOfItsOwn {
+            try (0..<100).compactMap { step in try store.blocking.rename(to: "w\(index)-\(step)")?.cursor }
+          }
         }
       }
       return try await group.reduce(into: []) { $0 += $1 }

@@ -24,12 +24,15 @@ import Testing
     for name in names { try store.blocking.rename(to: name) }
   }
 
-  /// Consumes `count` entries, then returns how the iterator ends: its error, or nil
-  /// when it delivered another entry (returned as the second value).
-  func next(after count: Int, of changes: SessionSubscription) async -> (any Error)? {
+  /// Consumes `count` entries, counting them in `consumed`, then returns how the iterator
+  /// ends: its error, or nil (recorded as an issue) when it delivered another entry or ended.
+  func next(after count: Int, of changes: SessionSubscription, consumed: Tally) async -> (any Error)? {
     var iterator = changes.makeAsyncIterator()
     do {
-      for _ in 0..<count { _ = try await iterator.next() }
+      for _ in 0..<count {
+        guard try await iterator.next() != nil else { break }
+        consumed.advance()
+      }
       let extra = try await iterator.next()
       Issue.record("delivered \(extra.map { "cursor \($0.cursor)" } ?? "nothing") instead of failing")
       return nil
@@ -38,15 +41,28 @@ import Testing
     }
   }
 
+  /// Follows `changes` until it has consumed `count` entries (the history is rewritten only
+  /// then), runs `rewrite`, and returns how the subscription ended. The follower is a child
+  /// task: the suite's time limit ends it with the test.
+  func ending(
+    after count: Int, of changes: SessionSubscription, _ rewrite: () async throws -> Void
+  ) async throws -> (any Error)? {
+    let consumed = Tally()
+    async let ending = next(after: count, of: changes, consumed: consumed)
+    #expect(await eventually { consumed.value == count }, "the subscriber read \(count) entries")
+    try await rewrite()
+    return await ending
+  }
+
   @Test func aRestoreOfAnOlderBackupEndsASubscriberThatHadSeenMore() async throws {
     try rename(["a", "b", "c"])
     try await ProcessRunner.sqlite3(path, ".backup '\(dir.file("backup.db"))'")
     try rename(["d", "e", "f", "g", "h"])
     let changes = try store.changes(from: .beginning)
-    let ending = Task { await next(after: 8, of: changes) }
-    try await Task.sleep(for: .milliseconds(200))
-    try await ProcessRunner.sqlite3(path, ".restore '\(dir.file("backup.db"))'")
-    let error = try #require(await ending.value as? FeedError)
+    let end = try await ending(after: 8, of: changes) {
+      try await ProcessRunner.sqlite3(path, ".restore '\(dir.file("backup.db"))'")
+    }
+    let error = try #require(end as? FeedError)
     guard case .historyRewritten(let cursor, let reason) = error else {
       Issue.record("\(error)")
       return
@@ -84,12 +100,13 @@ import Testing
   @Test func aSequenceResetAfterCompactionEndsASubscriber() async throws {
     try rename(["a", "b", "c", "d", "e"])
     let changes = try store.changes(from: .beginning)
-    let ending = Task { await next(after: 5, of: changes) }
-    try await Task.sleep(for: .milliseconds(200))
-    _ = try store.compact(keepingLast: 0)
-    try await ProcessRunner.sqlite3(path, "UPDATE sqlite_sequence SET seq = 0 WHERE name = 'session_changes'")
-    try rename(["f"])
-    let error = try #require(await ending.value as? FeedError)
+    let end = try await ending(after: 5, of: changes) {
+      _ = try store.compact(keepingLast: 0)
+      try await ProcessRunner.sqlite3(
+        path, "UPDATE sqlite_sequence SET seq = 0 WHERE name = 'session_changes'")
+      try rename(["f"])
+    }
+    let error = try #require(end as? FeedError)
     guard case .historyRewritten(_, let reason) = error else {
       Issue.record("\(error)")
       return
@@ -103,15 +120,15 @@ import Testing
     try rename(["new1", "new2"])
     let values = store.values()
     let seen = Mutex<[String?]>([])
-    let following = Task {
+    async let following: Void = {
       for try await value in values {
         seen.withLock { $0.append(value.username) }
         if value.username == "old" { return }
       }
-    }
+    }()
     #expect(await eventually { seen.withLock { $0 } == ["new2"] })  // the first snapshot
     try await ProcessRunner.sqlite3(path, ".restore '\(dir.file("backup.db"))'")
-    try await following.value
+    try await following
     #expect(seen.withLock { $0 } == ["new2", "old"])
   }
 
@@ -122,10 +139,8 @@ import Testing
     let other = dir.file("other.db")
     try await SessionStore(path: other).logIn(as: "elsewhere")
     let changes = try store.changes(from: .beginning)
-    let ending = Task { await next(after: 2, of: changes) }
-    try await Task.sleep(for: .milliseconds(200))
-    #expect(Glibc.rename(other, path) == 0)
-    let error = try #require(await ending.value as? FeedError)
+    let end = try await ending(after: 2, of: changes) { #expect(Glibc.rename(other, path) == 0) }
+    let error = try #require(end as? FeedError)
     guard case .historyRewritten(_, let reason) = error else {
       Issue.record("\(error)")
       return
@@ -141,10 +156,8 @@ import Testing
   @Test func aWALDeletedUnderTheStoreEndsSubscribersAndRefusesWrites() async throws {
     try rename(["a", "b"])
     let changes = try store.changes(from: .beginning)
-    let ending = Task { await next(after: 2, of: changes) }
-    try await Task.sleep(for: .milliseconds(200))
-    #expect(unlink(path + "-wal") == 0)
-    let error = try #require(await ending.value as? FeedError)
+    let end = try await ending(after: 2, of: changes) { #expect(unlink(path + "-wal") == 0) }
+    let error = try #require(end as? FeedError)
     guard case .historyRewritten(_, let reason) = error else {
       Issue.record("\(error)")
       return

@@ -77,7 +77,7 @@ import Testing
     try rename(["x", "y"])  // cursors 4 and 5 again
     // The next commit comes late, and is only for values that missed the rewrite.
     let late = Task {
-      try await Task.sleep(for: .seconds(20))
+      try await Task.sleep(for: .seconds(60))
       try await store.rename(to: "late")
     }
     defer { late.cancel() }

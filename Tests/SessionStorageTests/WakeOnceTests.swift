@@ -16,17 +16,10 @@ import Testing
     let subscription = try store.changes(from: .now)
     #expect(subscription.wakeMode != .inProcess, "the cross-process watcher runs")
     let writes = 30
-    let reading = Task {
-      var count = 0
-      for try await _ in subscription {
-        count += 1
-        if count == writes { return count }
-      }
-      return count
-    }
+    async let reading = first(writes, of: subscription)
     let before = store.beacon.generation
     for index in 0..<writes { try await store.rename(to: "user\(index)") }
-    #expect(try await reading.value == writes)
+    #expect(try await reading.count == writes)
     // The watcher re-checks for a while after each file event: give it time to misfire.
     try await Task.sleep(for: .milliseconds(300))
     #expect(store.beacon.generation - before == UInt64(writes), "one wake-up per commit, not two")
@@ -60,12 +53,13 @@ import Testing
     let store = try SessionStore(path: path, options: .init(durability: .normal))
     let subscription = try store.changes(from: .now)
     let writes = 200
-    let writing = Task.detached {
+    // The writes block their thread: one of their own, not one of the cooperative pool's.
+    async let writing: Void = onThreadOfItsOwn {
       for index in 0..<writes { try store.blocking.rename(to: "user\(index)") }
     }
     try await ProcessRunner.sqlite3(
       path, "PRAGMA busy_timeout = 10000; UPDATE session SET username = 'shell'")
-    try await writing.value
+    try await writing
     let entries = try await first(writes + 1, of: subscription)
     let first = try #require(entries.first)
     #expect(entries.map(\.cursor.value) == Array(first.cursor.value..<first.cursor.value + Int64(writes) + 1))

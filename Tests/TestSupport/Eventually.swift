@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Polls `condition` every few milliseconds (sleeping with `Task.sleep`, so that the thread
 /// is free meanwhile) until it holds or `timeout` passes; returns whether it held. For
@@ -42,3 +43,18 @@ public func openFileDescriptors(for directory: String) -> [String] {
 
 /// The bytes of a file, for byte-identical comparisons.
 public func fileBytes(_ path: String) -> Data? { FileManager.default.contents(atPath: path) }
+
+/// A count that a child task raises as it goes and the test waits on with ``eventually``:
+/// "the subscriber has read four entries", rather than a sleep that assumes it.
+public final class Tally: Sendable {
+  private let count = Mutex(0)
+
+  /// A count at zero.
+  public init() {}
+
+  /// The count so far.
+  public var value: Int { count.withLock { $0 } }
+
+  /// Raises the count by one.
+  public func advance() { count.withLock { $0 += 1 } }
+}

@@ -18,12 +18,11 @@ public final class ReadOnlyPlace: Sendable {
       mounted = true
       try await prepare(path)
       // A file the preparation wrote may still be closing while the suite loads the machine:
-      // the kernel refuses to make the mount read-only (EBUSY) until it is; ask again for a
-      // few seconds (a hang guard, not a timing).
-      var attempts = 0
+      // the kernel refuses to make the mount read-only (EBUSY) until it is; ask again for up
+      // to a minute (a hang guard, not a timing).
+      let deadline = ContinuousClock.now + .seconds(60)
       while mount("tmpfs", path, "tmpfs", UInt(MS_REMOUNT | MS_RDONLY), nil) != 0 {
-        guard errno == EBUSY, attempts < 100 else { return nil }
-        attempts += 1
+        guard errno == EBUSY, ContinuousClock.now < deadline else { return nil }
         try await Task.sleep(for: .milliseconds(50))
       }
     } else {

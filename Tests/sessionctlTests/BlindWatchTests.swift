@@ -18,13 +18,13 @@ import Testing
         "-c", "\(prefix) \"$0\" --db \"$1\" watch\(stopBySignal ? "" : " --limit 1")", Sandbox.sessionctl, db,
       ],
       executable: "/bin/bash")
-    guard try await shell.readLine(timeout: .seconds(20))?.hasPrefix("snapshot at ") == true else {
+    guard try await shell.readLine(timeout: .seconds(60))?.hasPrefix("snapshot at ") == true else {
       let status = try await shell.wait(timeout: .seconds(20))
       return (nil, status, String(decoding: sandbox.contents(stderr) ?? Data(), as: UTF8.self))
     }
     try await sandbox.sqlite(db, "UPDATE session SET username = 'u\(UInt32.random(in: 0...UInt32.max))'")
-    // The safety poll runs every second: the change must come well within this.
-    let line = try await shell.readLine(timeout: .seconds(10))
+    // The safety poll runs every second; the limit is a hang guard for a loaded machine.
+    let line = try await shell.readLine(timeout: .seconds(60))
     if stopBySignal { shell.kill(SIGTERM) }
     let status = try await shell.wait(timeout: .seconds(20))
     return (line, status, String(decoding: sandbox.contents(stderr) ?? Data(), as: UTF8.self))

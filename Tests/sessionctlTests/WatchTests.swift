@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `watch` as a long-running process: lines read one at a time while other processes write.
@@ -117,6 +118,15 @@ import Testing
     #expect(sandbox.contents(stderr) == Data())
   }
 
+  /// Whether a thread of `pid` sleeps in `write(2)` to a full pipe (its `wchan`).
+  static func blockedWritingAPipe(_ pid: pid_t) -> Bool {
+    let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+    return threads.contains { thread in
+      let wchan = try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/wchan", encoding: .utf8)
+      return wchan?.contains("pipe_write") == true
+    }
+  }
+
   /// A reader that stalls (a paused pager) fills the pipe and blocks `watch` in
   /// `write(2)`; a service manager's SIGTERM or a SIGINT still ends it within about a
   /// second, with its status, and the output ends on a whole line.
@@ -130,12 +140,13 @@ import Testing
     // About 1,000 changes of some 400 bytes: far more than a pipe holds.
     let updates = (0..<1000).map { "UPDATE session SET username = 'user-\($0)';" }.joined()
     try await sandbox.sqlite(db, updates)
-    try await Task.sleep(for: .seconds(1))  // the watcher fills the pipe and blocks
+    try #require(await eventually { Self.blockedWritingAPipe(watch.pid) }, "watch fills the pipe and blocks")
     let sent = ContinuousClock.now
     watch.kill(signal)
-    // Nothing is read until it has exited: the reader stays stalled.
-    #expect(try await watch.wait(timeout: .seconds(5)) == status)
-    #expect(ContinuousClock.now - sent < .seconds(5))
+    // Nothing is read until it has exited: the reader stays stalled. Blocked for good, it
+    // would never exit; the bound is loose for a loaded machine.
+    #expect(try await watch.wait(timeout: .seconds(60)) == status)
+    #expect(ContinuousClock.now - sent < .seconds(20))
     var lines: [String] = []
     while let line = try await watch.readLine() { lines.append(line) }
     #expect(lines.count > 10 && lines.count < 1000, "it was blocked, not done: \(lines.count) lines")
