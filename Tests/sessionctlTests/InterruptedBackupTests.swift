@@ -111,4 +111,29 @@ import Testing
       tracing: tracing,
       sourceLocation: #_sourceLocation)
   }
+
+  /// The calls of a traced run that open or make a file whose name contains `staged` and
+  /// ends with one of SQLite's suffixes.
+  func companions(in run: Strace.Run, of staged: String) -> [String] {
+    run.calls.filter { line in
+      line.contains(staged) && ["-journal\"", "-wal\"", "-shm\""].contains { line.contains($0) }
+    }
+  }
+
+  /// A signal handler can remove the names it knows, but cannot stop another thread that
+  /// goes on making a file: a backup makes nothing beside its staged copy (no `-journal`
+  /// while it is written, no `-wal` or `-shm` while it is verified), and SQLite never
+  /// creates the staged copy itself (it is made once, `O_EXCL`).
+  @Test(.enabled(if: Strace.isAvailable)) func aBackupMakesNothingBesideItsStagedCopy() async throws {
+    let (sandbox, db) = try await storeWithChanges()
+    let run = try await Strace.run(
+      ["-e", "trace=open,openat,creat,link,linkat,rename,renameat,renameat2,mkdir"], Sandbox.sessionctl,
+      ["--db", db, "backup", sandbox.path("b.db")], environment: sandbox.environment)
+    #expect(run.status == 0, "\(run)")
+    #expect(companions(in: run, of: "/.b.db.backup-") == [], "\(run)")
+    let creations = run.calls.filter { $0.contains("/.b.db.backup-") && $0.contains("O_CREAT") }
+    #expect(creations.count == 1 && creations.allSatisfy { $0.contains("O_EXCL") }, "\(run)")
+    #expect(try staged(sandbox) == [])
+    #expect(try await sandbox.run(db: sandbox.path("b.db"), ["check"]).status == 0)
+  }
 }
