@@ -136,4 +136,22 @@ import Testing
     #expect(try staged(sandbox) == [])
     #expect(try await sandbox.run(db: sandbox.path("b.db"), ["check"]).status == 0)
   }
+
+  /// The same for a new store, built in a private file before it is linked into place.
+  @Test(.enabled(if: Strace.isAvailable)) func aNewStoreMakesNothingBesideItsStagedFile() async throws {
+    let sandbox = try Sandbox()
+    let db = sandbox.path("n.db")
+    let run = try await Strace.run(
+      ["-e", "trace=open,openat,creat,link,linkat,rename,renameat,renameat2,mkdir"], Sandbox.sessionctl,
+      ["--db", db, "login", "alice"], environment: sandbox.environment)
+    #expect(run.status == 0, "\(run)")
+    #expect(companions(in: run, of: "/.n.db.creating-") == [], "\(run)")
+    let creations = run.calls.filter { $0.contains("/.n.db.creating-") && $0.contains("O_CREAT") }
+    #expect(creations.count == 1 && creations.allSatisfy { $0.contains("O_EXCL") }, "\(run)")
+    #expect(
+      try FileManager.default.contentsOfDirectory(atPath: sandbox.root).filter { $0.hasPrefix(".n.db.") }
+        == [])
+    #expect(try await sandbox.run(db: db, ["check"]).status == 0)
+    #expect(try await sandbox.sqlite(db, "PRAGMA journal_mode") == "wal")
+  }
 }
