@@ -334,27 +334,49 @@ struct StagedFile {
   /// an existing file's companions are its own, unless ``place(overwrite:what:)`` replaces it,
   /// which checks them then). `what` names the file in errors ("the database file"),
   /// `consequence` ends a refusal.
+  ///
+  /// The private name is chosen here (six random characters, as `mkstemp` would) and kept
+  /// in ``StagedFiles`` *before* the file is made (`O_CREAT | O_EXCL | O_NOFOLLOW`, another
+  /// name when one is taken): a signal at any moment finds the name of every file there is.
   init(beside path: String, purpose: String, what: String, consequence: String = "nothing was created") throws
   {
     if !FileSystem.lexists(path) { try Self.requireNoLeftovers(beside: path, consequence) }
     let directory = FileSystem.parent(of: path)
     let name = URL(fileURLWithPath: path).lastPathComponent
-    let template = "\(directory)/.\(name).\(purpose)-XXXXXX"
-    let longer = template.utf8.count - "\(directory)/\(name)".utf8.count
-    try FileSystem.requireOpenablePath(path, reserving: longer, shown: path)
-    var bytes = Array(template.utf8CString)
-    let fd = bytes.withUnsafeMutableBufferPointer { $0.baseAddress.map { mkstemp($0) } ?? -1 }
-    guard fd >= 0 else {
-      throw SessionStorageError(
-        systemError: errno, "cannot create \(what)", writing: true, path: path)
-    }
-    fchmod(fd, 0o600)  // mkstemp gives 0600 less the umask: 0400 under umask 0277
-    close(fd)
+    let prefix = "\(directory)/.\(name).\(purpose)-"
+    try FileSystem.requireOpenablePath(
+      path, reserving: prefix.utf8.count + 6 - "\(directory)/\(name)".utf8.count, shown: path)
     self.path = path
     self.consequence = consequence
-    temporary = String(decoding: bytes.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    slot = StagedFiles.register(temporary)
+    var generator = SystemRandomNumberGenerator()
+    for _ in 0..<100 {
+      let temporary =
+        prefix
+        + String((0..<6).map { _ in Self.letters[Int.random(in: Self.letters.indices, using: &generator)] })
+      let (fd, err, slot) = try StagedFiles.shared.create(
+        temporary, path: path, consequence: consequence, with: Self.makePrivately)
+      guard fd >= 0 else {
+        if err == EEXIST { continue }
+        throw SessionStorageError(systemError: err, "cannot create \(what)", writing: true, path: path)
+      }
+      fchmod(fd, 0o600)  // open gives 0600 less the umask: 0400 under umask 0277
+      close(fd)
+      self.temporary = temporary
+      self.slot = slot
+      return
+    }
+    throw SessionStorageError(
+      systemError: EEXIST, "cannot create \(what) (no free private name after 100 tries)", writing: true,
+      path: path)
   }
+
+  /// Makes the private file `name`, never one that is there (nor a symbolic link's target).
+  static func makePrivately(_ name: String) -> Int32 {
+    open(name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+  }
+
+  /// The characters of a private name's random part.
+  private static let letters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 
   /// Where ``StagedFiles`` keeps the private name for a signal handler; nil when it has no
   /// room left.
@@ -369,7 +391,7 @@ struct StagedFile {
   /// succeeded only the companions are left to remove.
   func discard() {
     for name in Self.names(of: temporary) { unlink(name) }
-    if let slot { StagedFiles.unregister(slot) }
+    if let slot { StagedFiles.shared.unregister(slot) }
   }
 
   /// Puts the file at ``path`` — with `overwrite`, renamed over what is there; otherwise
@@ -394,74 +416,160 @@ struct StagedFile {
 /// handler can remove them: a process that a signal ends in the middle of a backup or the
 /// creation of a store leaves no hidden, full-size copy behind, when its handler calls
 /// ``removeAll()`` before it exits.
-///
-/// A handler may take no lock and allocate nothing, so the names live in memory allocated
-/// once, in slots that an atomic state hands from the staging thread to the handler: free,
-/// being written, holding names. Up to ``capacity`` files are kept at once; one more is staged
-/// all the same, but a signal leaves it behind.
 package enum StagedFiles {
-  /// How many files can be kept at once.
-  static let capacity = 8
-  /// The bytes of one name, with its NUL: the longest path, and room for `-journal`.
-  private static let nameBytes = Int(PATH_MAX) + 16
-  private static let namesPerSlot = 4
+  /// The process's registry.
+  static let shared = Registry()
 
-  private static let free = 0
-  private static let writing = 1
-  private static let holding = 2
+  /// Makes sure the registry exists, so that a signal handler calling ``removeAll()`` never
+  /// allocates it: call it before installing such a handler.
+  package static func prepareForSignalHandlers() { _ = shared }
 
-  /// The slots: their states and their names, allocated once and never freed.
-  private final class Slots: Sendable {
-    nonisolated(unsafe) let states: UnsafeMutablePointer<Atomic<Int>>
-    nonisolated(unsafe) let names: UnsafeMutablePointer<CChar>
+  /// Removes every file being staged, and its companions (``Registry/removeAll()``); every
+  /// later staging in this process fails. Async-signal-safe.
+  package static func removeAll() { shared.removeAll() }
 
-    init() {
-      states = .allocate(capacity: StagedFiles.capacity)
-      for index in 0..<StagedFiles.capacity { (states + index).initialize(to: Atomic(StagedFiles.free)) }
-      names = .allocate(capacity: StagedFiles.capacity * StagedFiles.namesPerSlot * StagedFiles.nameBytes)
-    }
-  }
+  /// Names kept for a signal handler.
+  ///
+  /// A handler may take no lock and allocate nothing, so the names live in memory allocated
+  /// once, in slots that an atomic state hands from the staging thread to the handler: vacant,
+  /// being written, creating (the name kept, its file being made), holding (the file made).
+  /// A name is kept before its file exists, and a handler on another thread waits for a
+  /// file being made, so it never unlinks a name before the file appears; after
+  /// ``removeAll()`` nothing more is registered. Up to ``capacity`` files are kept at once;
+  /// one more is staged all the same, but a signal leaves it behind.
+  final class Registry: Sendable {
+    // Constants of the instance, not static: a static is made on first use, which a signal
+    // handler must not be.
+    /// How many files can be kept at once.
+    let capacity = 8
+    /// The bytes of one name, with its NUL: the longest path, and room for `-journal`.
+    private let nameBytes = Int(PATH_MAX) + 16
+    private let namesPerSlot = 4
 
-  private static let slots = Slots()
+    private let vacant = 0
+    private let writing = 1
+    private let creating = 2
+    private let holding = 3
 
-  /// Makes sure the slots exist, so that a signal handler calling ``removeAll()`` never
-  /// allocates them: call it before installing such a handler.
-  package static func prepareForSignalHandlers() {
-    _ = (slots, capacity, nameBytes, namesPerSlot, free, writing, holding)
-  }
+    /// The slots' states, the threads making their files, and their names; allocated once
+    /// and never freed.
+    private nonisolated(unsafe) let states: UnsafeMutablePointer<Atomic<Int>>
+    private nonisolated(unsafe) let creators: UnsafeMutablePointer<Atomic<UInt>>
+    private nonisolated(unsafe) let names: UnsafeMutablePointer<CChar>
+    /// Whether ``removeAll()`` ran.
+    private let ending = Atomic<Bool>(false)
+    /// How many milliseconds ``removeAll()`` waits, at most, for a file another thread is
+    /// making (one `open(2)`).
+    private let creationWait: Int
 
-  /// Removes every file being staged, and its companions. Async-signal-safe: it reads the
-  /// slots with atomic loads and calls `unlink(2)`, nothing else.
-  package static func removeAll() {
-    let slots = slots
-    for index in 0..<capacity where slots.states[index].load(ordering: .acquiring) == holding {
-      for name in 0..<namesPerSlot { unlink(slots.names + (index * namesPerSlot + name) * nameBytes) }
-    }
-  }
-
-  /// Keeps `temporary`'s names for ``removeAll()``; returns the slot, or nil when every slot
-  /// is taken or a name does not fit.
-  static func register(_ temporary: String) -> Int? {
-    let names = StagedFile.names(of: temporary)
-    guard names.allSatisfy({ $0.utf8.count < nameBytes }) else { return nil }
-    let slots = slots
-    for index in 0..<capacity
-    where slots.states[index].compareExchange(expected: free, desired: writing, ordering: .acquiring)
-      .exchanged
-    {
-      for (offset, name) in names.enumerated() {
-        let start = slots.names + (index * namesPerSlot + offset) * nameBytes
-        name.withCString { _ = strcpy(start, $0) }
+    init(creationWait: Int = 5_000) {
+      self.creationWait = creationWait
+      states = .allocate(capacity: capacity)
+      creators = .allocate(capacity: capacity)
+      for index in 0..<capacity {
+        (states + index).initialize(to: Atomic(0))  // vacant
+        (creators + index).initialize(to: Atomic(0))
       }
-      slots.states[index].store(holding, ordering: .releasing)
-      return index
+      names = .allocate(capacity: capacity * namesPerSlot * nameBytes)
     }
-    return nil
-  }
 
-  /// Frees the slot ``register(_:)`` returned: its file is placed or removed.
-  static func unregister(_ index: Int) {
-    slots.states[index].store(free, ordering: .releasing)
+    /// Removes every registered file and its companions, and makes every later
+    /// ``create(_:path:consequence:with:)`` fail: call it from a handler that then ends the
+    /// process.
+    ///
+    /// Async-signal-safe: atomic loads and stores, `pthread_self`, `nanosleep` and
+    /// `unlink(2)`. A file that another thread is making is waited for (at most
+    /// `creationWait` milliseconds), so that it is there to remove; one that the interrupted
+    /// thread itself was making is removed if its `open(2)` made it.
+    func removeAll() {
+      // Sequentially consistent with `register`'s store of `creating` and load of `ending`:
+      // either the registering thread sees `ending` and makes nothing, or this sees `creating`.
+      ending.store(true, ordering: .sequentiallyConsistent)
+      let this = Self.currentThread()
+      for index in 0..<capacity {
+        var state = states[index].load(ordering: .sequentiallyConsistent)
+        var waited = 0
+        while state == creating, creators[index].load(ordering: .acquiring) != this, waited < creationWait {
+          var millisecond = timespec(tv_sec: 0, tv_nsec: 1_000_000)
+          nanosleep(&millisecond, nil)
+          waited += 1
+          state = states[index].load(ordering: .sequentiallyConsistent)
+        }
+        guard state == holding || state == creating else { continue }
+        for name in 0..<namesPerSlot { unlink(names + (index * namesPerSlot + name) * nameBytes) }
+      }
+    }
+
+    /// Makes the file `temporary` with `make` (``StagedFile/makePrivately(_:)``), its names
+    /// kept from before it exists. Returns `make`'s descriptor (-1 when it failed, with the
+    /// `errno`), and the slot that keeps the names while the file is there: free it with
+    /// ``unregister(_:)`` once the file is placed or removed. The slot is nil when every one
+    /// is taken or a name does not fit, and after a failed `make`.
+    /// - Throws: once ``removeAll()`` ran (the process is ending), naming `path` and ending
+    ///   with `consequence`: nothing is made then.
+    func create(_ temporary: String, path: String, consequence: String, with make: (String) -> Int32) throws
+      -> (descriptor: Int32, error: Int32, slot: Int?)
+    {
+      let slot = try register(temporary, path: path, consequence: consequence)
+      let descriptor = make(temporary)
+      let error = errno
+      guard let slot else { return (descriptor, error, nil) }
+      guard descriptor >= 0 else {
+        unregister(slot)
+        return (descriptor, error, nil)
+      }
+      states[slot].store(holding, ordering: .releasing)
+      return (descriptor, error, slot)
+    }
+
+    /// Keeps `temporary`'s names for ``removeAll()`` before its file is made, in a slot left
+    /// *creating*. Returns nil when every slot is taken or a name does not fit.
+    /// - Throws: once ``removeAll()`` ran.
+    private func register(_ temporary: String, path: String, consequence: String) throws -> Int? {
+      let names = StagedFile.names(of: temporary)
+      func ended() -> SessionStorageError {
+        SessionStorageError(.sqlite, "the process is ending (a signal arrived); \(consequence)", path: path)
+      }
+      guard !ending.load(ordering: .sequentiallyConsistent) else { throw ended() }
+      guard names.allSatisfy({ $0.utf8.count < nameBytes }) else { return nil }
+      for index in 0..<capacity
+      where states[index].compareExchange(
+        expected: vacant, desired: writing, ordering: .sequentiallyConsistent
+      ).exchanged {
+        // A handler that saw this slot holding the previous names may still be reading them.
+        guard !ending.load(ordering: .sequentiallyConsistent) else {
+          states[index].store(vacant, ordering: .releasing)
+          throw ended()
+        }
+        for (offset, name) in names.enumerated() {
+          let start = self.names + (index * namesPerSlot + offset) * nameBytes
+          name.withCString { _ = strcpy(start, $0) }
+        }
+        creators[index].store(Self.currentThread(), ordering: .releasing)
+        states[index].store(creating, ordering: .sequentiallyConsistent)
+        guard !ending.load(ordering: .sequentiallyConsistent) else {
+          states[index].store(vacant, ordering: .releasing)
+          throw ended()
+        }
+        return index
+      }
+      return nil
+    }
+
+    /// Frees the slot ``create(_:path:consequence:with:)`` returned: its file is placed or
+    /// removed.
+    func unregister(_ index: Int) {
+      states[index].store(vacant, ordering: .releasing)
+    }
+
+    /// The calling thread (`pthread_self`, which reads a register: async-signal-safe).
+    private static func currentThread() -> UInt {
+      #if canImport(Darwin)
+        UInt(bitPattern: pthread_self())
+      #else
+        UInt(pthread_self())
+      #endif
+    }
   }
 }
 

@@ -119,7 +119,8 @@ enum Opener {
       }
     }
     do {
-      return try inspected(options.readOnly ? .readOnly : .readWrite)
+      return try inspected(
+        options.readOnly ? (options.readsPrivateCopy ? .immutable : .readOnly) : .readWrite)
     } catch let error as SessionStorageError where error.cannotCreateFiles {
       let denial = FileSystem.denial(path, writing: !options.readOnly, resultCode: error.resultCode)
       // A reader that may read the file but cannot create the -wal and -shm in its

@@ -94,9 +94,12 @@ extension SessionStore {
     do {
       try log.file.requireSameFile()
       try log.reader.withLock { reader in
+        // The private file is opened as it is (SQLite never creates it) and written without a
+        // rollback journal: a failed copy is discarded, and no `-journal` is made beside it.
         let destination = try Connection(
           path: staged.temporary, mode: .readWrite, busyTimeout: options.busyTimeout)
         defer { destination.close() }
+        _ = try destination.scalarText(Self.journalOffSQL)
         try destination.copyPages(from: reader)
       }
     } catch var error as SessionStorageError {
@@ -107,7 +110,8 @@ extension SessionStore {
     let (head, entries): (Cursor, Int)
     do {
       (head, entries) = try {
-        try Self.verifiedBackup(staged.temporary, origin: options.origin, shown: path) { failure in
+        try Self.verifiedBackup(staged.temporary, origin: options.origin, shown: path, privateCopy: true) {
+          failure in
           "the copy failed its check (\(failure)); nothing was written"
         }.summary
       }().counts
@@ -213,12 +217,16 @@ extension SessionStore {
   /// Opens `path` read-only as a store of its own and requires ``check()`` to pass; returns
   /// it (for reading) and its head and entry count. A refusal of the open or a failed check
   /// throws with the message `describe` makes of the failure, naming the file `shown`.
+  /// A `privateCopy` (a backup's staged file, which nothing else writes) is read as
+  /// immutable: no lock, and no `-wal` or `-shm` made beside it.
   private static func verifiedBackup(
-    _ path: String, origin: String, shown: String, _ describe: (String) -> String
+    _ path: String, origin: String, shown: String, privateCopy: Bool = false, _ describe: (String) -> String
   ) throws -> (store: SessionStore, summary: Summary) {
     let store: SessionStore
     do {
-      store = try SessionStore(path: path, options: Options(origin: origin, readOnly: true))
+      var options = Options(origin: origin, readOnly: true)
+      options.readsPrivateCopy = privateCopy
+      store = try SessionStore(path: path, options: options)
     } catch var error as SessionStorageError {
       if error.code == .needsMigration {
         error.code = .invalidBackup
@@ -247,6 +255,9 @@ extension SessionStore {
     }
     return (store, try named { try summary(of: store.log) })
   }
+
+  /// Turns a connection's rollback journal off.
+  private static let journalOffSQL = SQL("PRAGMA journal_mode = OFF")
 
   /// The failed verifications, as a message lists them.
   private static func list(_ failed: [CheckResult]) -> String {

@@ -52,6 +52,10 @@ public final class SessionStore: _SessionBackedStore, SessionBackend {
     /// error that names the missing directory, not a new directory tree.
     /// ``SessionStore/init(location:options:)`` turns it on for the default location.
     public var createsMissingDirectories: Bool
+    /// Whether the file is a private copy that nothing else has open or writes (a backup
+    /// being verified): read-only, it is read as immutable, taking no lock and making no
+    /// `-wal` or `-shm` beside it.
+    var readsPrivateCopy = false
 
     /// Creates options; the origin defaults to the process's name.
     public init(

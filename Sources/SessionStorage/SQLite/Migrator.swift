@@ -321,15 +321,20 @@ extension Migrator {
   /// (empty, unmigrated) file, and when several create the same path at once one link wins
   /// and the others open its result. Returns the migrations applied, or nothing when
   /// another process won.
+  ///
+  /// The private file is migrated without a rollback journal (a failure discards it) and
+  /// switched to WAL last, then closed before SQLite opens a WAL: nothing but the file
+  /// itself is ever made beside it, so a signal handler that removes it leaves nothing.
   static func create(_ path: String, _ durability: SessionStore.Durability) throws -> [Migration] {
     let staged = try StagedFile(beside: path, purpose: "creating", what: "the database file")
     defer { staged.discard() }
     let applied: [Migration]
     do {
       let connection = try Connection(path: staged.temporary, mode: .readWrite)
-      try connection.configure(durability)
+      defer { connection.close() }
+      try connection.execute("PRAGMA journal_mode = OFF")
       applied = try migrate(connection)
-      connection.close()  // the last connection: checkpoints and removes the WAL
+      try connection.configure(durability)  // WAL in the header; the -wal is made by the next open
     } catch var error as SessionStorageError {
       error.path = path
       throw error
