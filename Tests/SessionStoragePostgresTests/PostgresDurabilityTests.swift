@@ -11,7 +11,7 @@ import Testing
 /// `statement_timeout`, `serializable`), with a synchronous standby away, with the
 /// connection lost while COMMIT runs on the server, after an immediate shutdown, and in a
 /// deadlock with a `psql` transaction.
-@Suite(.timeLimit(.minutes(3))) struct PostgresDurabilityTests {
+@Suite(.timeLimit(.minutes(10))) struct PostgresDurabilityTests {
   /// A synchronous standby that is not connected holds every COMMIT. The store's role
   /// defaults to `synchronous_commit = off` and a 1 s `statement_timeout` (which would cancel
   /// the wait and report the commit done without the standby): the write waits all the same.
