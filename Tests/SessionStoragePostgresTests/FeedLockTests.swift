@@ -18,26 +18,14 @@ import Testing
     let store = try PostgresSessionStore(url: url, options: options)
     _ = try await store.logIn(as: "alice")
     let subscription = try store.changes(from: .beginning)
-    let received = Task { () async -> Result<[SessionEntry], any Error> in
-      var entries: [SessionEntry] = []
-      do {
-        for try await entry in subscription {
-          entries.append(entry)
-          if entries.count == 2 { break }
-        }
-        return .success(entries)
-      } catch {
-        return .failure(error)
-      }
-    }
+    async let received = first(2, of: subscription, within: .seconds(120))
     // Held for 3 s: about 15 safety polls whose reads wait 200 ms each and fail.
     _ = try await cluster.query(
       "BEGIN; LOCK TABLE \(schema).session_changes IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(3); COMMIT;")
     _ = try await store.logOut()
-    switch await received.value {
-    case .success(let entries):
-      #expect(entries.map(\.change.after.isLoggedIn) == [true, false])
-    case .failure(let error):
+    do {
+      #expect(try await received.map(\.change.after.isLoggedIn) == [true, false])
+    } catch {
       Issue.record("the subscription ended: \(error)")
     }
   }

@@ -2,7 +2,6 @@ import FeedKit
 import Foundation
 import SessionStorage
 import SessionStoragePostgres
-import Synchronization
 import TestSupport
 import Testing
 
@@ -15,13 +14,15 @@ import Testing
     let stores = try (0..<8).map { try PostgresSessionStore(url: url, options: .init(origin: "writer\($0)")) }
     let schema = stores[0].schema
     let subscription = try stores[0].changes(from: .beginning)
-    let received = Mutex<[SessionEntry]>([])
-    let subscriber = Task {
+    // A child task of the test: the test's time limit ends it.
+    async let received = { () async throws -> [SessionEntry] in
+      var received: [SessionEntry] = []
       for try await entry in subscription {
-        received.withLock { $0.append(entry) }
-        if entry.after.username == "done" { return }
+        received.append(entry)
+        if entry.after.username == "done" { break }
       }
-    }
+      return received
+    }()
 
     let writesPerStore = 25
     let written = try await withThrowingTaskGroup(of: [SessionEntry].self) { group in
@@ -52,7 +53,7 @@ import Testing
       return try await group.reduce(into: []) { $0 += $1 }
     }
     try await stores[1].rename(to: "done")
-    try await subscriber.value
+    let delivered = try await received
 
     let head = try stores[0].bounds().head
     let history = try stores[0].history(from: .beginning, limit: .max)
@@ -65,7 +66,6 @@ import Testing
     }
     #expect(!history.contains { $0.after.username?.hasPrefix("rolled-back") == true })
     #expect(history.filter { $0.origin == "external" }.count == 4)
-    let delivered = received.withLock { $0 }
     #expect(delivered.map(\.cursor) == history.map(\.cursor), "the subscriber got them all, in order, once")
     #expect(delivered == history)
     #expect(try stores[0].check().allSatisfy { $0.verdict == .passed })

@@ -13,7 +13,7 @@ import Testing
 /// the test, holds it and then fails it), and another store's change commits at the very
 /// cursor the lost write had: the lost write must say it was not committed, never return
 /// an entry that is someone else's.
-@Suite(.timeLimit(.minutes(5))) struct LostCommitOutcomeTests {
+@Suite(.timeLimit(.minutes(10))) struct LostCommitOutcomeTests {
   @Test func aLostCommitWhoseCursorAnotherChangeTookIsNotReportedDone() async throws {
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()

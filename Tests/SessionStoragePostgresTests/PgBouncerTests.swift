@@ -2,6 +2,7 @@ import FeedKit
 import Foundation
 import SessionStorage
 import SessionStoragePostgres
+import Synchronization
 import TestSupport
 import Testing
 
@@ -44,39 +45,48 @@ import Testing
         url: bouncer.url(database: database, query: "schema=s"), options: options)
       _ = try await store.logIn(as: "alice")
       let subscription = try store.changes(from: .beginning)
-      let ended = Task { () async -> String in
-        do {
-          for try await _ in subscription {}
-          return "ended without an error"
-        } catch let error as SessionStorageError {
-          return error.code == .refused ? "refused" : "\(error)"
-        } catch {
-          return "\(error)"
+      let reads = Reads()
+      // A child task of the test: the test's time limit ends it; so do 120 s.
+      async let outcome = withTaskGroup(of: String.self) { group in
+        group.addTask {
+          do {
+            for try await _ in subscription { reads.count.withLock { $0 += 1 } }
+            return "ended without an error"
+          } catch let error as SessionStorageError {
+            return error.code == .refused ? "refused" : "\(error)"
+          } catch {
+            return "\(error)"
+          }
         }
-      }
-      try await Task.sleep(for: .milliseconds(500))  // the reader's first reads
-      try bouncer.setUsers([("postgres", "another-password")])
-      try await Task.sleep(for: .milliseconds(500))  // the reload
-      _ = try await cluster.query(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)' AND pid <> pg_backend_pid()"
-      )
-      let outcome = await withTaskGroup(of: String.self) { group in
-        group.addTask { await ended.value }
         group.addTask {
           try? await Task.sleep(for: .seconds(120))
           return "still running after 120 s"
         }
-        let first = await group.next() ?? ""
-        ended.cancel()
-        group.cancelAll()
-        return first
+        defer { group.cancelAll() }
+        return await group.next() ?? ""
       }
-      #expect(outcome == "refused")
+      try #require(await eventually { reads.count.withLock { $0 } >= 1 }, "the subscriber reads")
+      try bouncer.setUsers([("postgres", "another-password")])
+      // Reloaded once a login with the old password is refused.
+      let old = PostgresCluster(url: bouncer.url(database: database))
+      try #require(
+        await eventually {
+          do {
+            try await old.psql("SELECT 1")
+            return false
+          } catch {
+            return "\(error)".contains("password authentication failed")
+          }
+        }, "PgBouncer reloads its user list")
+      let refusedBefore = refusals(in: bouncer.log)
+      _ = try await cluster.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)' AND pid <> pg_backend_pid()"
+      )
+      #expect(await outcome == "refused")
       // Asked again every 5 s at most (each time twice: the second in libpq's verbose mode),
       // not several times a second.
-      let refusals =
-        bouncer.log.components(separatedBy: "closing because: password authentication failed").count - 1
-      #expect(refusals <= 8, "\(refusals) refused logins:\n\(bouncer.log)")
+      let refused = refusals(in: bouncer.log) - refusedBefore
+      #expect(refused <= 8, "\(refused) refused logins:\n\(bouncer.log)")
     } cleanup: {
       _ = try? await cluster.query("DROP DATABASE IF EXISTS \(database) WITH (FORCE)")
     }
@@ -96,14 +106,7 @@ import Testing
     let options = PostgresSessionStore.Options(origin: "pooled", safetyPollInterval: .milliseconds(200))
     let store = try PostgresSessionStore(url: url, options: options)
     let subscription = try store.changes(from: .beginning)
-    let received = Task { () async throws -> [SessionEntry] in
-      var entries: [SessionEntry] = []
-      for try await entry in subscription {
-        entries.append(entry)
-        if entries.count == 2 { break }
-      }
-      return entries
-    }
+    async let received = first(2, of: subscription, within: .seconds(120))
     #expect(
       await eventually {
         if case .polling = subscription.wakeMode { return true }
@@ -111,7 +114,7 @@ import Testing
       }, "\(subscription.wakeMode)")
     _ = try await store.logIn(as: "alice")
     _ = try await store.rename(to: "bob")
-    #expect(try await received.value.map(\.change.after.username) == ["alice", "bob"])
+    #expect(try await received.map(\.change.after.username) == ["alice", "bob"])
     let reader = try PostgresSessionStore(url: url, options: .init(origin: "pooled-reader", readOnly: true))
     #expect(try reader.bounds().head.value == 2)
 
@@ -124,4 +127,14 @@ import Testing
     let direct = try await cluster.psql(probe)
     #expect(pooled == direct)
   }
+}
+
+/// How many logins PgBouncer refused for a wrong password, by its log.
+private func refusals(in log: String) -> Int {
+  log.components(separatedBy: "closing because: password authentication failed").count - 1
+}
+
+/// How many entries a subscription delivered, counted by the task that follows it.
+private final class Reads: Sendable {
+  let count = Mutex(0)
 }

@@ -11,7 +11,7 @@ import Testing
 /// `statement_timeout`, `serializable`), with a synchronous standby away, with the
 /// connection lost while COMMIT runs on the server, after an immediate shutdown, and in a
 /// deadlock with a `psql` transaction.
-@Suite(.timeLimit(.minutes(3))) struct PostgresDurabilityTests {
+@Suite(.timeLimit(.minutes(10))) struct PostgresDurabilityTests {
   /// A synchronous standby that is not connected holds every COMMIT. The store's role
   /// defaults to `synchronous_commit = off` and a 1 s `statement_timeout` (which would cancel
   /// the wait and report the commit done without the standby): the write waits all the same.
@@ -83,8 +83,9 @@ import Testing
       #expect(try await cluster.query("SHOW synchronous_commit") == "off\n")
       try await cluster.query("ALTER SYSTEM SET wal_writer_delay = '10s'; SELECT pg_reload_conf()")
       let url = cluster.freshStoreURL()
+      // It must connect, however loaded the machine: a generous connect timeout.
       let store = try PostgresSessionStore(
-        url: url, options: .init(origin: "crash", connectTimeout: .seconds(2)))
+        url: url, options: .init(origin: "crash", connectTimeout: .seconds(60)))
       var acknowledged: [SessionEntry] = []
       for index in 0..<20 {
         acknowledged.append(try #require(try await store.rename(to: "w\(index)")))
@@ -143,22 +144,21 @@ import Testing
     let store = try PostgresSessionStore(
       url: cluster.freshStoreURL(), options: .init(origin: origin, lockTimeout: .seconds(30)))
     let first = try #require(try await store.logIn(as: "alice"))
-    let session = Task {
-      try await cluster.query(
-        """
-        SET deadlock_timeout = '20s';  -- the store's backend (1 s) finds the deadlock: its write is the victim
-        BEGIN;
-        LOCK TABLE session_changes IN SHARE MODE;
-        DO $$ BEGIN
-          WHILE NOT EXISTS (SELECT FROM pg_stat_activity WHERE application_name = '\(origin)/writer'
-            AND wait_event_type = 'Lock') AND clock_timestamp() < now() + interval '60 seconds' LOOP
-            PERFORM pg_sleep(0.01);
-          END LOOP;
-        END $$;
-        UPDATE session SET username = 'psql';
-        COMMIT;
-        """, schema: store.schema)
-    }
+    // psql is given longer than its server loop waits for the writer.
+    async let session = cluster.psql(
+      """
+      SET deadlock_timeout = '20s';  -- the store's backend (1 s) finds the deadlock: its write is the victim
+      BEGIN;
+      LOCK TABLE session_changes IN SHARE MODE;
+      DO $$ BEGIN
+        WHILE NOT EXISTS (SELECT FROM pg_stat_activity WHERE application_name = '\(origin)/writer'
+          AND wait_event_type = 'Lock') AND clock_timestamp() < now() + interval '60 seconds' LOOP
+          PERFORM pg_sleep(0.01);
+        END LOOP;
+      END $$;
+      UPDATE session SET username = 'psql';
+      COMMIT;
+      """, schema: store.schema, timeout: .seconds(120))
     #expect(
       await eventually {
         (try? await cluster.query(
@@ -167,7 +167,7 @@ import Testing
             + "AND l.granted")) == "1\n"
       }, "psql holds the feed")
     let renamed = try await store.rename(to: "bob")
-    _ = try await session.value
+    _ = try await session
     #expect(renamed?.after.username == "bob")
     let history = try store.history()
     #expect(history.map(\.cursor.value) == [1, 2, 3])
@@ -200,12 +200,42 @@ private func waitingBackend(of name: String, on cluster: PostgresCluster, for ev
 private struct Standby {
   let cluster: PostgresCluster
 
-  /// Names a standby that is not there, and waits until the server applies it.
+  /// Names a standby that is not there, and waits until a commit waits for it: the
+  /// checkpointer takes the setting to committing backends some time after the reload.
   func require() async throws {
     try await cluster.query("ALTER SYSTEM SET synchronous_standby_names = 'ghost'; SELECT pg_reload_conf()")
-    #expect(
-      await eventually { (try? await cluster.query("SHOW synchronous_standby_names")) == "ghost\n" })
-    try await Task.sleep(for: .milliseconds(500))  // the checkpointer takes the setting to the waiters
+    try #require(
+      await eventually(timeout: .seconds(120)) { await aCommitWaits() }, "a commit waits for the standby")
+  }
+
+  /// Whether a commit waits for the standby: a probe commits in a session of its own and,
+  /// once it waits, is cancelled (its commit stays local, which is all a probe needs).
+  private func aCommitWaits() async -> Bool {
+    let probe = uniqueName("probe")
+    return await withTaskGroup(of: Bool.self) { [cluster] group in
+      group.addTask {
+        _ = try? await cluster.query(
+          "SET application_name = '\(probe)'; SET synchronous_commit = on; "
+            + "SELECT pg_logical_emit_message(true, 'probe', '');")
+        return false
+      }
+      group.addTask {
+        while !Task.isCancelled {
+          let cancelled = try? await cluster.query(
+            "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = '\(probe)' "
+              + "AND wait_event = 'SyncRep'")
+          if cancelled == "t\n" { return true }
+          try? await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+      }
+      var waited = false
+      for await cancelledTheProbe in group {
+        // The probe ended (committed without waiting, or cancelled): the watcher stops.
+        if cancelledTheProbe { waited = true } else { group.cancelAll() }
+      }
+      return waited
+    }
   }
 
   /// Lifts the requirement: the waiting commits complete.

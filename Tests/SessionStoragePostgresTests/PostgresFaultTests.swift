@@ -354,86 +354,137 @@ private func expectEveryChangeOnce(
 }
 
 /// Follows a subscription on a task of its own, keeping every entry, until one renames or
-/// signs in as `done`.
+/// signs in as `done`. The task ends with the follower (when a test throws before
+/// ``finish(within:)``), and when the test is cancelled (its time limit) while it finishes.
 private final class Follower: Sendable {
-  private let received = Mutex<[SessionEntry]>([])
-  private let task = Mutex<Task<Void, any Error>?>(nil)
+  private let received = Received()
+  private let task: Task<Void, any Error>
 
   init(_ subscription: SessionSubscription) {
-    let following = Task { [self] in
+    task = Task { [received] in
       for try await entry in subscription {
-        received.withLock { $0.append(entry) }
+        received.entries.withLock { $0.append(entry) }
         if entry.after.username == "done" { return }
       }
     }
-    task.withLock { $0 = following }
   }
 
-  var entries: [SessionEntry] { received.withLock { $0 } }
+  deinit { task.cancel() }
+
+  var entries: [SessionEntry] { received.entries.withLock { $0 } }
 
   /// Waits until `done` arrived (or the subscription threw) and returns what was received.
-  func finish() async throws -> [SessionEntry] {
-    try await task.withLock { $0 }?.value
+  /// - Throws: ``Overdue`` when `done` did not arrive within `timeout` (a hang guard: a lost
+  ///   wake-up fails the test instead of hanging the run); what the subscription threw.
+  func finish(within timeout: Duration = .seconds(120)) async throws -> [SessionEntry] {
+    let task = task
+    let timer = Task {
+      try await Task.sleep(for: timeout)
+      task.cancel()
+    }
+    defer { timer.cancel() }
+    do {
+      try await withTaskCancellationHandler {
+        try await task.value
+      } onCancel: {
+        task.cancel()
+      }
+    } catch is CancellationError {}
+    guard entries.last?.after.username == "done" else {
+      throw Overdue("done did not arrive within \(timeout)")
+    }
     return entries
+  }
+
+  private final class Received: Sendable {
+    let entries = Mutex<[SessionEntry]>([])
   }
 }
 
 /// Renames the session again and again through `store` (`w0`, `w1`, …) until finished,
 /// retrying a failed write (an `unavailable` server) after 50 ms; keeps the entries its
 /// writes returned and the errors they threw. It writes with the blocking API on a thread of
-/// its own, so that it keeps writing however busy the cooperative pool is.
+/// its own, so that it keeps writing however busy the cooperative pool is; it stops when
+/// finished, and when the writer goes (a test that threw before ``finish(within:)``).
 private final class Writer: Sendable {
   private struct Progress {
     var acknowledged: [SessionEntry] = []
     var failures: [SessionStorageError] = []
     var stop = false
+    /// Set by the writing thread when it returns: what it threw, or nil.
+    var ended: Result<Void, any Error>?
   }
-  private let progress = Mutex(Progress())
+  /// Shared with the writing thread, which does not keep the writer alive.
+  private final class Shared: Sendable {
+    let progress = Mutex(Progress())
+  }
+  private let shared = Shared()
   private let store: PostgresSessionStore
-  private let task = Mutex<Task<Void, any Error>?>(nil)
 
   init(_ store: PostgresSessionStore) {
     self.store = store
-    let writing = Task { [self] in try await onThreadOfItsOwn { try self.write() } }
-    task.withLock { $0 = writing }
+    let shared = shared
+    Thread.detachNewThread {
+      let outcome = Result { try Self.write(through: store, shared) }
+      shared.progress.withLock { $0.ended = outcome }
+    }
   }
 
-  private func write() throws {
+  deinit { shared.progress.withLock { $0.stop = true } }
+
+  private static func write(through store: PostgresSessionStore, _ shared: Shared) throws {
     var index = 0
-    while !progress.withLock({ $0.stop }) {
+    while !shared.progress.withLock({ $0.stop }) {
       do {
         // nil: a retried write whose first attempt committed after all.
         if let entry = try store.blocking.rename(to: "w\(index)") {
-          progress.withLock { $0.acknowledged.append(entry) }
+          shared.progress.withLock { $0.acknowledged.append(entry) }
         }
         index += 1
         usleep(5_000)
       } catch let error as SessionStorageError {
-        progress.withLock { $0.failures.append(error) }
+        shared.progress.withLock { $0.failures.append(error) }
         usleep(50_000)
       }
     }
   }
 
-  var count: Int { progress.withLock { $0.acknowledged.count } }
-  var acknowledged: [SessionEntry] { progress.withLock { $0.acknowledged } }
-  var failures: [SessionStorageError] { progress.withLock { $0.failures } }
+  var count: Int { shared.progress.withLock { $0.acknowledged.count } }
+  var acknowledged: [SessionEntry] { shared.progress.withLock { $0.acknowledged } }
+  var failures: [SessionStorageError] { shared.progress.withLock { $0.failures } }
 
   /// Stops writing, then renames to `done` (retrying while the server is unavailable);
   /// returns every acknowledged entry, `done`'s last.
-  func finish() async throws -> [SessionEntry] {
-    progress.withLock { $0.stop = true }
-    try await task.withLock { $0 }?.value
+  /// - Throws: ``Overdue`` when the writing thread or `done` takes longer than `timeout` (a
+  ///   hang guard); what the writing thread threw.
+  func finish(within timeout: Duration = .seconds(120)) async throws -> [SessionEntry] {
+    let deadline = ContinuousClock.now + timeout
+    shared.progress.withLock { $0.stop = true }
+    while true {
+      if let ended = shared.progress.withLock({ $0.ended }) {
+        try ended.get()
+        break
+      }
+      guard ContinuousClock.now < deadline else { throw Overdue("the writer did not stop within \(timeout)") }
+      try await Task.sleep(for: .milliseconds(5))
+    }
     while true {
       do {
         let done = try #require(try await store.rename(to: "done"))
-        return progress.withLock { $0.acknowledged } + [done]
+        return shared.progress.withLock { $0.acknowledged } + [done]
       } catch let error as SessionStorageError where error.code == .unavailable {
-        progress.withLock { $0.failures.append(error) }
+        shared.progress.withLock { $0.failures.append(error) }
+        guard ContinuousClock.now < deadline else { throw Overdue("done was not written within \(timeout)") }
         try await Task.sleep(for: .milliseconds(50))
       }
     }
   }
+}
+
+/// A hang guard's time ran out: what did not happen in time.
+private struct Overdue: Error, CustomStringConvertible {
+  let description: String
+  init(_ description: String) { self.description = description }
 }
 
 /// Terminates the backends whose `application_name` is `name`; how many there were.
@@ -446,7 +497,8 @@ private func terminate(_ name: String, on cluster: PostgresCluster) async throws
 /// A `psql` session that changed the username in a transaction and holds the session row
 /// until ``release()``: it waits for a row in a gate table of its own (re-read every 20 ms,
 /// for at most 90 s), then ends its transaction with `COMMIT` or `ROLLBACK`. Nothing but the
-/// test decides how long the row is held.
+/// test decides how long the row is held; psql itself is given longer than its loop, so that
+/// it is never killed while it holds the row.
 private struct RowHolder {
   let cluster: PostgresCluster
   /// `public.gate_…`: a row in it releases the holder.
@@ -474,7 +526,7 @@ private struct RowHolder {
           END LOOP;
         END $$;
         \(end);
-        """, schema: store.schema)
+        """, schema: store.schema, timeout: .seconds(150))
     }
     let holds = await eventually {
       (try? await cluster.query(

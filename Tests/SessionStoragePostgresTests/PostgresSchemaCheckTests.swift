@@ -8,7 +8,7 @@ import Testing
 /// `check()` and opening a store verify what the schema's functions and triggers are (their
 /// bodies, settings and firing modes), not only their names, and a write never returns a
 /// cursor the feed has no entry for.
-@Suite(.timeLimit(.minutes(2))) struct PostgresSchemaCheckTests {
+@Suite(.timeLimit(.minutes(10))) struct PostgresSchemaCheckTests {
   @Test(arguments: Tampering.allCases)
   func aSchemaChangedByHandIsFoundByCheckRefusedAtOpenAndWritesNoCursorWithoutEntry(_ tampering: Tampering)
     async throws

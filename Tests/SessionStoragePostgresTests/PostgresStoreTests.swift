@@ -47,8 +47,12 @@ import Testing
     let url = cluster.freshStoreURL()
     let applied = try await withThrowingTaskGroup(of: Int.self) { group in
       for index in 0..<6 {
+        // Each opener blocks on the migration lock: on a thread of its own, not the pool's.
         group.addTask {
-          try PostgresSessionStore(url: url, options: .init(origin: "opener\(index)")).appliedMigrations.count
+          try await onThreadOfItsOwn {
+            try PostgresSessionStore(url: url, options: .init(origin: "opener\(index)")).appliedMigrations
+              .count
+          }
         }
       }
       return try await group.reduce(into: []) { $0.append($1) }

@@ -12,7 +12,7 @@ func backends(of name: String, on cluster: PostgresCluster) async throws -> [Str
 }
 
 extension PostgresCluster {
-  /// ``psql(_:schema:socket:)`` under a shorter name.
+  /// ``psql(_:schema:socket:timeout:)`` under a shorter name.
   @discardableResult
   func query(_ sql: String, schema: String? = nil) async throws -> String {
     try await psql(sql, schema: schema)

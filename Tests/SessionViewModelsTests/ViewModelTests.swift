@@ -466,33 +466,46 @@ import Testing
   /// PostgreSQL: the main actor keeps running, and the sign-out completes after it.
   @Test func signingOutWhileAPsqlTransactionHoldsTheRowLeavesTheMainActorFree() async throws {
     let cluster = try await PostgresCluster.shared()
-    // No lock timeout: the sign-out waits for as long as psql holds the row, however long a
-    // loaded machine takes to get to the cancel.
-    let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(lockTimeout: .zero))
+    // The sign-out waits for as long as psql holds the row, however long a loaded machine
+    // takes to get to the cancel; the lock timeout only bounds a test that fails before it.
+    let store = try PostgresSessionStore(
+      url: cluster.freshStoreURL(), options: .init(lockTimeout: .seconds(120)))
     try await store.logIn(as: "alice")
     let model = ProfileViewModel(session: store)
+    let name = "holder_" + String((0..<10).map { _ in "abcdefghijklmnopqrstuvwxyz".randomElement() ?? "a" })
+    let holding = "FROM pg_stat_activity WHERE application_name = '\(name)'"
     try await whileFollowing(model) {
       try await model.waitUntil { $0.isLoggedIn }
-      let schema = store.schema
-      // psql holds the row until the test cancels its sleep (which rolls its transaction back).
-      let holder = Task {
+      // psql holds the row until the test cancels its sleep (which rolls its transaction back);
+      // its backend ends with the test, whatever happens.
+      let holder = Task { [schema = store.schema] in
         try? await cluster.psql(
-          "BEGIN; SELECT 1 FROM session FOR UPDATE; SELECT pg_sleep(600); COMMIT;", schema: schema)
+          "SET application_name = '\(name)'; BEGIN; SELECT 1 FROM session FOR UPDATE; SELECT pg_sleep(600); COMMIT;",
+          schema: schema)
       }
-      let sleeper = "FROM pg_stat_activity WHERE query LIKE '%pg_sleep(600)%' AND pid <> pg_backend_pid()"
-      #expect(
-        try await eventually { try await cluster.psql("SELECT count(*) \(sleeper)") == "1\n" },
-        "psql holds the row")
-      let signingOut = Task { await model.logOut() }
-      #expect(try await mainActorTurns() == 10)
-      #expect(model.isSigningOut, "the sign-out waits for the row, off the main actor")
-      #expect(model.isLoggedIn)
-      _ = try await cluster.psql("SELECT pg_cancel_backend(pid) \(sleeper)")
-      _ = await holder.value
-      await signingOut.value
-      #expect(!model.isSigningOut)
-      #expect(model.writeError == nil)
-      try await model.waitUntil { !$0.isLoggedIn && $0.greeting == "Signed out" }
+      try await withCleanup {
+        try #require(
+          await eventually {
+            (try? await cluster.psql("SELECT count(*) \(holding) AND query LIKE '%pg_sleep%'")) == "1\n"
+          }, "psql holds the row")
+        let signingOut = Task { await model.logOut() }
+        #expect(try await mainActorTurns() == 10)
+        #expect(model.isSigningOut, "the sign-out waits for the row, off the main actor")
+        #expect(model.isLoggedIn)
+        // Cancelled again until psql's session is gone: psql ends once its sleep is cancelled.
+        try #require(
+          await eventually {
+            _ = try? await cluster.psql("SELECT pg_cancel_backend(pid) \(holding)")
+            return (try? await cluster.psql("SELECT count(*) \(holding)")) == "0\n"
+          }, "psql's transaction ends")
+        await signingOut.value
+        #expect(!model.isSigningOut)
+        #expect(model.writeError == nil)
+        try await model.waitUntil { !$0.isLoggedIn && $0.greeting == "Signed out" }
+      } cleanup: {
+        _ = try? await cluster.psql("SELECT pg_terminate_backend(pid) \(holding)")
+        _ = await holder.value
+      }
     }
   }
 

@@ -25,12 +25,12 @@ public final class LockHolder {
     }
   }
 
-  /// Releases the lock (the process ends).
+  /// Releases the lock: the process is killed (and reaped on a thread of its own, so that
+  /// a caller on the cooperative pool never blocks in `waitpid`).
   public func release() {
     guard !released else { return }
     released = true
-    child.kill(SIGKILL)
-    child.wait()
+    child.killAndReapOnThreadOfItsOwn()
   }
 
   deinit { release() }

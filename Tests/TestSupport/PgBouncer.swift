@@ -120,13 +120,13 @@ public final class PgBouncer: @unchecked Sendable {
     (try? String(contentsOfFile: directory.file("pgbouncer.log"), encoding: .utf8)) ?? ""
   }
 
-  /// Kills PgBouncer and waits for it.
-  public func stop() {
+  /// Kills PgBouncer and waits for it (on a thread of its own).
+  public func stop() async {
     child.kill(SIGKILL)
-    child.wait()
+    await child.wait()
   }
 
-  deinit { stop() }
+  deinit { child.killAndReapOnThreadOfItsOwn() }
 
   /// Whether something accepts connections on `port` within 10 s.
   private static func listens(on port: Int) async -> Bool {

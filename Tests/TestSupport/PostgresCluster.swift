@@ -66,11 +66,14 @@ extension PostgresCluster {
 
   /// Runs `sql` through `psql -X -q -A -t -v ON_ERROR_STOP=1` on ``url`` (``socketURL`` when
   /// `socket`), as a script (each statement on its own, as a psql user types them), after
-  /// `SET search_path TO schema` when `schema` is given.
+  /// `SET search_path TO schema` when `schema` is given; psql is killed once `timeout` passed (a
+  /// hang guard: `sql` that waits for long needs a longer one).
   /// - Returns: what psql printed: unaligned rows, `|` between columns.
   /// - Throws: an error carrying psql's standard error when it fails.
   @discardableResult
-  package func psql(_ sql: String, schema: String? = nil, socket: Bool = false) async throws -> String {
+  package func psql(
+    _ sql: String, schema: String? = nil, socket: Bool = false, timeout: Duration = .seconds(60)
+  ) async throws -> String {
     let scratch = try TemporaryDirectory()
     let script = scratch.file("input.sql")
     let setPath = schema.map {
@@ -80,7 +83,7 @@ extension PostgresCluster {
     let result = try await ProcessRunner.run(
       try await Self.psqlPath.value.get(),
       ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", socket ? socketURL : url, "-f", script],
-      environment: Self.clientEnvironment)
+      environment: Self.clientEnvironment, timeout: timeout)
     guard result.status == 0 else {
       throw ClusterError(
         "psql exited with \(result.status): \(result.stderr.trimmingCharacters(in: .whitespacesAndNewlines))")

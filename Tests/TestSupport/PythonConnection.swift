@@ -57,8 +57,5 @@ public final class PythonConnection: Sendable {
     }
   }
 
-  deinit {
-    child.kill(SIGKILL)
-    child.wait()
-  }
+  deinit { child.killAndReapOnThreadOfItsOwn() }
 }

@@ -5,7 +5,7 @@ import ToolingKit
 
 /// The PostgreSQL server the tests use: `PostgresCluster` over `scripts/postgres-cluster`, with
 /// the shared server, private clusters and psql of TestSupport.
-@Suite struct PostgresClusterTests {
+@Suite(.timeLimit(.minutes(10))) struct PostgresClusterTests {
   @Test func sharedServerAnswersOverTCPAndTheSocket() async throws {
     let cluster = try await PostgresCluster.shared()
     #expect(try await cluster.psql("SELECT 1") == "1\n")
