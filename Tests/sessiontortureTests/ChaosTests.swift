@@ -93,7 +93,7 @@ import Testing
     let summary = try #require(
       try await chaos(
         ["--seed", "20261203", "--steps", "60", "--sessionctl", ProcessRunner.product("sessionctl")],
-        db: server.url))
+        db: server.clientURL()))
     #expect(summary["steps"] as? Int == 60)
     #expect(summary["acknowledged"] as? Int ?? 0 > 30)
     #expect(summary["delivered"] as? Int ?? 0 > 30)
@@ -113,7 +113,7 @@ import Testing
     print(
       "ChaosTests: \(backend.rawValue), seed \(seed), \(steps) steps (SESSIONSTORAGE_CHAOS_SEED=\(seed) replays it)"
     )
-    let db = backend == .postgresql ? try await PostgresCluster.shared().url : nil
+    let db = backend == .postgresql ? try await PostgresCluster.shared().clientURL() : nil
     let summary = try #require(
       try await chaos(
         [
