@@ -234,21 +234,28 @@ struct ChaosModel: Sendable {
     firstAvailableAtMost = max(firstAvailableAtMost, firstAvailable)
   }
 
-  /// The first cursor from ``firstAvailable`` on whose entry is at least `cutoff` (ms) old,
-  /// or nil when none is.
-  func firstAtOrAfter(_ cutoff: Int64) -> Int64? {
+  /// The first cursor from ``firstAvailable`` on whose entry is young enough for `cutoff`
+  /// (its time `cutoff` ms or later), or nil when none is. An entry whose time the model
+  /// does not know may be either: it counts as young when `unknownIsYoung` (the search for
+  /// the fewest entries a deletion must take), as old otherwise (for the most it may take).
+  func firstAtOrAfter(_ cutoff: Int64, unknownIsYoung: Bool) -> Int64? {
     guard firstAvailable <= head else { return nil }
-    return (firstAvailable...head).first { (log[$0]?.time ?? .min) >= cutoff }
+    return (firstAvailable...head).first { cursor in
+      guard let time = log[cursor]?.time, time != ChaosState.unknown else { return unknownIsYoung }
+      return time >= cutoff
+    }
   }
 
   /// The range the feed trigger's age limit leaves for the oldest entry, when the write
   /// that ran it read a clock (ms) within `window`: the trigger deletes the entries before
-  /// the first one young enough (and never the one just written).
+  /// the first one young enough, and never the one just written (the newest), however long
+  /// the write went on after reading its clock: with a window longer than the age, no entry
+  /// may be young enough for its end, and the oldest may then be the newest.
   func ageBound(window: ClosedRange<Int64>) -> ClosedRange<Int64>? {
     guard let age = policy.maxAgeMilliseconds, firstAvailable <= head else { return nil }
     let slack = ChaosClock.cutoffSlack
-    let low = firstAtOrAfter(window.lowerBound - age - slack) ?? firstAvailable
-    let high = firstAtOrAfter(window.upperBound - age + slack) ?? firstAvailable
+    let low = firstAtOrAfter(window.lowerBound - age - slack, unknownIsYoung: true) ?? head
+    let high = firstAtOrAfter(window.upperBound - age + slack, unknownIsYoung: false) ?? head
     // Entry times need not rise with cursors (writers of several processes stamp them), so
     // the two searches may come back in either order.
     return max(min(low, high), firstAvailable)...max(low, high, firstAvailable)
@@ -258,8 +265,8 @@ struct ChaosModel: Sendable {
   /// oldest entry: everything before the first entry young enough, all of them when none is.
   func olderThanBound(age: Int64, window: ClosedRange<Int64>) -> ClosedRange<Int64> {
     let slack = ChaosClock.cutoffSlack
-    let low = firstAtOrAfter(window.lowerBound - age - slack) ?? (head + 1)
-    let high = firstAtOrAfter(window.upperBound - age + slack) ?? (head + 1)
+    let low = firstAtOrAfter(window.lowerBound - age - slack, unknownIsYoung: true) ?? (head + 1)
+    let high = firstAtOrAfter(window.upperBound - age + slack, unknownIsYoung: false) ?? (head + 1)
     return max(min(low, high), firstAvailable)...max(low, high, firstAvailable)
   }
 

@@ -22,6 +22,10 @@ struct ChaosScenario: TortureScenario {
   static let seed = Option<UInt64>(
     "seed", help: "The seed the steps are drawn from (default: a random one); with --long, the first.")
   static let steps = Option<Int>("steps", placeholder: "n", help: "Steps per run (default 300).")
+  static let script = Option<String>(
+    "script", placeholder: "name",
+    help: "A fixed run instead of steps drawn from the seed: "
+      + ChaosScript.allCases.map(\.rawValue).joined(separator: ", ") + ".")
   static let sessionctl = Option<String>(
     "sessionctl", placeholder: "path", help: "The sessionctl binary (without it, no sessionctl steps).",
     completesFiles: true)
@@ -39,11 +43,12 @@ struct ChaosScenario: TortureScenario {
     "chaos",
     abstract: "Random steps (instances, processes, shell, kills, compaction, retention, failing fsyncs, "
       + "subscribers) checked against a model as they run and after every step.",
-    options: [seed, steps, Torture.long, sessionctl, shrinkSeconds, bound, hangSeconds])
+    options: [seed, steps, script, Torture.long, sessionctl, shrinkSeconds, bound, hangSeconds])
 
   let path: String
   let seed: UInt64
   let steps: Int
+  let script: ChaosScript?
   let deadline: Date?
   let sessionctl: String?
   let shrinkSeconds: Int
@@ -54,12 +59,27 @@ struct ChaosScenario: TortureScenario {
     path = try arguments.required(Torture.db)
     seed = try arguments[Self.seed] ?? UInt64(UInt32.random(in: 0...UInt32.max))
     steps = try arguments[Self.steps] ?? 300
+    script = try arguments[Self.script].map { name in
+      guard let script = ChaosScript(rawValue: name) else {
+        throw InvalidValue(
+          expected: "one of " + ChaosScript.allCases.map(\.rawValue).joined(separator: ", "), noun: "run",
+          text: name, name: "--script")
+      }
+      guard try arguments[Self.steps] == nil else {
+        throw InvalidValue(
+          expected: "no --steps with it (a fixed run has its own)", text: name, name: "--script")
+      }
+      return script
+    }
     deadline = try Torture.deadline(arguments)
     sessionctl = try arguments[Self.sessionctl]
     shrinkSeconds = try arguments[Self.shrinkSeconds] ?? 60
     boundMilliseconds = try arguments[Self.bound] ?? 600
     hangLimit = .seconds(try arguments[Self.hangSeconds] ?? 20)
   }
+
+  /// The steps of a run of `seed`: the fixed run's, or those drawn from it.
+  func steps(of seed: UInt64) -> [ChaosStep] { script?.steps ?? draw(seed, count: steps) }
 
   /// The steps of `seed`, in order.
   func draw(_ seed: UInt64, count: Int) -> [ChaosStep] {
@@ -165,7 +185,7 @@ struct ChaosScenario: TortureScenario {
     var total = Counts()
     var found: (seed: UInt64, failure: Failure, steps: [ChaosStep])?
     repeat {
-      let steps = draw(seed, count: self.steps)
+      let steps = steps(of: seed)
       let (failure, counts) = try play(steps, on: path, seed: seed)
       runs += 1
       totalSteps += failure.map { $0.step + 1 } ?? steps.count
@@ -212,6 +232,26 @@ struct ChaosScenario: TortureScenario {
   }
 
   private func report(_ line: String) { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+}
+
+/// Fixed runs of the chaos driver (`--script`): what drawn runs show only when their timing
+/// lines up, set up by construction and checked by the same model.
+enum ChaosScript: String, CaseIterable, Sendable {
+  /// The driver's first instance released (its clean close, the last, would checkpoint the
+  /// WAL and delete it); a subscriber process holds the file while a writer is killed as it
+  /// enters its third `fsync` of the `-wal`, a commit's (its second or third, after a new
+  /// WAL's header): the commits before it are acknowledged, this one is in the WAL and not
+  /// in the wal-index, and nobody sees it. Then the subscriber process ends without a
+  /// checkpoint (SIGTERM), and the next process that opens the file runs the WAL recovery:
+  /// the write appears, once, at the next cursor, exactly as issued.
+  case killedWriterAppears = "killed-writer-appears"
+
+  var steps: [ChaosStep] {
+    switch self {
+    case .killedWriterAppears:
+      [.release(0), .startChildSubscriber, .killedAtSync(writes: 4, when: 3), .stopChildSubscriber(0)]
+    }
+  }
 }
 
 /// The hang limit: a thread that, when a step or its check runs past its limit, prints the

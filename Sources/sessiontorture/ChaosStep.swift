@@ -86,8 +86,8 @@ enum ChaosStep: Sendable, CustomStringConvertible {
   case startChildSubscriber
   case stopChildSubscriber(Int)
   case crashWriter(writes: Int, instances: Int, microseconds: Int)
-  /// A writer process SIGKILLed as it enters its `when`-th fsync (strace fault injection):
-  /// on SQLite, a commit's frames in the WAL and not in the wal-index, for the next WAL
+  /// A writer process SIGKILLed as it enters its `when`-th fsync of the `-wal` (strace fault
+  /// injection): a commit's frames in the WAL and not in the wal-index, for the next WAL
   /// recovery to find.
   case killedAtSync(writes: Int, when: Int)
   case checkpoint(String)
@@ -143,7 +143,7 @@ enum ChaosStep: Sendable, CustomStringConvertible {
     case .crashWriter(let writes, let instances, let microseconds):
       "writer process (\(instances) instance(s), up to \(writes) writes) SIGKILLed after \(microseconds) µs"
     case .killedAtSync(let writes, let when):
-      "writer process (up to \(writes) writes) SIGKILLed as it enters fsync \(when)"
+      "writer process (up to \(writes) writes) SIGKILLed as it enters fsync \(when) of the -wal"
     case .checkpoint(let mode): "sqlite3 shell: wal_checkpoint(\(mode))"
     case .backup: "sqlite3 shell: .backup"
     case .restore: "sqlite3 shell: .restore of the last backup"

@@ -31,21 +31,26 @@ extension ChaosWorld {
     try settleKilled(writer, candidates, since: start, by: "the killed writer")
   }
 
-  /// A writer process killed as it enters its `when`-th `fsync`/`fdatasync` (strace fault
-  /// injection): on SQLite, when that is a commit's, after the commit's frames reached the
-  /// WAL and before the wal-index says so, the moment that leaves a commit for the next
-  /// recovery to find.
+  /// A writer process killed as it enters its `when`-th `fsync`/`fdatasync` of the `-wal`
+  /// (strace fault injection on that file alone): after a commit's frames reached the WAL
+  /// and before the wal-index says so, the moment that leaves a commit for the next recovery
+  /// to find. Which call that is depends on the file alone, never on timing: the writer
+  /// syncs the `-wal` once per commit, and a new WAL's header before its first commit (so
+  /// the second call is always a commit's, unless a checkpoint of the writer's came first).
   func killedAtSync(writes: Int, when: Int) throws {
     let strace = "/usr/bin/strace"
     guard FileManager.default.isExecutableFile(atPath: strace) else {
       return note("no \(strace): the steps that kill a writer at its fsync are skipped")
     }
+    // strace names a descriptor's file by its real path, which SQLite's `-wal` is beside.
+    let wal = URL(fileURLWithPath: path).resolvingSymlinksInPath().path + "-wal"
     let candidates = childWrites(writes, origin: "crash")
     let start = ChaosClock.wallMilliseconds()
     let writer = try Self.spawn(
       strace,
       [
-        "-f", "-qq", "-o", "/dev/null", "-e", "inject=fdatasync,fsync:signal=SIGKILL:when=\(when)",
+        "-f", "-qq", "-o", "/dev/null", "-P", wal, "-e",
+        "inject=fdatasync,fsync:signal=SIGKILL:when=\(when)",
         ChildProcess.currentExecutable, "write", "--db", path, "--count", String(writes), "--origin", "crash",
       ], stderr: .null)
     Self.reap(writer)

@@ -56,12 +56,28 @@ extension PostgresCluster {
     }
   }
 
-  /// `url` (or `socketURL`) plus `schema=t_<random lowercase>`: the URL of a fresh store in a
+  /// How long a test's connection attempt may take, in seconds: the `connect_timeout` of
+  /// every URL ``clientURL(socket:)`` and ``freshStoreURL(socket:)`` hand out (a URL's own
+  /// wins over a store's `connectTimeout`, 5 s by default), and psql's `PGCONNECT_TIMEOUT`.
+  /// On a loaded machine (the whole suite on 2 cores, the server as `nobody`) a connection
+  /// can take longer than 5 s; a server that is down still fails at once (refused). A test
+  /// that wants a short timeout builds its own URL.
+  package static let connectTimeoutSeconds = 60
+
+  /// ``url`` (``socketURL`` when `socket`) with `connect_timeout=`
+  /// ``connectTimeoutSeconds`` unless it sets one: the server URL to hand to a store or a
+  /// child process (`sessionctl`, `sessiontorture`, `sessionbench`).
+  package func clientURL(socket: Bool = false) -> String {
+    let base = socket ? socketURL : url
+    guard !base.contains("connect_timeout=") else { return base }
+    return base + (base.contains("?") ? "&" : "?") + "connect_timeout=\(Self.connectTimeoutSeconds)"
+  }
+
+  /// ``clientURL(socket:)`` plus `schema=t_<random lowercase>`: the URL of a fresh store in a
   /// schema of its own, so that tests sharing a server do not meet.
   package func freshStoreURL(socket: Bool = false) -> String {
-    let base = socket ? socketURL : url
     let name = "t_" + String((0..<16).map { _ in "abcdefghijklmnopqrstuvwxyz".randomElement() ?? "a" })
-    return base + (base.contains("?") ? "&" : "?") + "schema=" + name
+    return clientURL(socket: socket) + "&schema=" + name
   }
 
   /// Runs `sql` through `psql -X -q -A -t -v ON_ERROR_STOP=1` on ``url`` (``socketURL`` when
@@ -153,8 +169,8 @@ extension PostgresCluster {
     }
   }
 
-  /// A dead or unreachable server fails a connection in seconds, not minutes.
-  private static let clientEnvironment = ["PGCONNECT_TIMEOUT": "5"]
+  /// psql's connection attempts wait as long as the stores' (``connectTimeoutSeconds``).
+  private static let clientEnvironment = ["PGCONNECT_TIMEOUT": String(connectTimeoutSeconds)]
 
   /// The shared server, looked for once: the cluster, or why there is none.
   private static let sharedCluster = Once<Result<PostgresCluster, ClusterError>> {

@@ -88,6 +88,32 @@ import ToolingKit
     #expect(!FileManager.default.fileExists(atPath: directory), "stopped and removed")
   }
 
+  /// On a loaded machine a connection can take longer than a store's default 5 s
+  /// `connect_timeout`; a test's child must still connect. The URLs tests hand out carry
+  /// ``PostgresCluster/connectTimeoutSeconds`` (a URL's own wins): here the postmaster is
+  /// stopped (SIGSTOP) for 7 s while `sessionctl status` connects, and it answers once the
+  /// server goes on. (With the server's bare URL, the child exits 69: "timeout expired".)
+  @Test func aTestsStoreURLWaitsForAServerSlowerThanTheStoresDefaultTimeout() async throws {
+    try await PostgresCluster.withPrivateCluster { cluster in
+      let url = cluster.freshStoreURL()
+      let sessionctl = ProcessRunner.product("sessionctl")
+      #expect(try await ProcessRunner.run(sessionctl, ["--db", url, "login", "alice"]).status == 0)
+      let directory = try #require(cluster.directory)
+      let postmaster = try String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8)
+      let pid = try #require(postmaster.split(separator: "\n").first.flatMap { pid_t($0) })
+      try #require(kill(pid, SIGSTOP) == 0)
+      let status = Task { try await ProcessRunner.run(sessionctl, ["--db", url, "status"]) }
+      try await withCleanup {
+        try await Task.sleep(for: .seconds(7))
+      } cleanup: {
+        kill(pid, SIGCONT)
+      }
+      let result = try await status.value
+      #expect(result.status == 0, "\(result.stderr)")
+      #expect(result.stdout.contains("alice"), "\(result.stdout)")
+    }
+  }
+
   @Test func freshStoreURLsNameDistinctSchemas() async throws {
     let cluster = try await PostgresCluster.shared()
     let urls = (0..<200).map { _ in cluster.freshStoreURL() }

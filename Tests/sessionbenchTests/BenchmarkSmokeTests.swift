@@ -57,7 +57,8 @@ import Testing
     let json = dir.file("figures.json")
     let names = ["pg-write", "pg-read", "pg-deliver-remote"]
     let result = try await ProcessRunner.runDetached(
-      ProcessRunner.product("sessionbench"), ["--quick", "--postgres", cluster.url, "--json", json] + names,
+      ProcessRunner.product("sessionbench"),
+      ["--quick", "--postgres", cluster.clientURL(), "--json", json] + names,
       environment: ["TMPDIR": dir.path], timeout: .seconds(600))
     #expect(result.status == 0, "\(result.stderr)")
     #expect(!result.stderr.contains("throwaway"), "it must use the given server: \(result.stderr)")
