@@ -66,7 +66,8 @@ let package = Package(
         "CommandLineKit", "FeedKit", "SessionStorage", "SessionStoragePostgres", "SystemKit", "ToolingKit",
       ]),
     // Re-exports ToolingKit: a test that imports TestSupport has the whole kit.
-    .target(name: "TestSupport", dependencies: ["SystemKit", "ToolingKit", "TestWidth"], path: "Tests/TestSupport"),
+    .target(
+      name: "TestSupport", dependencies: ["SystemKit", "ToolingKit", "TestWidth"], path: "Tests/TestSupport"),
     // How many tests run at once: set before the runner starts (Development.md).
     .target(name: "TestWidth", path: "Tests/TestWidth"),
     .testTarget(name: "FeedKitTests", dependencies: ["FeedKit", "SystemKit", "TestSupport"]),

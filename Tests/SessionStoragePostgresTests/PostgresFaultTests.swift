@@ -261,7 +261,7 @@ import Testing
           "the standby has the store")
         let follower = uniqueName("follower")
         let store = try PostgresSessionStore(
-          url: standby.url + "?schema=" + schema,
+          url: standby.clientURL() + "&schema=" + schema,
           options: .init(origin: follower, readOnly: true, safetyPollInterval: .milliseconds(200)))
         let subscription = try store.changes(from: .now)
         guard case .polling(let interval, let reason) = subscription.wakeMode else {
@@ -286,7 +286,7 @@ import Testing
         #expect(
           try await backends(of: "\(follower)/listener", on: standby) == listener, "the same connection")
         let promoted = try PostgresSessionStore(
-          url: standby.url + "?schema=" + schema, options: .init(origin: "promoted"))
+          url: standby.clientURL() + "&schema=" + schema, options: .init(origin: "promoted"))
         try await promoted.rename(to: "done")
         let received = try await follow.finish()
         #expect(received.map(\.after.username) == ["bob", "done"])

@@ -13,7 +13,7 @@ import Testing
     let local = try PostgresSessionStore(url: socketURL, options: .init(origin: "local"))
     let schema = local.schema
     let remote = try PostgresSessionStore(
-      url: cluster.url + "?schema=" + schema,
+      url: cluster.clientURL() + "&schema=" + schema,
       options: .init(origin: "remote", safetyPollInterval: .seconds(30)))
     let start = try remote.snapshotAndChanges()
     try await local.logIn(as: "alice")

@@ -24,7 +24,7 @@ import Testing
     }
     #expect(started, "the driver started \(children.count) processes")
     driver.kill(signal)
-    #expect(await driver.wait() == 128 + signal)
+    #expect(try await driver.wait(timeout: .seconds(60)) == 128 + signal)
     let ended = await eventually(timeout: .seconds(30)) {
       children.allSatisfy { !ProcessTable.isRunning($0) }
     }
