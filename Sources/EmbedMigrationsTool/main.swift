@@ -52,7 +52,13 @@ let source = """
   }
 
   """
-try Data(source.utf8).write(to: URL(fileURLWithPath: outputPath), options: .atomic)
+// The plugin runs again whenever its tool is rebuilt (another configuration, another
+// product): an output left untouched when nothing changed keeps the modules that compile it
+// from compiling again.
+let output = Data(source.utf8)
+if FileManager.default.contents(atPath: outputPath) != output {
+  try output.write(to: URL(fileURLWithPath: outputPath), options: .atomic)
+}
 
 /// A Swift string literal for `text`, escaping everything that is not printable ASCII.
 func swiftLiteral(_ text: String) -> String {
