@@ -16,9 +16,11 @@ extension FileSystem {
   /// throws for a missing file that may not, a directory, anything but a regular file, and
   /// an empty file.
   static func identify(_ path: String, mayCreate: Bool) throws -> Identity? {
-    var info = stat()
-    guard stat(path, &info) == 0 else {
-      let err = errno
+    let status: FileStatus
+    do throws(Errno) {
+      status = try FileStatus(path)
+    } catch {
+      let err = error.rawValue
       if err == ENOENT {
         if mayCreate {
           try requireDirectory(of: path)
@@ -35,32 +37,31 @@ extension FileSystem {
       }
       throw SessionStorageError(systemError: err, "cannot inspect the file", writing: false, path: path)
     }
-    if (info.st_mode & S_IFMT) == S_IFDIR {
+    if status.kind == .directory {
       throw SessionStorageError(.notADatabase, "this is a directory, not a database file", path: path)
     }
-    guard (info.st_mode & S_IFMT) == S_IFREG else {
+    guard status.kind == .regular else {
       throw SessionStorageError(.notADatabase, "this is not a regular file", path: path)
     }
-    if info.st_size == 0 {
+    if status.size == 0 {
       throw SessionStorageError(
         .notADatabase, "the file is empty (0 bytes); remove it or choose another path", path: path)
     }
-    return Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    return Identity(device: status.device, inode: status.inode)
   }
 
   /// What is at `path` (symbolic links followed) when it is something other than a regular
   /// file — "a directory", "a FIFO" — or nil for a regular file or nothing.
   static func kindOtherThanRegular(_ path: String) -> String? {
-    var info = stat()
-    guard stat(path, &info) == 0 else { return nil }
-    switch info.st_mode & S_IFMT {
-    case S_IFREG: return nil
-    case S_IFDIR: return "a directory"
-    case S_IFCHR: return "a character device"
-    case S_IFBLK: return "a block device"
-    case S_IFIFO: return "a FIFO"
-    case S_IFSOCK: return "a socket"
-    default: return "an unknown kind of file"
+    guard let status = try? FileStatus(path) else { return nil }
+    switch status.kind {
+    case .regular: return nil
+    case .directory: return "a directory"
+    case .characterDevice: return "a character device"
+    case .blockDevice: return "a block device"
+    case .fifo: return "a FIFO"
+    case .socket: return "a socket"
+    case .symbolicLink, .unknown: return "an unknown kind of file"
     }
   }
 
@@ -112,10 +113,9 @@ extension FileSystem {
   /// writer), or a directory where SQLite cannot create the `-wal` and `-shm` files.
   /// Nil when none of these holds.
   static func denial(_ path: String, writing: Bool, resultCode: Int32? = nil) -> SessionStorageError? {
-    var info = stat()
-    guard stat(path, &info) == 0 else { return nil }
+    guard let status = try? FileStatus(path) else { return nil }
     let owner =
-      "owner uid \(info.st_uid), mode 0\(String(info.st_mode & 0o777, radix: 8)); this user is uid \(getuid())"
+      "owner uid \(status.owner), mode 0\(String(status.permissions & 0o777, radix: 8)); this user is uid \(getuid())"
     if access(path, R_OK) != 0 {
       return SessionStorageError(
         .permissionDenied, "permission denied: this user cannot read the file (\(owner))", path: path,

@@ -29,8 +29,7 @@ enum FileSystem {
   /// the watcher's directory are the target's. A dangling link is refused: creating its
   /// target somewhere unexpected is worse than an error.
   static func resolve(_ path: String) throws -> String {
-    var info = stat()
-    guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFLNK else { return path }
+    guard (try? FileStatus(path, followingLinks: false))?.kind == .symbolicLink else { return path }
     guard let resolved = realpath(path, nil) else {
       throw SessionStorageError(
         .notFound, "this is a symbolic link to a missing file; create the target or remove the link",
@@ -52,9 +51,8 @@ enum FileSystem {
   /// The identity of what `path` leads to (symbolic links followed), or nil when nothing is
   /// there.
   static func identity(of path: String) -> Identity? {
-    var info = stat()
-    guard stat(path, &info) == 0 else { return nil }
-    return Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    guard let status = try? FileStatus(path) else { return nil }
+    return Identity(device: status.device, inode: status.inode)
   }
 
   /// Whether a descriptor of this process holds the file `identity` names after its last
@@ -65,23 +63,20 @@ enum FileSystem {
       return true
     }
     return descriptors.contains { descriptor in
-      var info = stat()
-      return stat("/proc/self/fd/" + descriptor, &info) == 0 && info.st_nlink == 0
-        && Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) == identity
+      guard let status = try? FileStatus("/proc/self/fd/" + descriptor) else { return false }
+      return status.linkCount == 0 && Identity(device: status.device, inode: status.inode) == identity
     }
   }
 
   /// Whether anything (a dangling symbolic link too) is at `path`.
   static func lexists(_ path: String) -> Bool {
-    var info = stat()
-    return lstat(path, &info) == 0
+    (try? FileStatus(path, followingLinks: false)) != nil
   }
 
   /// The size of the file at `path`, without following a symbolic link; nil when there is
   /// nothing.
   static func sizeIfPresent(_ path: String) -> Int64? {
-    var info = stat()
-    return lstat(path, &info) == 0 ? Int64(info.st_size) : nil
+    (try? FileStatus(path, followingLinks: false))?.size
   }
 
   /// Makes the entries of `path`'s directory durable (after a link or a rename into it);
@@ -112,8 +107,13 @@ enum FileSystem {
   /// files, not directories (unless ``SessionStore/Options/createsMissingDirectories`` asked).
   static func requireDirectory(of path: String) throws {
     let directory = parent(of: path)
-    var info = stat()
-    guard !directory.isEmpty, stat(directory, &info) != 0, errno == ENOENT else { return }
+    guard !directory.isEmpty else { return }
+    do throws(Errno) {
+      _ = try FileStatus(directory)
+      return
+    } catch {
+      guard error == .noSuchFile else { return }
+    }
     throw SessionStorageError(
       .notFound,
       "the directory \(directory) does not exist (a store creates its file, not directories)",
@@ -169,8 +169,7 @@ enum FileSystem {
     var directory = ""
     for name in parent(of: path).split(separator: "/") {
       directory += "/" + name
-      var info = stat()
-      guard name != ".", name != "..", stat(directory, &info) != 0 else { continue }
+      guard name != ".", name != "..", (try? FileStatus(directory)) == nil else { continue }
       if mkdir(directory, 0o700) == 0 {
         chmod(directory, 0o700)  // whatever the umask
         continue
