@@ -26,8 +26,8 @@ let package = Package(
       capability: .buildTool(),
       dependencies: ["EmbedMigrationsTool"]
     ),
-    // Internal: POSIX in one place (errno, EINTR retries, close-on-exec pipes, inotify records,
-    // limits, and ChildProcess, the one way to start a program); below FeedKit.
+    // Internal: POSIX in one place (errno, EINTR retries, file status, close-on-exec pipes, inotify
+    // records, limits, and ChildProcess, the one way to start a program); below FeedKit.
     .target(name: "SystemKit"),
     .target(name: "FeedKit", dependencies: ["SystemKit"]),
     // Internal: what the tests, sessionbench and sessiontorture share and a shipped program

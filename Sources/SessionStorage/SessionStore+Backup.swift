@@ -1,4 +1,5 @@
 import FeedKit
+internal import SystemKit
 
 #if canImport(FoundationEssentials)
   import FoundationEssentials
@@ -357,8 +358,7 @@ struct StoreFiles {
       var current = path
       // The kernel gives up after 40 links (ELOOP); so does this.
       for _ in 0..<40 {
-        var info = stat()
-        guard lstat(current, &info) == 0, info.st_mode & S_IFMT == S_IFLNK,
+        guard (try? FileStatus(current, followingLinks: false))?.kind == .symbolicLink,
           let target = try? FileManager.default.destinationOfSymbolicLink(atPath: current)
         else { break }
         current = target.hasPrefix("/") ? target : FileSystem.parent(of: current) + "/" + target
@@ -392,11 +392,10 @@ struct StoreFiles {
       guard let store = names.first(where: { place.isSame(as: $0.place) }) else { continue }
       let what = store.suffix.isEmpty ? "the store itself" : "the store's \(store.suffix) file"
       let role = store.suffix.isEmpty ? "" : ": " + Self.role(of: store.suffix)
-      var info = stat()
       let reason: String
       if !suffix.isEmpty {
         reason = "SQLite would take \(path + suffix), which is \(what), for this file's \(suffix) file\(role)"
-      } else if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFLNK {
+      } else if (try? FileStatus(path, followingLinks: false))?.kind == .symbolicLink {
         reason = "it is a symbolic link to \(store.path), \(what)\(role)"
       } else if place.entry != store.place.entry {
         reason = "it is a hard link to \(store.path), \(what)\(role)"

@@ -1,3 +1,5 @@
+internal import SystemKit
+
 #if canImport(FoundationEssentials)
   import FoundationEssentials
 #else
@@ -275,9 +277,11 @@ enum PrivateDirectory {
         continue
       }
       let next = current == "/" ? "/" + name : current + "/" + name
-      var info = stat()
-      guard lstat(next, &info) == 0 else {
-        let err = errno
+      let status: FileStatus
+      do throws(Errno) {
+        status = try FileStatus(next, followingLinks: false)
+      } catch {
+        let err = error.rawValue
         guard err == ENOENT else {
           throw SessionStorageError(
             systemError: err, "cannot inspect \(next) to see who may change it", writing: false, path: path)
@@ -287,8 +291,8 @@ enum PrivateDirectory {
         if pending.isEmpty { try require(current, holdsTheFile: true, for: path) }
         return
       }
-      switch info.st_mode & S_IFMT {
-      case S_IFLNK:
+      switch status.kind {
+      case .symbolicLink:
         links += 1
         guard links <= 40, let target = try? FileManager.default.destinationOfSymbolicLink(atPath: next)
         else {
@@ -297,7 +301,7 @@ enum PrivateDirectory {
         }
         if target.hasPrefix("/") { current = "/" }
         pending += components(target).reversed()
-      case S_IFDIR where !pending.isEmpty:
+      case .directory where !pending.isEmpty:
         try require(next, holdsTheFile: false, for: path)
         current = next
       default:
@@ -314,15 +318,14 @@ enum PrivateDirectory {
   private static func require(_ directory: String, holdsTheFile: Bool, for path: String)
     throws(SessionStorageError)
   {
-    var info = stat()
-    guard stat(directory, &info) == 0 else { return }
+    guard let status = try? FileStatus(directory) else { return }
     let me = geteuid()
-    let mode = info.st_mode & 0o7777
+    let mode = status.permissions
     let modeText = "mode " + (mode > 0o777 ? "" : "0") + String(mode, radix: 8)
-    if info.st_uid != me && info.st_uid != 0 {
+    if status.owner != me && status.owner != 0 {
       throw SessionStorageError(
         .unsafeDirectory,
-        "the directory \(directory) belongs to \(user(info.st_uid)) (\(modeText)), and this process runs as "
+        "the directory \(directory) belongs to \(user(status.owner)) (\(modeText)), and this process runs as "
           + "\(user(me)): its owner could replace the store or plant files that SQLite trusts; nothing was "
           + "opened. Use a directory of your own: remove or rename \(directory) (or the link that leads "
           + "there) so that a new one is made, or choose another location",
@@ -339,7 +342,7 @@ enum PrivateDirectory {
       }
     throw SessionStorageError(
       .unsafeDirectory,
-      "the directory \(directory) can be written by \(who) (\(modeText), owner \(user(info.st_uid))): another "
+      "the directory \(directory) can be written by \(who) (\(modeText), owner \(user(status.owner))): another "
         + "user could replace the store or plant files that SQLite trusts; nothing was opened. Make it private "
         + "('chmod go-w \(directory)'), or choose another location",
       path: path)

@@ -50,11 +50,11 @@ final class PQConnection {
   private let readOnly: Bool
   /// libpq's functions.
   let libpq: LibPQ
-  private var handle: OpaquePointer?
+  var handle: OpaquePointer?
   /// The statements prepared on this connection, by their SQL (not behind a pooler): the
   /// library runs a few fixed statements, so each is parsed and planned once per
   /// connection, not per call.
-  private var prepared: [String: String] = [:]
+  var prepared: [String: String] = [:]
   /// Whether a pooler (PgBouncer, Pgpool-II) stands between this connection and the server:
   /// the process id the server announced at login (`PQbackendPID`) is then the pooler's
   /// own, not that of the server process that answers. Through such a pooler `LISTEN` may
@@ -198,7 +198,7 @@ final class PQConnection {
   ///
   /// `search_path` is set by `SET LOCAL`, whose parser writes the path as a session's `SET`
   /// does (the migrations' `SET search_path FROM CURRENT` keeps it in their functions).
-  private var settingsSQL: [String] { settings(local: true) }
+  var settingsSQL: [String] { settings(local: true) }
 
   /// The store's settings, for the current transaction (`local`) or for the session.
   private func settings(local: Bool) -> [String] {
@@ -234,11 +234,11 @@ final class PQConnection {
   }
 
   /// What a bare `BEGIN` of this connection sends behind a pooler.
-  private var beginSQL: String { "BEGIN ISOLATION LEVEL READ COMMITTED" + (readOnly ? " READ ONLY" : "") }
+  var beginSQL: String { "BEGIN ISOLATION LEVEL READ COMMITTED" + (readOnly ? " READ ONLY" : "") }
 
   /// Whether a statement needs the settings of ``settingsSQL`` before it: behind a pooler,
   /// outside a transaction (the next statement starts one).
-  private var needsSettings: Bool { isBehindPooler && libpq.PQtransactionStatus(handle) == PQTRANS_IDLE }
+  var needsSettings: Bool { isBehindPooler && libpq.PQtransactionStatus(handle) == PQTRANS_IDLE }
 
   /// The SQLSTATE of the last connection attempt's refusal (nil when it connected, or
   /// failed without one): `08P01` is a pooler's (see ``PostgresPlace/poolerRefusal``).
@@ -248,11 +248,7 @@ final class PQConnection {
   var backendPID: Int32 { libpq.PQbackendPID(handle) }
 
   /// The SQLSTATE of the last statement that failed, nil when the last one succeeded.
-  private(set) var lastErrorState: String?
-
-  /// Whether the last statement failed with a serialization failure or a deadlock: its
-  /// transaction was rolled back, and running it again may succeed.
-  var lastFailureIsRetryable: Bool { lastErrorState == "40001" || lastErrorState == "40P01" }
+  var lastErrorState: String?
 
   /// Whether the connection is lost (the server closed it, or the network failed).
   var isBroken: Bool { handle == nil || libpq.PQstatus(handle) != CONNECTION_OK }
@@ -276,220 +272,6 @@ final class PQConnection {
       handle = nil
       throw error
     }
-  }
-
-  /// Starts a transaction. A connection the server closed since its last use (a restart,
-  /// `pg_terminate_backend`) is only found out now: it is connected again and the BEGIN
-  /// sent once more, as nothing was sent in between.
-  func begin() throws {
-    do {
-      try execute("BEGIN")
-    } catch let error as SessionStorageError where error.code == .unavailable && isBroken {
-      try reconnect()
-      try execute("BEGIN")
-    }
-  }
-
-  /// Runs SQL without values (one or more statements). Behind a pooler, outside a
-  /// transaction, the store's settings go with it in the same round trip: after a `BEGIN` (a
-  /// bare one is ``beginSQL``), else before the statements, which then run in one implicit
-  /// transaction.
-  func execute(_ sql: String) throws {
-    var sent = sql
-    if needsSettings {
-      if sql == "BEGIN" {
-        sent = ([beginSQL] + settingsSQL).joined(separator: "; ")
-      } else if sql.hasPrefix("BEGIN ") {
-        sent = ([sql] + settingsSQL).joined(separator: "; ")
-      } else {
-        sent = (settingsSQL + [sql]).joined(separator: "; ")
-      }
-    }
-    let result = libpq.PQexec(handle, sent)
-    defer { libpq.PQclear(result) }
-    do {
-      try check(result, sql)
-    } catch {
-      // A transaction this call began, whose settings failed, is not left open.
-      if sent != sql, sql.hasPrefix("BEGIN"), libpq.PQtransactionStatus(handle) == PQTRANS_INERROR {
-        libpq.PQclear(libpq.PQexec(handle, "ROLLBACK"))
-      }
-      throw error
-    }
-  }
-
-  /// Runs one statement with bound text values (`$1`, `$2`, …) and returns its rows as
-  /// text (nil for NULL) and the number of rows it changed: prepared on its first use on
-  /// this connection and executed prepared from then on; behind a pooler unnamed, and
-  /// outside a transaction after the store's settings, in the same round trip and implicit
-  /// transaction.
-  @discardableResult
-  func query(_ sql: String, _ values: [String?] = []) throws -> PQRows {
-    if needsSettings { return try pipelined([(sql, values)])[0] }
-    let name = isBehindPooler ? nil : try preparedName(sql, parameters: values.count)
-    let result = withOptionalCStrings(values) { pointers in
-      if let name { return libpq.PQexecPrepared(handle, name, Int32(values.count), pointers, nil, nil, 0) }
-      return libpq.PQexecParams(handle, sql, Int32(values.count), nil, pointers, nil, nil, 0)
-    }
-    defer { libpq.PQclear(result) }
-    return try rows(of: result, sql)
-  }
-
-  /// The name `sql` is prepared under on this connection, preparing it the first time.
-  /// (A prepared statement outlives a rolled-back transaction; PostgreSQL plans it again
-  /// when the tables it reads change.)
-  private func preparedName(_ sql: String, parameters: Int) throws -> String {
-    if let name = prepared[sql] { return name }
-    let name = "sessionstorage_\(prepared.count)"
-    let result = libpq.PQprepare(handle, name, sql, Int32(parameters), nil)
-    defer { libpq.PQclear(result) }
-    try check(result, sql)
-    prepared[sql] = name
-    return name
-  }
-
-  /// Runs statements one after the other in one round trip (libpq's pipeline mode), each
-  /// seeing what the ones before it did, and returns their rows. A statement that fails
-  /// throws its error; the ones after it are not run. Behind a pooler, outside a
-  /// transaction, the store's settings run first, and the statements in one implicit
-  /// transaction with them.
-  func pipelined(_ statements: [(sql: String, values: [String?])]) throws -> [PQRows] {
-    let settings = needsSettings ? settingsSQL.map { (sql: $0, values: [String?]()) } : []
-    let sent = settings + statements
-    let names = try sent.map { isBehindPooler ? nil : try preparedName($0.sql, parameters: $0.values.count) }
-    guard libpq.PQenterPipelineMode(handle) == 1 else {
-      throw place.connectionError(Self.message(handle, libpq), lost: isBroken)
-    }
-    defer {
-      // A pipeline cut short (the connection lost while sending) cannot be left: the
-      // connection is dropped, and its next use connects again.
-      if libpq.PQexitPipelineMode(handle) != 1 {
-        libpq.PQfinish(handle)
-        handle = nil
-      }
-    }
-    for (name, statement) in zip(names, sent) {
-      let count = Int32(statement.values.count)
-      let queued = withOptionalCStrings(statement.values) { pointers in
-        if let name { return libpq.PQsendQueryPrepared(handle, name, count, pointers, nil, nil, 0) }
-        return libpq.PQsendQueryParams(handle, statement.sql, count, nil, pointers, nil, nil, 0)
-      }
-      guard queued == 1 else { throw place.connectionError(Self.message(handle, libpq), lost: true) }
-    }
-    guard libpq.PQpipelineSync(handle) == 1 else {
-      throw place.connectionError(Self.message(handle, libpq), lost: true)
-    }
-    var results: [PQRows] = []
-    var failure: (any Error)?
-    for statement in sent {
-      // Each statement's result is followed by a null one.
-      let result = libpq.PQgetResult(handle)
-      while let extra = result.flatMap({ _ in libpq.PQgetResult(handle) }) { libpq.PQclear(extra) }
-      defer { libpq.PQclear(result) }
-      guard failure == nil else { continue }
-      do {
-        results.append(try rows(of: result, statement.sql))
-      } catch {
-        failure = error
-      }
-    }
-    // Then the pipeline's end (unless the connection was lost).
-    while let result = libpq.PQgetResult(handle) {
-      let status = libpq.PQresultStatus(result)
-      libpq.PQclear(result)
-      if status == PGRES_PIPELINE_SYNC { break }
-    }
-    if let failure { throw failure }
-    return Array(results.dropFirst(settings.count))
-  }
-
-  /// The rows of `result` (of `sql`) as text, or the error it reports.
-  private func rows(of result: OpaquePointer?, _ sql: String) throws -> PQRows {
-    try check(result, sql)
-    var rows: [[String?]] = []
-    let count = libpq.PQntuples(result)
-    let columns = libpq.PQnfields(result)
-    rows.reserveCapacity(Int(count))
-    for row in 0..<count {
-      var values: [String?] = []
-      values.reserveCapacity(Int(columns))
-      for column in 0..<columns {
-        values.append(
-          libpq.PQgetisnull(result, row, column) == 1
-            ? nil : libpq.PQgetvalue(result, row, column).map { String(cString: $0) })
-      }
-      rows.append(values)
-    }
-    let changed = libpq.PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
-    return PQRows(rows: rows, changed: changed)
-  }
-
-  /// The first column of the first row, or nil.
-  func scalar(_ sql: String, _ values: [String?] = []) throws -> String? {
-    try query(sql, values).rows.first?.first ?? nil
-  }
-
-  /// Throws the error `result` reports, if any.
-  private func check(_ result: OpaquePointer?, _ sql: String) throws {
-    let status = result.map(libpq.PQresultStatus) ?? PGRES_FATAL_ERROR
-    guard status != PGRES_COMMAND_OK, status != PGRES_TUPLES_OK else {
-      lastErrorState = nil
-      return
-    }
-    let state = result.flatMap { libpq.PQresultErrorField($0, Int32(UInt8(ascii: "C"))) }.map {
-      String(cString: $0)
-    }
-    lastErrorState = state
-    let text =
-      result.flatMap { libpq.PQresultErrorField($0, Int32(UInt8(ascii: "M"))) }.map { String(cString: $0) }
-      ?? Self.message(handle, libpq)
-    throw place.serverError(text, state: state, lost: isBroken, sql: sql)
-  }
-
-  /// libpq's last message for `handle` on one line: its lines (libpq indents hints with a
-  /// tab) trimmed and joined with "; ".
-  private static func message(_ handle: OpaquePointer?, _ libpq: LibPQ) -> String {
-    guard let handle, let text = libpq.PQerrorMessage(handle) else { return "no message" }
-    return oneLine(String(cString: text))
-  }
-
-  /// `text`'s lines (libpq indents hints with a tab) trimmed and joined with "; ".
-  private static func oneLine(_ text: String) -> String {
-    text.split(whereSeparator: \.isNewline).map { $0.trimmingWhitespace() }.filter { !$0.isEmpty }
-      .joined(separator: "; ")
-  }
-
-  /// `refused` when the role or the database allows fewer than `count` connections
-  /// (`CONNECTION LIMIT`, which binds all but superusers): a store that needs that many can
-  /// never open, so the second connection's "too many connections" (SQLSTATE 53300, also a
-  /// full server's, which passes) is not worth retrying. Nil otherwise, or when the limits
-  /// cannot be read.
-  func connectionLimitRefusal(needing count: Int) -> SessionStorageError? {
-    guard
-      let row = try? query(
-        "SELECT current_user, r.rolconnlimit, d.datconnlimit, r.rolsuper FROM pg_roles r, pg_database d "
-          + "WHERE r.rolname = current_user AND d.datname = current_database()"
-      ).rows.first, row.count == 4, row[3] == "f"
-    else { return nil }
-    let role = row[0] ?? "?"
-    func tooFew(_ limit: String?) -> Int? {
-      limit.flatMap { Int($0) }.flatMap { (0..<count).contains($0) ? $0 : nil }
-    }
-    let advice = "a writable store needs \(count) connections, and one more while anyone subscribes"
-    if let limit = tooFew(row[1]) {
-      return SessionStorageError(
-        .refused,
-        "the role \(role) may have at most \(limit) connection\(limit == 1 ? "" : "s") (CONNECTION LIMIT \(limit)): "
-          + "\(advice) (ALTER ROLE \(PostgresPlace.quoted(role)) CONNECTION LIMIT \(count + 1))",
-        path: place.described)
-    }
-    if let limit = tooFew(row[2]) {
-      return SessionStorageError(
-        .refused,
-        "the database allows at most \(limit) connection\(limit == 1 ? "" : "s") (CONNECTION LIMIT \(limit)): "
-          + advice, path: place.described)
-    }
-    return nil
   }
 
   // MARK: Notifications
@@ -516,12 +298,6 @@ final class PQConnection {
   }
 }
 
-/// The rows of a query, as text, and how many rows the statement changed.
-struct PQRows {
-  var rows: [[String?]]
-  var changed: Int
-}
-
 /// Calls `body` with a NULL-terminated C array of `strings`, valid during the call.
 private func withCStrings<Result>(
   _ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> Result
@@ -530,7 +306,7 @@ private func withCStrings<Result>(
 }
 
 /// Calls `body` with a C array of `strings` (NULL for nil), or a null pointer for none.
-private func withOptionalCStrings<Result>(
+func withOptionalCStrings<Result>(
   _ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> Result
 ) -> Result {
   let copies = strings.map { $0.map { strdup($0) } ?? nil }

@@ -33,6 +33,8 @@ package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
   package static let wouldBlock = Errno(rawValue: EAGAIN)
   /// `EPIPE`: the reader of a pipe is gone.
   package static let brokenPipe = Errno(rawValue: EPIPE)
+  /// `ENOENT`: nothing is at the path.
+  package static let noSuchFile = Errno(rawValue: ENOENT)
 }
 
 /// The result of a system call that returns -1 and sets `errno` when it fails.
@@ -52,6 +54,56 @@ package func retryingOnInterrupt<Value: FixedWidthInteger>(_ call: () -> Value) 
     } catch .interrupted {
       continue
     }
+  }
+}
+
+/// What `stat(2)` tells about a file, with Swift names. Reading it opens nothing, so it is
+/// safe on a file that SQLite holds open (closing any descriptor of a file would drop the
+/// process's locks on it).
+package struct FileStatus: Sendable {
+  /// What a file is.
+  package enum Kind: Sendable {
+    case regular, directory, symbolicLink, characterDevice, blockDevice, fifo, socket, unknown
+  }
+
+  /// What the file is (a symbolic link only when it is not followed).
+  package var kind: Kind
+  /// The device that holds the file (`st_dev`); with ``inode``, the file's identity.
+  package var device: UInt64
+  /// The file's number on its device (`st_ino`).
+  package var inode: UInt64
+  /// The size in bytes (`st_size`).
+  package var size: Int64
+  /// How many names the file has (`st_nlink`): 0 for a file deleted while open.
+  package var linkCount: UInt64
+  /// The owner's user id (`st_uid`).
+  package var owner: uid_t
+  /// The permission bits, with set-user-ID, set-group-ID and sticky (`st_mode & 0o7777`).
+  package var permissions: mode_t
+
+  /// The status of what `path` leads to, symbolic links followed (`stat(2)`); without
+  /// `followingLinks`, of a symbolic link itself (`lstat(2)`).
+  /// - Throws: the call's ``Errno`` (`ENOENT` when nothing is there).
+  package init(_ path: String, followingLinks: Bool = true) throws(Errno) {
+    var info = stat()
+    _ = try valueOrErrno(followingLinks ? stat(path, &info) : lstat(path, &info))
+    kind =
+      switch info.st_mode & S_IFMT {
+      case S_IFREG: .regular
+      case S_IFDIR: .directory
+      case S_IFLNK: .symbolicLink
+      case S_IFCHR: .characterDevice
+      case S_IFBLK: .blockDevice
+      case S_IFIFO: .fifo
+      case S_IFSOCK: .socket
+      default: .unknown
+      }
+    device = UInt64(info.st_dev)
+    inode = UInt64(info.st_ino)
+    size = Int64(info.st_size)
+    linkCount = UInt64(info.st_nlink)
+    owner = info.st_uid
+    permissions = info.st_mode & 0o7777
   }
 }
 

@@ -117,17 +117,16 @@ enum SQLiteFailure {
   /// "disk I/O error". `lstat` opens nothing, so this is safe while the store is open.
   static func oddCompanion(of path: String) -> String? {
     for suffix in ["-wal", "-shm", "-journal"] {
-      var info = stat()
-      guard lstat(path + suffix, &info) == 0 else { continue }
+      guard let status = try? FileStatus(path + suffix, followingLinks: false) else { continue }
       let kind: String? =
-        switch info.st_mode & S_IFMT {
-        case S_IFREG: nil
-        case S_IFDIR: "a directory"
-        case S_IFIFO: "a FIFO (named pipe)"
-        case S_IFLNK: "a symbolic link"
-        case S_IFSOCK: "a socket"
-        case S_IFCHR, S_IFBLK: "a device"
-        default: "not a regular file"
+        switch status.kind {
+        case .regular: nil
+        case .directory: "a directory"
+        case .fifo: "a FIFO (named pipe)"
+        case .symbolicLink: "a symbolic link"
+        case .socket: "a socket"
+        case .characterDevice, .blockDevice: "a device"
+        case .unknown: "not a regular file"
         }
       guard let kind else { continue }
       return "its \(suffix) file \(path)\(suffix) is \(kind), not a regular file: SQLite keeps the store's "
@@ -165,9 +164,8 @@ enum SQLiteFailure {
   /// with its owner and mode (`access` and `stat` open nothing).
   private static func unopenable(_ path: String) -> String? {
     for candidate in [path, path + "-wal", path + "-shm"] {
-      var info = stat()
-      guard stat(candidate, &info) == 0, access(candidate, R_OK | W_OK) != 0 else { continue }
-      return "\(candidate) (owner uid \(info.st_uid), mode 0\(String(info.st_mode & 0o777, radix: 8)))"
+      guard let status = try? FileStatus(candidate), access(candidate, R_OK | W_OK) != 0 else { continue }
+      return "\(candidate) (owner uid \(status.owner), mode 0\(String(status.permissions & 0o777, radix: 8)))"
     }
     return nil
   }
