@@ -1,6 +1,9 @@
+// CommandLineKit is the package's own parser, help and completion because the package depends on
+// the toolchain alone and fetches no package from outside; its API is not swift-argument-parser's.
+
 /// Writes a bash completion script for a tree of ``CommandSpec``s (the tool and its
 /// commands), generated from the same declarations the parser reads, so that completion
-/// reads a line as ``ArgumentParser`` does: the value of a value option is never taken for a
+/// reads a line as ``CommandLineParser`` does: the value of a value option is never taken for a
 /// command or an argument (`--db=s.db`, which bash splits at `=`, included), `--` ends the
 /// options, each positional argument is offered once in order, and hidden commands are left out.
 package struct BashCompletion: Sendable {

@@ -1,4 +1,4 @@
-/// What a command accepts and how its help reads: the input of ``ArgumentParser``,
+/// What a command accepts and how its help reads: the input of ``CommandLineParser``,
 /// ``HelpFormatter`` and ``BashCompletion``. Commands nest: the root command's
 /// subcommands are the tool's commands.
 package struct CommandSpec: Sendable {
@@ -38,7 +38,7 @@ package struct CommandSpec: Sendable {
   }
 
   /// The built-in `-h, --help` every command has.
-  package static let helpFlag = Flag("help", short: "h", help: "Show help information.")
+  package static let helpFlag = CommandLineFlag("help", short: "h", help: "Show help information.")
 
   /// The subcommand called `name`, hidden or not.
   package func subcommand(named name: String) -> CommandSpec? {
@@ -78,19 +78,19 @@ extension Array where Element == CommandSpec {
 /// arguments from a parsed line. Tools add how a command runs (and with what) in a
 /// protocol of their own, and keep one array of command types as the only list of their
 /// commands; the root's spec takes the subcommands from it.
-package protocol ParsableCommand: Sendable {
+package protocol TypedCommand: Sendable {
   /// The name, help, options and arguments.
   static var spec: CommandSpec { get }
 
-  /// Reads the command's values from `arguments`, which ``ArgumentParser`` produced for it.
+  /// Reads the command's values from `arguments`, which ``CommandLineParser`` produced for it.
   /// - Throws: ``InvalidValue`` for a value its type refuses, ``UsageError`` for a rule
   ///   the spec cannot state (e.g. two options that exclude each other).
   init(_ arguments: ParsedArguments) throws
 }
 
 /// A command with no options or arguments of its own (the tool may still read its global
-/// options): it is built with `init()`, and gets ``ParsableCommand/init(_:)`` for free.
-package protocol OptionlessCommand: ParsableCommand {
+/// options): it is built with `init()`, and gets ``TypedCommand/init(_:)`` for free.
+package protocol OptionlessCommand: TypedCommand {
   init()
 }
 
@@ -99,14 +99,16 @@ extension OptionlessCommand {
 }
 
 /// A named option, declared once: the command lists it in its spec and reads its typed value
-/// with it (`parsed[Self.limit]` is an `Int?`). An `Option<Bool>` is a ``Flag``, present or
-/// absent (`parsed[Self.json]` is a `Bool`); any other option takes one value.
+/// with it (`parsed[Self.limit]` is an `Int?`). A `CommandLineOption<Bool>` is a
+/// ``CommandLineFlag``, present or absent (`parsed[Self.json]` is a `Bool`); any other option
+/// takes one value.
 ///
 /// ```swift
-/// static let limit = Option<Int>("limit", short: "n", placeholder: "n", help: "Stop after this many.")
-/// static let json = Flag("json", short: "j", help: "Print JSON Lines.")
+/// static let limit = CommandLineOption<Int>(
+///   "limit", short: "n", placeholder: "n", help: "Stop after this many.")
+/// static let json = CommandLineFlag("json", short: "j", help: "Print JSON Lines.")
 /// ```
-package struct Option<Value: Sendable>: NamedOption {
+package struct CommandLineOption<Value: Sendable>: NamedOption {
   package let name: String
   package let short: Character?
   package let placeholder: String?
@@ -117,9 +119,9 @@ package struct Option<Value: Sendable>: NamedOption {
 }
 
 /// An option that is present or absent, such as `--json`.
-package typealias Flag = Option<Bool>
+package typealias CommandLineFlag = CommandLineOption<Bool>
 
-extension Option where Value: ExpressibleByArgument {
+extension CommandLineOption where Value: CommandLineValue {
   /// An option that takes a value.
   /// - Parameters:
   ///   - name: the long name without dashes (`limit` for `--limit`).
@@ -138,7 +140,7 @@ extension Option where Value: ExpressibleByArgument {
   }
 }
 
-extension Option where Value == Bool {
+extension CommandLineOption where Value == Bool {
   /// A flag; `--flag=value` is refused, and giving it twice is the same as once.
   /// - Parameters:
   ///   - name: the long name without dashes (`json` for `--json`).
@@ -150,7 +152,7 @@ extension Option where Value == Bool {
   }
 }
 
-/// What the parser, help and completion read of an ``Option`` whatever the type of its value:
+/// What the parser, help and completion read of a ``CommandLineOption`` whatever the type of its value:
 /// the element of ``CommandSpec/options``.
 package protocol NamedOption: Sendable {
   /// The long name without its dashes: `db` for `--db`.
@@ -185,7 +187,7 @@ extension NamedOption {
 
 /// A positional argument of a command, such as `<username>`, declared once: the command lists
 /// it in its spec and reads its typed value with it (`try parsed.required(Self.username)`).
-package struct Argument<Value: ExpressibleByArgument>: PositionalArgument {
+package struct CommandLineArgument<Value: CommandLineValue>: PositionalArgument {
   package let name: String
   package let help: String
   package let isOptional: Bool
@@ -208,7 +210,7 @@ package struct Argument<Value: ExpressibleByArgument>: PositionalArgument {
   }
 }
 
-/// What the parser, help and completion read of an ``Argument`` whatever the type of its
+/// What the parser, help and completion read of a ``CommandLineArgument`` whatever the type of its
 /// value: the element of ``CommandSpec/arguments``.
 package protocol PositionalArgument: Sendable {
   /// The placeholder without angle brackets.
@@ -242,20 +244,20 @@ package enum ArgumentCompletion: Sendable, Equatable {
   case commandNames
 }
 
-/// A type whose values can be typed on a command line, in the spirit of
-/// swift-argument-parser's protocol of the same name; a refusal says what was expected,
+/// A type whose values can be typed on a command line, as the value of a
+/// ``CommandLineOption`` or a ``CommandLineArgument``; a refusal says what was expected,
 /// and ``ParsedArguments`` adds what was typed and for which option.
-package protocol ExpressibleByArgument: Sendable {
+package protocol CommandLineValue: Sendable {
   /// The value `argument` spells.
   /// - Throws: ``InvalidValue`` saying what a valid value looks like.
   init(argument: String) throws(InvalidValue)
 }
 
-extension String: ExpressibleByArgument {
+extension String: CommandLineValue {
   package init(argument: String) { self = argument }
 }
 
-extension Int: ExpressibleByArgument {
+extension Int: CommandLineValue {
   /// A count: ASCII digits only, so `-1`, `+1` and `1.0` are refused (no command here
   /// takes a negative number), up to `Int.max`, which is also SQLite's largest integer
   /// (a larger one is refused naming the range).
@@ -274,7 +276,7 @@ extension Int: ExpressibleByArgument {
   }
 }
 
-extension UInt64: ExpressibleByArgument {
+extension UInt64: CommandLineValue {
   /// ASCII digits, up to 2^64 − 1 (seeds).
   package init(argument: String) throws(InvalidValue) {
     guard Int.isDigits(argument), let value = UInt64(argument) else {
@@ -284,7 +286,7 @@ extension UInt64: ExpressibleByArgument {
   }
 }
 
-extension Double: ExpressibleByArgument {
+extension Double: CommandLineValue {
   /// A finite number ≥ 0 (durations): `600`, `2.5`.
   package init(argument: String) throws(InvalidValue) {
     guard let value = Double(argument), value.isFinite, value >= 0 else {

@@ -65,7 +65,7 @@ package struct InvalidValue: Error, Sendable, Equatable {
   /// What a valid value looks like: `a whole number ≥ 0`.
   package var expected: String
 
-  /// A refusal, from ``ExpressibleByArgument/init(argument:)``: ``ParsedArguments`` fills
+  /// A refusal, from ``CommandLineValue/init(argument:)``: ``ParsedArguments`` fills
   /// in `text` and `name`.
   package init(expected: String, noun: String = "value", text: String = "", name: String = "") {
     self.expected = expected

@@ -16,7 +16,7 @@
 /// - `-h`/`--help` anywhere (before `--`) asks for the help of the deepest command named,
 ///   and the rest of the line is then not validated.
 /// - A command takes as many arguments as it declares; a repeating last one takes the rest.
-package struct ArgumentParser: Sendable {
+package struct CommandLineParser: Sendable {
   package let root: CommandSpec
 
   package init(root: CommandSpec) { self.root = root }
@@ -51,7 +51,7 @@ package struct ArgumentParser: Sendable {
   }
 }
 
-extension ArgumentParser {
+extension CommandLineParser {
   /// The parse in progress.
   private struct State {
     var chain: [CommandSpec]
@@ -139,7 +139,7 @@ extension ArgumentParser {
       let value: String
       if let inline {
         value = inline
-      } else if index < arguments.count, !ArgumentParser.looksLikeOption(arguments[index]) {
+      } else if index < arguments.count, !CommandLineParser.looksLikeOption(arguments[index]) {
         value = arguments[index]
         index += 1
       } else {
@@ -173,7 +173,7 @@ extension ArgumentParser {
   }
 }
 
-/// What ``ArgumentParser`` found: the command chosen, its options and its arguments, as
+/// What ``CommandLineParser`` found: the command chosen, its options and its arguments, as
 /// text. Commands read typed values through their declarations: `parsed[Self.limit]`,
 /// `parsed[Self.json]`, `try parsed.required(Self.username)`.
 package struct ParsedArguments: Sendable, Equatable {
@@ -199,11 +199,11 @@ package struct ParsedArguments: Sendable, Equatable {
   }
 
   /// Whether `flag` was given.
-  package subscript(_ flag: Flag) -> Bool { flags.contains(flag.name) }
+  package subscript(_ flag: CommandLineFlag) -> Bool { flags.contains(flag.name) }
 
   /// The value of `option`, if it was given.
   /// - Throws: ``InvalidValue`` when its type refuses the text.
-  package subscript<Value: ExpressibleByArgument>(_ option: Option<Value>) -> Value? {
+  package subscript<Value: CommandLineValue>(_ option: CommandLineOption<Value>) -> Value? {
     get throws(InvalidValue) {
       try values[option.name].map { text throws(InvalidValue) in
         try Self.convert(text, for: option.longSpelling)
@@ -213,13 +213,13 @@ package struct ParsedArguments: Sendable, Equatable {
 
   /// The value of `argument`, if it was given (the first one, for a repeating argument).
   /// - Throws: ``InvalidValue`` when its type refuses the text.
-  package subscript<Value>(_ argument: Argument<Value>) -> Value? {
+  package subscript<Value>(_ argument: CommandLineArgument<Value>) -> Value? {
     get throws(InvalidValue) { try values(of: argument).first }
   }
 
   /// Every value given for `argument`, in order.
   /// - Throws: ``InvalidValue`` for the first one its type refuses.
-  package func values<Value>(of argument: Argument<Value>) throws(InvalidValue) -> [Value] {
+  package func values<Value>(of argument: CommandLineArgument<Value>) throws(InvalidValue) -> [Value] {
     try (argumentsByName[argument.name] ?? []).map { text throws(InvalidValue) in
       try Self.convert(text, for: argument.label)
     }
@@ -227,14 +227,14 @@ package struct ParsedArguments: Sendable, Equatable {
 
   /// The value of an option the command cannot do without.
   /// - Throws: ``UsageError`` when it is missing, ``InvalidValue`` when its type refuses it.
-  package func required<Value: ExpressibleByArgument>(_ option: Option<Value>) throws -> Value {
+  package func required<Value: CommandLineValue>(_ option: CommandLineOption<Value>) throws -> Value {
     guard let value = try self[option] else { throw usageError(.missingOption(option.synopsis)) }
     return value
   }
 
   /// The value of a required argument (the parser has already refused a line without it).
   /// - Throws: ``UsageError`` when it is missing, ``InvalidValue`` when its type refuses it.
-  package func required<Value>(_ argument: Argument<Value>) throws -> Value {
+  package func required<Value>(_ argument: CommandLineArgument<Value>) throws -> Value {
     guard let value = try self[argument] else {
       throw usageError(.missingArgument(argument.name))
     }
@@ -246,7 +246,7 @@ package struct ParsedArguments: Sendable, Equatable {
     UsageError(problem, commandPath: commandPath)
   }
 
-  private static func convert<Value: ExpressibleByArgument>(_ text: String, for name: String)
+  private static func convert<Value: CommandLineValue>(_ text: String, for name: String)
     throws(InvalidValue) -> Value
   {
     do {

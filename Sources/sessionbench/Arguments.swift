@@ -18,36 +18,36 @@ enum Command: Equatable {
   case childPostgresRawListener(server: String, schema: String)
   case childHolder(path: String)
 
-  static let quickFlag = Flag(
+  static let quickFlag = CommandLineFlag(
     "quick",
     help: "Shrink every scenario to seconds (a smoke test: figures not meant to be quoted, and the aims "
       + "are not judged on them).")
-  static let jsonFile = Option<String>(
+  static let jsonFile = CommandLineOption<String>(
     "json", placeholder: "file",
     help: #"Also write the figures as a JSON array of {"scenario", "metric", "ours", "baseline"} objects."#,
     completesFiles: true)
-  static let postgresServer = Option<String>(
+  static let postgresServer = CommandLineOption<String>(
     "postgres", placeholder: "url",
     help: "The PostgreSQL server of the pg-* scenarios, postgresql://user@host:5432/db (default: "
       + "$\(PostgresServer.environmentVariable), else a throwaway server started with scripts/postgres-cluster)."
   )
-  static let sessionctlProgram = Option<String>(
+  static let sessionctlProgram = CommandLineOption<String>(
     "sessionctl", placeholder: "path",
     help: "The sessionctl program the cli-* scenarios run (default: the one beside sessionbench, from the "
       + "same build).",
     completesFiles: true)
-  static let listFlag = Flag("list", help: "Print the scenario names.")
-  static let instructionsFlag = Flag(
+  static let listFlag = CommandLineFlag("list", help: "Print the scenario names.")
+  static let instructionsFlag = CommandLineFlag(
     "instructions",
     help: "Count instructions per operation under valgrind's callgrind, ours and raw ("
       + InstructionCount.scenarios.joined(separator: ", ") + "): repeatable on a busy machine, unlike times.")
-  static let scenarioNames = Argument<String>(
+  static let scenarioNames = CommandLineArgument<String>(
     "scenario",
     help: Scenarios.names.joined(separator: ", ")
       + " (default: all of them, in this order; the pg-* ones when there is a server, see --postgres).",
     isOptional: true,
     isRepeating: true)
-  static let database = Option<String>(
+  static let database = CommandLineOption<String>(
     "db", placeholder: "path", help: "The database file.", isRequired: true)
 
   /// `sessionbench child-subscriber --db PATH` (BENCHMARKS.md).
@@ -67,9 +67,9 @@ enum Command: Equatable {
     options: [database],
     isHidden: true)
 
-  static let childServer = Option<String>(
+  static let childServer = CommandLineOption<String>(
     "postgres", placeholder: "url", help: "The server, without a schema parameter.", isRequired: true)
-  static let childSchema = Option<String>(
+  static let childSchema = CommandLineOption<String>(
     "schema", placeholder: "name", help: "The schema.", isRequired: true)
   /// `sessionbench child-pg-subscriber --postgres URL --schema NAME` (BENCHMARKS.md).
   static let childPostgresSubscriber = CommandSpec(
@@ -81,10 +81,11 @@ enum Command: Equatable {
     "child-pg-raw-listener", abstract: "The raw LISTEN loop pg-deliver-remote compares with.",
     options: [childServer, childSchema], isHidden: true)
 
-  static let loopScenario = Option<String>(
+  static let loopScenario = CommandLineOption<String>(
     "scenario", placeholder: "name", help: "write-normal, read or history.", isRequired: true)
-  static let loopSide = Option<String>("side", placeholder: "side", help: "ours or raw.", isRequired: true)
-  static let loopCount = Option<Int>(
+  static let loopSide = CommandLineOption<String>(
+    "side", placeholder: "side", help: "ours or raw.", isRequired: true)
+  static let loopCount = CommandLineOption<Int>(
     "count", placeholder: "n", help: "Operations after the setup.", isRequired: true)
   /// `sessionbench instruction-loop …`: what `--instructions` runs under callgrind.
   static let instructionLoop = CommandSpec(
@@ -106,7 +107,7 @@ enum Command: Equatable {
   /// Parses the arguments after the program name.
   /// - Throws: ``UsageError`` or ``InvalidValue``.
   static func parse(_ arguments: [String]) throws -> Command {
-    let parsed = try ArgumentParser(root: root).parse(arguments)
+    let parsed = try CommandLineParser(root: root).parse(arguments)
     if parsed.helpRequested { return .help(parsed.commandPath) }
     switch parsed.commandPath.first {
     case childSubscriber.name: return .childSubscriber(path: try parsed.required(database))

@@ -133,8 +133,8 @@ extension SessionCtl {
   /// `sessionctl backup <file> [--force]`: a verified copy of the store, taken while others
   /// keep writing and watching.
   struct Backup: BlockingCommand {
-    static let file = Argument<String>("file", help: "The backup file to create.")
-    static let force = Flag("force", help: "Replace <file> if it exists.")
+    static let file = CommandLineArgument<String>("file", help: "The backup file to create.")
+    static let force = CommandLineFlag("force", help: "Replace <file> if it exists.")
 
     static let spec = CommandSpec(
       "backup", abstract: "Write a verified copy of the store to <file>.",

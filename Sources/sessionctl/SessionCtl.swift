@@ -55,7 +55,7 @@ struct SessionCtl: Sendable {
     var context = self.context
     context.commitment = Commitment()
     do {
-      let parsed = try ArgumentParser(root: Self.root).parse(try Self.decode(rawArguments))
+      let parsed = try CommandLineParser(root: Self.root).parse(try Self.decode(rawArguments))
       context.options = try GlobalOptions(parsed)
       let status: ExitCode
       switch try Self.command(parsed, in: context) {
@@ -87,7 +87,7 @@ struct SessionCtl: Sendable {
     var context = self.context
     context.commitment = Commitment()
     do {
-      let parsed = try ArgumentParser(root: Self.root).parse(arguments)
+      let parsed = try CommandLineParser(root: Self.root).parse(arguments)
       context.options = try GlobalOptions(parsed)
       let status = try await Self.execute(parsed, in: context)
       if closesOutput { try context.output.close() }
@@ -189,10 +189,10 @@ struct SessionCtl: Sendable {
   }
 }
 
-/// One sessionctl command as one type: its spec and typed values (``ParsableCommand``),
+/// One sessionctl command as one type: its spec and typed values (``TypedCommand``),
 /// and how it runs. Every command is listed once, in ``SessionCtl/commands``; help,
 /// completion and usage errors are generated from that list.
-protocol SessionCommand: ParsableCommand {
+protocol SessionCommand: TypedCommand {
   /// Runs the command: results go to the context's output, its exit status is returned.
   /// - Throws: anything ``SessionCtl/report(_:in:)`` turns into a message and an exit status.
   func run(_ context: CommandContext) async throws -> ExitCode
@@ -248,14 +248,14 @@ extension SessionCtl {
 /// The options of the root command: `--db` and `--json`, which every command takes, and
 /// `--version`.
 struct GlobalOptions: Sendable {
-  static let db = Option<String>(
+  static let db = CommandLineOption<String>(
     "db", placeholder: "path", help: "The database file or PostgreSQL URL (default: see 'sessionctl help').",
     isInherited: true,
     completesFiles: true)
-  static let json = Flag(
+  static let json = CommandLineFlag(
     "json", short: "j", help: "Print JSON Lines: one object per line.", isInherited: true)
   /// `--version`, alone on the line.
-  static let version = Flag("version", help: "Show the version.")
+  static let version = CommandLineFlag("version", help: "Show the version.")
 
   var db: String?
   var json = false
@@ -297,7 +297,7 @@ struct CommandContext: Sendable {
 extension SessionCtl {
   /// `sessionctl help [<command>]`: the help page of the tool or of one command.
   struct Help: BlockingCommand {
-    static let command = Argument<String>(
+    static let command = CommandLineArgument<String>(
       "command", help: "The command to explain.", isOptional: true, completion: .commandNames)
 
     static let spec = CommandSpec("help", abstract: "Show help for a command.", arguments: [command])
@@ -326,7 +326,8 @@ extension SessionCtl {
 
   /// `sessionctl completion bash`: the completion script, generated from ``SessionCtl/root``.
   struct Completion: BlockingCommand {
-    static let shell = Argument<String>("shell", help: "The shell: bash.", completion: .words(["bash"]))
+    static let shell = CommandLineArgument<String>(
+      "shell", help: "The shell: bash.", completion: .words(["bash"]))
 
     static let spec = CommandSpec(
       "completion", abstract: "Print a shell completion script.",

@@ -24,11 +24,11 @@ extension SessionCtl {
   /// goes away. With `--exec`, a command runs for each change first, and only the changes
   /// it succeeded on are printed.
   struct Watch: SessionCommand {
-    static let exec = Flag(
+    static let exec = CommandLineFlag(
       "exec", help: "Run <command> for each change, one at a time, before printing its line (see above).")
-    static let keepGoing = Flag(
+    static let keepGoing = CommandLineFlag(
       "keep-going", help: "With --exec: when the command fails, say so on stderr and go on.")
-    static let command = Argument<String>(
+    static let command = CommandLineArgument<String>(
       "command", help: "With --exec: the program and its arguments, after '--'.", isOptional: true,
       isRepeating: true)
 
@@ -183,12 +183,13 @@ extension SessionCtl {
 /// once for both, like an option group of swift-argument-parser.
 struct FeedOptions: Sendable {
   /// `--since <cursor>`: where to resume.
-  static let since = Option<FeedStart>(
+  static let since = CommandLineOption<FeedStart>(
     "since", placeholder: "cursor",
     help: "Start after this cursor (exclusive), e.g. the last one you saw. As CURSOR@TIME (the "
       + "time printed for that change, to the millisecond) it is checked first: exit 67 if the change "
       + "there committed at another time (a restore replaced it).")
-  static let limit = Option<Int>("limit", short: "n", placeholder: "n", help: "Stop after this many changes.")
+  static let limit = CommandLineOption<Int>(
+    "limit", short: "n", placeholder: "n", help: "Stop after this many changes.")
 
   /// Both, for a command's spec.
   static let declarations: [any NamedOption] = [since, limit]
@@ -204,7 +205,7 @@ struct FeedOptions: Sendable {
   }
 }
 
-extension FeedStart: ExpressibleByArgument {
+extension FeedStart: CommandLineValue {
   /// Where `--since` resumes: `CURSOR`, or `CURSOR@TIME` with the time printed for that
   /// change, which is checked so that a rewritten history is not resumed silently.
   ///
@@ -237,7 +238,7 @@ extension FeedStart: ExpressibleByArgument {
   static let printedTimeLength = 24
 }
 
-extension Cursor: ExpressibleByArgument {
+extension Cursor: CommandLineValue {
   /// A cursor as typed: a whole number ≥ 0, up to the largest cursor (`Int64.max`).
   package init(argument: String) throws(InvalidValue) {
     guard let cursor = Cursor(argument) else {

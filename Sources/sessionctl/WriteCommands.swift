@@ -5,7 +5,7 @@ extension SessionCtl {
   /// `sessionctl login <username>`: the change, or "no change" when that user is already
   /// signed in.
   struct Login: BlockingCommand {
-    static let username = Argument<String>("username", help: "The user to sign in as.")
+    static let username = CommandLineArgument<String>("username", help: "The user to sign in as.")
 
     static let spec = CommandSpec(
       "login", abstract: "Sign in as <username>.",
@@ -51,7 +51,8 @@ extension SessionCtl {
   /// `sessionctl rename <username>`: the change, or "no change" when the username is
   /// already that.
   struct Rename: BlockingCommand {
-    static let username = Argument<String>("username", help: "The new username (same rules as 'login').")
+    static let username = CommandLineArgument<String>(
+      "username", help: "The new username (same rules as 'login').")
 
     static let spec = CommandSpec(
       "rename", abstract: "Change the username; the login state stays as it is.", arguments: [username])
@@ -104,10 +105,10 @@ extension SessionCtl {
       case olderThan(Age)
     }
 
-    static let keep = Option<Int>("keep", placeholder: "n", help: "Keep the newest <n> changes.")
-    static let before = Option<Cursor>(
+    static let keep = CommandLineOption<Int>("keep", placeholder: "n", help: "Keep the newest <n> changes.")
+    static let before = CommandLineOption<Cursor>(
       "before", placeholder: "cursor", help: "Delete the changes before <cursor>.")
-    static let olderThan = Option<Age>(
+    static let olderThan = CommandLineOption<Age>(
       "older-than", placeholder: "age",
       help: "Delete the oldest changes up to the first one younger than <age> (90s, 15m, 12h, 30d).")
 
@@ -188,11 +189,11 @@ extension SessionCtl {
   /// `sessionctl retention`: shows the retention policy stored in the file, or sets it.
   /// Showing needs an existing file; setting creates it like any write.
   struct Retention: BlockingCommand {
-    static let keep = Option<Int>(
+    static let keep = CommandLineOption<Int>(
       "keep", placeholder: "n", help: "Keep at most the newest <n> changes (1 or more).")
-    static let maxAge = Option<Age>(
+    static let maxAge = CommandLineOption<Age>(
       "max-age", placeholder: "age", help: "Delete changes older than <age> (90s, 15m, 12h, 30d).")
-    static let off = Flag("off", help: "Remove both limits: keep every change until 'compact'.")
+    static let off = CommandLineFlag("off", help: "Remove both limits: keep every change until 'compact'.")
 
     static let spec = CommandSpec(
       "retention", abstract: "Show or set how long the feed keeps its changes.",
@@ -267,7 +268,7 @@ extension Presenter {
 /// `s`, `m`, `h` or `d` (`90s`, `15m`, `12h`, `30d`), up to the library's
 /// `Retention.maximumAge` (`719528d`), the oldest cutoff SQLite's date functions compute.
 /// Nothing else: no sign, no fraction, no space, no other unit, no larger value.
-struct Age: ExpressibleByArgument, Equatable {
+struct Age: CommandLineValue, Equatable {
   let duration: Duration
 
   init(_ duration: Duration) { self.duration = duration }
@@ -340,7 +341,8 @@ extension SessionCtl {
   /// `sessionctl restore <file>`: the store's content replaced by a verified backup's, while
   /// other processes keep it open.
   struct Restore: BlockingCommand {
-    static let file = Argument<String>("file", help: "The backup to restore (from 'sessionctl backup').")
+    static let file = CommandLineArgument<String>(
+      "file", help: "The backup to restore (from 'sessionctl backup').")
 
     static let spec = CommandSpec(
       "restore", abstract: "Replace the store's content with the backup in <file>.",

@@ -19,23 +19,23 @@ import ToolingKit
 /// `postgresql://` URL as `--db`, the steps that make sense there run on a schema of that
 /// server, with `psql` as the outside client (``ChaosBackend``).
 struct ChaosScenario: TortureScenario {
-  static let seed = Option<UInt64>(
+  static let seed = CommandLineOption<UInt64>(
     "seed", help: "The seed the steps are drawn from (default: a random one); with --long, the first.")
-  static let steps = Option<Int>("steps", placeholder: "n", help: "Steps per run (default 300).")
-  static let script = Option<String>(
+  static let steps = CommandLineOption<Int>("steps", placeholder: "n", help: "Steps per run (default 300).")
+  static let script = CommandLineOption<String>(
     "script", placeholder: "name",
     help: "A fixed run instead of steps drawn from the seed: "
       + ChaosScript.allCases.map(\.rawValue).joined(separator: ", ") + ".")
-  static let sessionctl = Option<String>(
+  static let sessionctl = CommandLineOption<String>(
     "sessionctl", placeholder: "path", help: "The sessionctl binary (without it, no sessionctl steps).",
     completesFiles: true)
-  static let shrinkSeconds = Option<Int>(
+  static let shrinkSeconds = CommandLineOption<Int>(
     "shrink-seconds", placeholder: "seconds",
     help: "How long a failure may be shrunk to the shortest failing run (default 60).")
-  static let bound = Option<Int>(
+  static let bound = CommandLineOption<Int>(
     "bound-ms", placeholder: "ms",
     help: "How soon after it is acknowledged a change must reach every live subscriber (default 600).")
-  static let hangSeconds = Option<Int>(
+  static let hangSeconds = CommandLineOption<Int>(
     "hang-seconds", placeholder: "seconds",
     help: "How long a step, and the check after it, may run before the run fails as hung (default 20).")
 

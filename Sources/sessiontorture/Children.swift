@@ -200,27 +200,29 @@ enum ChaosChildLine {
 
 /// The children's command lines: the options' help says what each does.
 extension Torture {
-  static let writes = Option<Int>(
+  static let writes = CommandLineOption<Int>(
     "count", placeholder: "n", help: "How many writes (default 0: until killed).")
-  static let origin = Option<String>("origin", placeholder: "name", help: "The origin (default torture).")
-  static let instances = Option<Int>(
+  static let origin = CommandLineOption<String>(
+    "origin", placeholder: "name", help: "The origin (default torture).")
+  static let instances = CommandLineOption<Int>(
     "instances", placeholder: "k", help: "How many instances to write through in turn (default 1).")
-  static let normalDurability = Flag(
+  static let normalDurability = CommandLineFlag(
     "normal-durability", help: "Open with durability normal (synchronous=NORMAL) instead of full.")
-  static let keepGoing = Flag(
+  static let keepGoing = CommandLineFlag(
     "keep-going", help: "Print \"failed NAME: MESSAGE\" for a write that fails and go on (default: exit).")
-  static let reads = Option<Int>("count", placeholder: "n", help: "How many reads (default 1000).")
-  static let changes = Option<Int>(
+  static let reads = CommandLineOption<Int>("count", placeholder: "n", help: "How many reads (default 1000).")
+  static let changes = CommandLineOption<Int>(
     "count", placeholder: "n", help: "How many changes to print (default 1; 0: until stopped).")
-  static let detail = Flag(
+  static let detail = CommandLineFlag(
     "detail",
     help: "Print \"entry NS JSON\" lines with the arrival time and the whole entry (the chaos driver's).")
-  static let safetyPoll = Option<Double>(
+  static let safetyPoll = CommandLineOption<Double>(
     "safety-poll", placeholder: "seconds", help: "The store's safety poll interval (default 1).")
-  static let pause = Option<Int>(
+  static let pause = CommandLineOption<Int>(
     "pause-ms", placeholder: "ms", help: "How long to wait before each write (default 0).")
-  static let hold = Flag("hold", help: "After the last write, stay alive until standard input ends.")
-  static let actions = Argument<String>(
+  static let hold = CommandLineFlag(
+    "hold", help: "After the last write, stay alive until standard input ends.")
+  static let actions = CommandLineArgument<String>(
     "write", help: "login=NAME, logout or rename=NAME, made in this order.", isRepeating: true)
 
   /// The processes the scenarios spawn (``Children``).

@@ -12,18 +12,20 @@ import ToolingKit
 /// ``LinearizeWatcher`` against the log read at the end. On a failure it prints the seed,
 /// the problems and a compact history around the point where no order explains it.
 struct LinearizeScenario: TortureScenario {
-  static let seed = Option<UInt64>(
+  static let seed = CommandLineOption<UInt64>(
     "seed", help: "The seed the operations are drawn from (default: a random one); with --long, the first.")
-  static let sessionctl = Option<String>(
+  static let sessionctl = CommandLineOption<String>(
     "sessionctl", placeholder: "path", help: "The sessionctl binary.", completesFiles: true, isRequired: true)
-  static let clients = Option<Int>("clients", placeholder: "n", help: "Concurrent clients (default 8).")
-  static let operations = Option<Int>(
+  static let clients = CommandLineOption<Int>(
+    "clients", placeholder: "n", help: "Concurrent clients (default 8).")
+  static let operations = CommandLineOption<Int>(
     "operations", placeholder: "n", help: "Operations per client and round (default 25).")
-  static let watchers = Option<Int>("watchers", placeholder: "n", help: "Watcher processes (default 2).")
-  static let killPercent = Option<Int>(
+  static let watchers = CommandLineOption<Int>(
+    "watchers", placeholder: "n", help: "Watcher processes (default 2).")
+  static let killPercent = CommandLineOption<Int>(
     "kill-percent", placeholder: "p",
     help: "The share of operations killed with SIGKILL mid-call (default 10).")
-  static let hangSeconds = Option<Int>(
+  static let hangSeconds = CommandLineOption<Int>(
     "hang-seconds", placeholder: "seconds",
     help: "How long a round may run before it fails as hung (default 120).")
 
@@ -64,7 +66,8 @@ struct LinearizeScenario: TortureScenario {
 
   /// The value of `option`, or `fallback`; refused unless within `range`.
   static func value(
-    _ arguments: ParsedArguments, _ option: Option<Int>, in range: ClosedRange<Int>, default fallback: Int
+    _ arguments: ParsedArguments, _ option: CommandLineOption<Int>, in range: ClosedRange<Int>,
+    default fallback: Int
   ) throws -> Int {
     let value = try arguments[option] ?? fallback
     guard range.contains(value) else {

@@ -7,7 +7,7 @@ import ToolingKit
 
 /// A writer killed with SIGKILL at random moments loses nothing it acknowledged.
 struct CrashScenario: TortureScenario {
-  static let trials = Option<Int>("trials", placeholder: "n", help: "How many kills (default 50).")
+  static let trials = CommandLineOption<Int>("trials", placeholder: "n", help: "How many kills (default 50).")
 
   static let spec = CommandSpec(
     "crash", abstract: "Kill a writer with SIGKILL at random moments, verify after each.",
@@ -58,12 +58,15 @@ struct CrashScenario: TortureScenario {
 /// change reaches every subscriber exactly once, in commit order, and no writer sees
 /// SQLITE_BUSY.
 struct ConcurrencyScenario: TortureScenario {
-  static let writers = Option<Int>("writers", placeholder: "n", help: "Writer processes (default 4).")
-  static let writes = Option<Int>("writes", placeholder: "n", help: "Writes by each writer (default 250).")
-  static let readers = Option<Int>("readers", placeholder: "n", help: "Reader processes (default 2).")
-  static let subscribers = Option<Int>(
+  static let writers = CommandLineOption<Int>(
+    "writers", placeholder: "n", help: "Writer processes (default 4).")
+  static let writes = CommandLineOption<Int>(
+    "writes", placeholder: "n", help: "Writes by each writer (default 250).")
+  static let readers = CommandLineOption<Int>(
+    "readers", placeholder: "n", help: "Reader processes (default 2).")
+  static let subscribers = CommandLineOption<Int>(
     "subscribers", placeholder: "n", help: "Subscriber processes (default 2).")
-  static let external = Option<Int>(
+  static let external = CommandLineOption<Int>(
     "external", placeholder: "n", help: "Writes by the outside Python client (default 100).")
 
   static let spec = CommandSpec(
@@ -168,11 +171,13 @@ struct ConcurrencyScenario: TortureScenario {
 /// Random argument vectors against `sessionctl`: none may end it by a signal it did not
 /// ask for, exit with an undocumented status, or leave an invalid store behind.
 struct FuzzScenario: TortureScenario {
-  static let sessionctl = Option<String>(
+  static let sessionctl = CommandLineOption<String>(
     "sessionctl", placeholder: "path", help: "The sessionctl binary to run.", completesFiles: true,
     isRequired: true)
-  static let count = Option<Int>("count", placeholder: "n", help: "How many vectors (default 10000).")
-  static let seed = Option<UInt64>("seed", help: "The seed the vectors are drawn from (default: the time).")
+  static let count = CommandLineOption<Int>(
+    "count", placeholder: "n", help: "How many vectors (default 10000).")
+  static let seed = CommandLineOption<UInt64>(
+    "seed", help: "The seed the vectors are drawn from (default: the time).")
 
   static let spec = CommandSpec(
     "fuzz-cli", abstract: "Random argument vectors against sessionctl.",

@@ -14,12 +14,12 @@ enum Torture {
     ] + children
 
   /// `--db <path>`, which every command needs.
-  static let db = Option<String>(
+  static let db = CommandLineOption<String>(
     "db", placeholder: "path",
     help: "The database file (for chaos, write, apply and subscribe also a postgresql:// URL).",
     isInherited: true, completesFiles: true, isRequired: true)
   /// `--long <seconds>`, for the scenarios that can run for as long as one likes.
-  static let long = Option<Double>(
+  static let long = CommandLineOption<Double>(
     "long", placeholder: "seconds", help: "Run until this much time has passed instead of a fixed count.")
 
   static let root = CommandSpec(
@@ -34,7 +34,7 @@ enum Torture {
   static func run(_ arguments: [String]) -> Int32 {
     let formatter = HelpFormatter(root: root)
     do {
-      let parsed = try ArgumentParser(root: root).parse(arguments)
+      let parsed = try CommandLineParser(root: root).parse(arguments)
       if parsed.helpRequested {
         print(formatter.help(for: parsed.commandPath), terminator: "")
         return 0

@@ -21,8 +21,8 @@ struct TortureCommand: Sendable {
   }
 }
 
-/// A scenario as one type: its spec and options (``ParsableCommand``), and its run.
-protocol TortureScenario: ParsableCommand {
+/// A scenario as one type: its spec and options (``TypedCommand``), and its run.
+protocol TortureScenario: TypedCommand {
   /// Runs the scenario; prints its JSON summary line and returns the exit status.
   func run() throws -> Int32
 }

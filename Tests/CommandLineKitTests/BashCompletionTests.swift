@@ -6,17 +6,23 @@ import Testing
   static let tool = CommandSpec(
     "my-tool", abstract: "A tool.",
     options: [
-      Option<String>("db", placeholder: "path", help: "File.", isInherited: true, completesFiles: true)
+      CommandLineOption<String>(
+        "db", placeholder: "path", help: "File.", isInherited: true, completesFiles: true)
     ],
     subcommands: [
       CommandSpec(
         "help", abstract: "Help.",
-        arguments: [Argument<String>("command", help: "What.", isOptional: true, completion: .commandNames)]),
+        arguments: [
+          CommandLineArgument<String>("command", help: "What.", isOptional: true, completion: .commandNames)
+        ]),
       CommandSpec(
         "paint", abstract: "Paint.",
-        arguments: [Argument<String>("colour", help: "Colour.", completion: .words(["red", "blue"]))],
-        options: [Option<Int>("coats", short: "c", placeholder: "n", help: "Coats.")]),
-      CommandSpec("spawned", abstract: "Hidden.", options: [Flag("secret", help: "Secret.")], isHidden: true),
+        arguments: [
+          CommandLineArgument<String>("colour", help: "Colour.", completion: .words(["red", "blue"]))
+        ],
+        options: [CommandLineOption<Int>("coats", short: "c", placeholder: "n", help: "Coats.")]),
+      CommandSpec(
+        "spawned", abstract: "Hidden.", options: [CommandLineFlag("secret", help: "Secret.")], isHidden: true),
     ])
 
   let script = BashCompletion(root: tool).script

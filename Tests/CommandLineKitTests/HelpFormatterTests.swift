@@ -3,14 +3,14 @@ import Testing
 
 /// Help pages, usage lines and the lines after a usage error, on small tools of their own.
 @Suite struct HelpFormatterTests {
-  static let db = Option<String>(
+  static let db = CommandLineOption<String>(
     "db", placeholder: "path", help: "The file.", isInherited: true, isRequired: true)
-  static let count = Option<Int>("count", short: "c", placeholder: "n", help: "How many.")
+  static let count = CommandLineOption<Int>("count", short: "c", placeholder: "n", help: "How many.")
 
   /// A tool without a `help` command, with a hidden one.
   static let tool = CommandSpec(
     "tool", abstract: "A tool.", discussion: "First paragraph,\nover two lines.\n\nSecond.",
-    arguments: [Argument<String>("item", help: "Items.", isOptional: true, isRepeating: true)],
+    arguments: [CommandLineArgument<String>("item", help: "Items.", isOptional: true, isRepeating: true)],
     options: [db],
     subcommands: [
       CommandSpec("run", abstract: "Run it.", options: [count]),
@@ -94,7 +94,7 @@ import Testing
     let root = CommandSpec(
       "tool", abstract: "A tool.",
       options: [
-        Option<Int>(
+        CommandLineOption<Int>(
           "a-rather-long-option-name", placeholder: "seconds",
           help: "Words that do not fit on one line of the help page go on to the next line, aligned.")
       ])
@@ -115,13 +115,13 @@ import Testing
   }
 
   @Test func hiddenCommandsRunButAreNotSuggested() throws {
-    let parser = ArgumentParser(root: Self.tool)
+    let parser = CommandLineParser(root: Self.tool)
     #expect(try parser.parse(["child", "--db", "x"]).commandPath == ["child"])
     // A root with arguments takes an unknown word as one of them.
     #expect(try parser.parse(["chlid", "--db", "x"]).arguments == ["chlid"])
     let bare = CommandSpec("tool", abstract: "A tool.", subcommands: Self.tool.subcommands)
     #expect(throws: UsageError(.unknownCommand("chlid", suggestion: nil), commandPath: [])) {
-      try ArgumentParser(root: bare).parse(["chlid"])
+      try CommandLineParser(root: bare).parse(["chlid"])
     }
   }
 }

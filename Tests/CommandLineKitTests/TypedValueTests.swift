@@ -3,19 +3,19 @@ import Testing
 
 /// Options and arguments read through their typed declarations.
 @Suite struct TypedValueTests {
-  static let limit = Option<Int>("limit", short: "n", placeholder: "n", help: "Limit.")
-  static let name = Option<String>("name", help: "Name.", isRequired: true)
-  static let seed = Option<UInt64>("seed", help: "Seed.")
-  static let long = Option<Double>("long", placeholder: "seconds", help: "Seconds.")
-  static let verbose = Flag("verbose", short: "v", help: "Verbose.")
-  static let first = Argument<String>("first", help: "First.")
-  static let rest = Argument<Int>("rest", help: "Rest.", isOptional: true, isRepeating: true)
+  static let limit = CommandLineOption<Int>("limit", short: "n", placeholder: "n", help: "Limit.")
+  static let name = CommandLineOption<String>("name", help: "Name.", isRequired: true)
+  static let seed = CommandLineOption<UInt64>("seed", help: "Seed.")
+  static let long = CommandLineOption<Double>("long", placeholder: "seconds", help: "Seconds.")
+  static let verbose = CommandLineFlag("verbose", short: "v", help: "Verbose.")
+  static let first = CommandLineArgument<String>("first", help: "First.")
+  static let rest = CommandLineArgument<Int>("rest", help: "Rest.", isOptional: true, isRepeating: true)
 
   static let tool = CommandSpec(
     "tool", abstract: "A tool.", arguments: [first, rest], options: [limit, name, seed, long, verbose])
 
   func parse(_ line: String) throws -> ParsedArguments {
-    try ArgumentParser(root: Self.tool).parse(line.split(separator: " ").map(String.init))
+    try CommandLineParser(root: Self.tool).parse(line.split(separator: " ").map(String.init))
   }
 
   @Test func valuesHaveTheirTypes() throws {
@@ -80,7 +80,7 @@ import Testing
   }
 
   @Test func aTypeOfTheToolsOwnNamesItsNoun() throws {
-    struct Even: ExpressibleByArgument {
+    struct Even: CommandLineValue {
       var value: Int
       init(argument: String) throws(InvalidValue) {
         guard let value = Int(argument), value.isMultiple(of: 2) else {
@@ -89,8 +89,8 @@ import Testing
         self.value = value
       }
     }
-    let even = Option<Even>("even", help: "Even.")
-    let parsed = try ArgumentParser(root: CommandSpec("t", abstract: "T.", options: [even])).parse([
+    let even = CommandLineOption<Even>("even", help: "Even.")
+    let parsed = try CommandLineParser(root: CommandSpec("t", abstract: "T.", options: [even])).parse([
       "--even", "3",
     ])
     #expect(throws: InvalidValue(expected: "an even number", noun: "count", text: "3", name: "--even")) {
@@ -99,9 +99,9 @@ import Testing
   }
 
   @Test func commandsReadThemselvesFromTheLine() throws {
-    struct Greet: ParsableCommand {
-      static let loud = Flag("loud", help: "Shout.")
-      static let who = Argument<String>("who", help: "Whom.")
+    struct Greet: TypedCommand {
+      static let loud = CommandLineFlag("loud", help: "Shout.")
+      static let who = CommandLineArgument<String>("who", help: "Whom.")
       static let spec = CommandSpec("greet", abstract: "Greet.", arguments: [who], options: [loud])
       let line: String
       init(_ arguments: ParsedArguments) throws {
@@ -110,7 +110,7 @@ import Testing
       }
     }
     let root = CommandSpec("tool", abstract: "A tool.", subcommands: [Greet.spec])
-    let parsed = try ArgumentParser(root: root).parse(["greet", "--loud", "bob"])
+    let parsed = try CommandLineParser(root: root).parse(["greet", "--loud", "bob"])
     #expect(parsed.commandPath == [Greet.spec.name])
     #expect(try Greet(parsed).line == "HELLO, BOB")
   }

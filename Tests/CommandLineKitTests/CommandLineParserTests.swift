@@ -2,29 +2,31 @@ import CommandLineKit
 import Testing
 
 /// The parser as a library, on a small tool of its own.
-@Suite struct ArgumentParserTests {
+@Suite struct CommandLineParserTests {
   static let tool = CommandSpec(
     "tool", abstract: "A tool.",
     options: [
-      Option<String>("db", placeholder: "path", help: "The file.", isInherited: true),
-      Flag("json", short: "j", help: "JSON.", isInherited: true),
-      Flag("version", help: "Version."),
+      CommandLineOption<String>("db", placeholder: "path", help: "The file.", isInherited: true),
+      CommandLineFlag("json", short: "j", help: "JSON.", isInherited: true),
+      CommandLineFlag("version", help: "Version."),
     ],
     subcommands: [
       CommandSpec(
         "watch", abstract: "Watch.",
         options: [
-          Option<String>("since", placeholder: "cursor", help: "Since."),
-          Option<String>("limit", short: "n", placeholder: "n", help: "Limit."),
-          Flag("verbose", short: "v", help: "Verbose."),
+          CommandLineOption<String>("since", placeholder: "cursor", help: "Since."),
+          CommandLineOption<String>("limit", short: "n", placeholder: "n", help: "Limit."),
+          CommandLineFlag("verbose", short: "v", help: "Verbose."),
         ]),
-      CommandSpec("login", abstract: "Login.", arguments: [Argument<String>("username", help: "Who.")]),
       CommandSpec(
-        "help", abstract: "Help.", arguments: [Argument<String>("command", help: "What.", isOptional: true)]),
+        "login", abstract: "Login.", arguments: [CommandLineArgument<String>("username", help: "Who.")]),
+      CommandSpec(
+        "help", abstract: "Help.",
+        arguments: [CommandLineArgument<String>("command", help: "What.", isOptional: true)]),
     ])
 
   func parse(_ line: String) throws(UsageError) -> ParsedArguments {
-    try ArgumentParser(root: Self.tool).parse(line.split(separator: " ").map(String.init))
+    try CommandLineParser(root: Self.tool).parse(line.split(separator: " ").map(String.init))
   }
 
   func problem(_ line: String) -> UsageError.Problem? {
