@@ -223,9 +223,9 @@ extension SessionCtl {
     abstract: "Show, change and watch who is signed in, in a SessionStorage database.",
     discussion: """
       The database is the file given by --db, else $SESSIONCTL_DB, else
-      $XDG_DATA_HOME/sessionctl/session.db, else ~/.local/share/sessionctl/session.db. The
-      first write creates it (mode 0600; the default directory with mode 0700). status,
-      history, watch and check only read, and create nothing.
+      ${XDG_DATA_HOME:-~/.local/share}/sessionctl/session.db. The first write creates it
+      (mode 0600; the default directory with mode 0700). status, history, watch and check
+      only read, and create nothing.
 
       A postgresql://user@host:5432/db?schema=NAME URL (in --db or $SESSIONCTL_DB) names
       a PostgreSQL database instead: the store lives in schema NAME (default public), which
