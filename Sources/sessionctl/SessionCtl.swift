@@ -158,7 +158,9 @@ struct SessionCtl: Sendable {
       context.fail(error.message)
       return error.exitCode
     case let error as SessionStorageError:
-      context.fail(error.description + (error.code == .needsMigration ? " (run 'sessionctl migrate')" : ""))
+      context.fail(
+        Self.inOwnTerms(error.description)
+          + (error.code == .needsMigration ? " (run 'sessionctl migrate')" : ""))
       if error.code == .unavailable { return .unavailable }
       if error.code == .refused { return .refused }
       return [.invalidUsername, .invalidArgument, .storeFile, .notARegularFile].contains(error.code)
@@ -175,6 +177,14 @@ struct SessionCtl: Sendable {
       context.fail(String(describing: error))
       return .failure
     }
+  }
+
+  /// A library message with its advice to open the store read-only (an option of the library,
+  /// not of sessionctl) said in sessionctl's terms: the commands that only read.
+  static func inOwnTerms(_ message: String) -> String {
+    message.replacing(
+      #/open (the store|it) read-only( to read it)?/#,
+      with: "read it with status, history, watch or check (they open it read-only)")
   }
 
   /// What to type next, in sessionctl's terms, after a feed error's own sentence.
