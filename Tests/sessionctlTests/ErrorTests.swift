@@ -332,6 +332,9 @@ private let sinceForms = " (a cursor), or CURSOR@TIME with the time printed for 
     #expect(write.status == 1)
     #expect(write.stderr.hasPrefix("sessionctl: error: \(existing): "), "\(write)")
     #expect(write.stderr.contains("read-only"), "\(write)")
+    #expect(
+      write.stderr.contains("; read it with status, history, watch or check (they open it read-only)"),
+      "\(write)")
     let read = try await sandbox.run(db: existing, ["status", "--json"])
     #expect(read.status == 0, "\(read)")
     #expect(read.jsonLines.first?["username"] as? String == "alice")
