@@ -54,7 +54,7 @@ package struct BashCompletion: Sendable {
 
     return """
       # bash completion for \(root.name); load it with: source <(\(root.name) completion bash)
-      # or save it as ~/.local/share/bash-completion/completions/\(root.name)
+      # or save it as ${XDG_DATA_HOME:-~/.local/share}/bash-completion/completions/\(root.name)
       \(function)() {
         # The words as \(root.name) reads them: bash splits --db=s.db into --db, =, s.db
         # (COMP_WORDBREAKS); a word of break characters joins its neighbours again when

@@ -57,7 +57,19 @@ extension SessionStore {
       }
       if let dataHome = try directory("XDG_DATA_HOME") { return dataHome + "/sessionctl/session.db" }
       guard let home = try directory("HOME") else {
-        throw SessionStorageError(.notFound, "no default location: HOME is not set, nor XDG_DATA_HOME")
+        // Unset, or set to a relative path, which the default location ignores: say which.
+        let homeIsRelative = environment["HOME"]?.isEmpty == false
+        let dataHomeIsRelative = environment["XDG_DATA_HOME"]?.isEmpty == false
+        let setHome = "set HOME to the absolute path of your home directory"
+        let message =
+          switch (homeIsRelative, dataHomeIsRelative) {
+          case (false, false): "HOME is not set, nor XDG_DATA_HOME"
+          case (true, false): "HOME is a relative path and XDG_DATA_HOME is not set; \(setHome)"
+          case (false, true):
+            "HOME is not set and XDG_DATA_HOME is a relative path; set either to an absolute path"
+          case (true, true): "HOME and XDG_DATA_HOME are relative paths; \(setHome)"
+          }
+        throw SessionStorageError(.notFound, "no default location: " + message)
       }
       return home + "/.local/share/sessionctl/session.db"
     #endif

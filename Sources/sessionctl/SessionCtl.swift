@@ -158,7 +158,9 @@ struct SessionCtl: Sendable {
       context.fail(error.message)
       return error.exitCode
     case let error as SessionStorageError:
-      context.fail(error.description + (error.code == .needsMigration ? " (run 'sessionctl migrate')" : ""))
+      context.fail(
+        Self.inOwnTerms(error.description)
+          + (error.code == .needsMigration ? " (run 'sessionctl migrate')" : ""))
       if error.code == .unavailable { return .unavailable }
       if error.code == .refused { return .refused }
       return [.invalidUsername, .invalidArgument, .storeFile, .notARegularFile].contains(error.code)
@@ -175,6 +177,14 @@ struct SessionCtl: Sendable {
       context.fail(String(describing: error))
       return .failure
     }
+  }
+
+  /// A library message with its advice to open the store read-only (an option of the library,
+  /// not of sessionctl) said in sessionctl's terms: the commands that only read.
+  static func inOwnTerms(_ message: String) -> String {
+    message.replacing(
+      #/open (the store|it) read-only( to read it)?/#,
+      with: "read it with status, history, watch or check (they open it read-only)")
   }
 
   /// What to type next, in sessionctl's terms, after a feed error's own sentence.
@@ -223,9 +233,9 @@ extension SessionCtl {
     abstract: "Show, change and watch who is signed in, in a SessionStorage database.",
     discussion: """
       The database is the file given by --db, else $SESSIONCTL_DB, else
-      $XDG_DATA_HOME/sessionctl/session.db, else ~/.local/share/sessionctl/session.db. The
-      first write creates it (mode 0600; the default directory with mode 0700). status,
-      history, watch and check only read, and create nothing.
+      ${XDG_DATA_HOME:-~/.local/share}/sessionctl/session.db. The first write creates it
+      (mode 0600; the default directory with mode 0700). status, history, watch and check
+      only read, and create nothing.
 
       A postgresql://user@host:5432/db?schema=NAME URL (in --db or $SESSIONCTL_DB) names
       a PostgreSQL database instead: the store lives in schema NAME (default public), which

@@ -215,7 +215,13 @@ extension FeedStart: CommandLineValue {
   /// and taken for a rewritten history.
   package init(argument: String) throws(InvalidValue) {
     guard let at = argument.firstIndex(of: "@") else {
-      self = .after(try Cursor(argument: argument))
+      do throws(InvalidValue) {
+        self = .after(try Cursor(argument: argument))
+      } catch {
+        throw InvalidValue(
+          expected: error.expected + " (a cursor), or CURSOR@TIME with the time printed for that change",
+          noun: error.noun)
+      }
       return
     }
     let time = String(argument[argument.index(after: at)...])

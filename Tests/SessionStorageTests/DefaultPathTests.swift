@@ -21,6 +21,24 @@ import Testing
     #expect(throws: SessionStorageError.self) { try SessionStore.defaultPath(environment: environment) }
   }
 
+  /// A relative variable is ignored as if unset, and the error says it is relative.
+  @Test(arguments: [
+    ([:], "no default location: HOME is not set, nor XDG_DATA_HOME"),
+    (["HOME": "home"], "HOME is a relative path and XDG_DATA_HOME is not set; set HOME to the absolute path"),
+    (
+      ["HOME": "", "XDG_DATA_HOME": "data"],
+      "HOME is not set and XDG_DATA_HOME is a relative path; set either"
+    ),
+    (["HOME": "home", "XDG_DATA_HOME": "data"], "HOME and XDG_DATA_HOME are relative paths; set HOME to"),
+  ])
+  func theErrorSaysWhichVariableIsRelative(_ environment: [String: String], _ message: String) {
+    let error = #expect(throws: SessionStorageError.self) {
+      try SessionStore.defaultPath(environment: environment)
+    }
+    #expect(error?.code == .notFound)
+    #expect(error?.message.contains(message) == true, "\(String(describing: error))")
+  }
+
   /// A store creates its file, not directories, unless asked; asked, it creates them 0700.
   @Test func missingDirectoriesAreNamedOrCreatedPrivately() throws {
     let dir = try TemporaryDirectory()

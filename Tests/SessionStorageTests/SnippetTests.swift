@@ -138,20 +138,30 @@ import Testing
     }
     #expect(warnings.isEmpty, "\(warnings.joined(separator: "\n"))")
 
-    let home = dir.file("home")
-    try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
-    let environment = ["HOME": home, "XDG_DATA_HOME": ""]
-    let library = try await ProcessRunner.runDetached(
-      package + "/.build/debug/library", [], environment: environment, timeout: .seconds(300))
-    #expect(library.status == 0, "\(library.stderr)")
-    let lines = library.stdout.split(separator: "\n").map(String.init)
-    #expect(lines.first?.hasPrefix("snapshot at 0: (none), logged out, updated ") == true, "\(lines)")
-    #expect(lines.contains { $0.hasSuffix("MyApp       rename (none) → alice, login alice") }, "\(lines)")
-    #expect(lines.contains { $0.hasPrefix("Alice, logged out, updated ") }, "\(lines)")
-    #expect(lines.contains("refused: it hides a right-to-left override"), "\(lines)")
-    #expect(
-      lines.last?.hasPrefix(#"{"#) == true && lines.last?.contains(#""type":"change""#) == true, "\(lines)")
-    #expect(FileManager.default.fileExists(atPath: home + "/.local/share/sessionctl/session.db"))
+    // The library snippet, in a new home without XDG_DATA_HOME and in one with it set (to a
+    // directory outside the home): its file is where its comment says, either way.
+    var environment: [String: String] = [:]
+    for withDataHome in [false, true] {
+      let home = dir.file(withDataHome ? "home-xdg" : "home")
+      try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+      let dataHome = withDataHome ? dir.file("data") : home + "/.local/share"
+      if withDataHome {
+        try FileManager.default.createDirectory(atPath: dataHome, withIntermediateDirectories: true)
+      }
+      environment = ["HOME": home, "XDG_DATA_HOME": withDataHome ? dataHome : ""]
+      let library = try await ProcessRunner.runDetached(
+        package + "/.build/debug/library", [], environment: environment, timeout: .seconds(300))
+      #expect(library.status == 0, "\(environment): \(library.stderr)")
+      let lines = library.stdout.split(separator: "\n").map(String.init)
+      #expect(lines.first?.hasPrefix("snapshot at 0: (none), logged out, updated ") == true, "\(lines)")
+      #expect(lines.contains { $0.hasSuffix("MyApp       rename (none) → alice, login alice") }, "\(lines)")
+      #expect(lines.contains { $0.hasPrefix("Alice, logged out, updated ") }, "\(lines)")
+      #expect(lines.contains("refused: it hides a right-to-left override"), "\(lines)")
+      #expect(
+        lines.last?.hasPrefix(#"{"#) == true && lines.last?.contains(#""type":"change""#) == true, "\(lines)")
+      #expect(
+        FileManager.default.fileExists(atPath: dataHome + "/sessionctl/session.db"), "\(environment)")
+    }
 
     let models = try await ProcessRunner.runDetached(
       package + "/.build/debug/viewmodels", [], environment: environment, timeout: .seconds(300))

@@ -181,6 +181,33 @@ import Testing
     )
   }
 
+  /// A relative HOME (or XDG_DATA_HOME) is ignored, as if unset: the message says it is
+  /// relative and what to set, not that it is not set.
+  @Test(arguments: [
+    (
+      ["HOME": "home"],
+      "HOME is a relative path and XDG_DATA_HOME is not set; set HOME to the absolute path of your home directory"
+    ),
+    (
+      ["XDG_DATA_HOME": "data"],
+      "HOME is not set and XDG_DATA_HOME is a relative path; set either to an absolute path"
+    ),
+    (
+      ["HOME": "home", "XDG_DATA_HOME": "data"],
+      "HOME and XDG_DATA_HOME are relative paths; set HOME to the absolute path of your home directory"
+    ),
+  ])
+  func aRelativeHomeIsNamedAsRelative(_ variables: [String: String], _ why: String) async throws {
+    let sandbox = try Sandbox()
+    sandbox.environment = ["PATH": "/usr/bin:/bin"].merging(variables) { $1 }
+    let outcome = try await sandbox.run(["login", "alice"])
+    #expect(outcome.status == 1)
+    #expect(
+      outcome.stderr
+        == "sessionctl: error: no database path: pass '--db PATH' or set SESSIONCTL_DB (no default location: \(why))\n"
+    )
+  }
+
   /// How a default directory that is not the user's own came to be, and what the refusal
   /// names: the directory actually used (links followed) and its owner or mode.
   struct Planted: CustomTestStringConvertible, Sendable {

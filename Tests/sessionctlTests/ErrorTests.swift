@@ -2,6 +2,9 @@ import Foundation
 import TestSupport
 import Testing
 
+/// What the message of a `--since` that is not a cursor adds: the other form it takes.
+private let sinceForms = " (a cursor), or CURSOR@TIME with the time printed for that change"
+
 /// Every error class: its message on stderr, nothing on stdout, its exit status, and no
 /// file created or touched.
 @Suite(.serialized, .timeLimit(.minutes(10))) struct ErrorTests {
@@ -126,12 +129,27 @@ import Testing
   }
 
   @Test(arguments: [
-    (["history", "--since", "abc"], "invalid cursor 'abc' for '--since': expected a whole number ≥ 0"),
-    (["history", "--since", "-1"], "invalid cursor '-1' for '--since': expected a whole number ≥ 0"),
-    (["watch", "--since=1.5"], "invalid cursor '1.5' for '--since': expected a whole number ≥ 0"),
+    (
+      ["history", "--since", "abc"],
+      "invalid cursor 'abc' for '--since': expected a whole number ≥ 0" + sinceForms
+    ),
+    (
+      ["history", "--since", "-1"],
+      "invalid cursor '-1' for '--since': expected a whole number ≥ 0" + sinceForms
+    ),
+    (
+      ["watch", "--since=1.5"],
+      "invalid cursor '1.5' for '--since': expected a whole number ≥ 0" + sinceForms
+    ),
+    (
+      ["watch", "--since", "2026-11-29T20:33:36.562Z"],
+      "invalid cursor '2026-11-29T20:33:36.562Z' for '--since': expected a whole number ≥ 0"
+        + sinceForms
+    ),
     (
       ["history", "--since", "99999999999999999999"],
       "invalid cursor '99999999999999999999' for '--since': expected a whole number from 0 to 9223372036854775807"
+        + sinceForms
     ),
     (["watch", "--limit", "x"], "invalid value 'x' for '--limit': expected a whole number ≥ 0"),
     (["history", "-n", "-3"], "invalid value '-3' for '--limit': expected a whole number ≥ 0"),
@@ -314,6 +332,9 @@ import Testing
     #expect(write.status == 1)
     #expect(write.stderr.hasPrefix("sessionctl: error: \(existing): "), "\(write)")
     #expect(write.stderr.contains("read-only"), "\(write)")
+    #expect(
+      write.stderr.contains("; read it with status, history, watch or check (they open it read-only)"),
+      "\(write)")
     let read = try await sandbox.run(db: existing, ["status", "--json"])
     #expect(read.status == 0, "\(read)")
     #expect(read.jsonLines.first?["username"] as? String == "alice")

@@ -5,7 +5,10 @@ import Testing
 /// The `console` blocks of the article "The sessionctl command line" are one session: run here
 /// in order, in a new home shown as `/home/demo`, with the built `sessionctl` first on the
 /// `PATH`, each command prints what the article shows (stdout and stderr together, as a
-/// terminal shows them) and exits with the status of its `(exit N)` line, else 0.
+/// terminal shows them) and exits with the status of its `(exit N)` line, else 0. The session
+/// runs twice: without `XDG_DATA_HOME`, and with it set to a directory outside the home (as on
+/// many desktops), shown as `/home/demo/.local/share`, so that a command that works only with
+/// one of the two default locations fails.
 ///
 /// Every run has its own times, so times are matched by position: the n-th distinct time the
 /// article shows stands for the n-th distinct time the run printed, and a command that names
@@ -82,12 +85,23 @@ import Testing
     static var time: Regex<Substring> { #/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z/# }
   }
 
-  @Test func theCommandLineArticlesExamplesAreWhatSessionctlPrints() async throws {
+  @Test(arguments: [false, true])
+  func theCommandLineArticlesExamplesAreWhatSessionctlPrints(withXDGDataHome: Bool) async throws {
     let blocks = Self.transcripts(try String(contentsOfFile: Self.article, encoding: .utf8))
     #expect(blocks.count >= 5, "the article's console blocks")
     let sandbox = try Sandbox()
     let bin = URL(fileURLWithPath: Sandbox.sessionctl).deletingLastPathComponent().path
     sandbox.environment["PATH"] = bin + ":/usr/bin:/bin"
+    // The data directory, shown as the default one; outside the home, so that a command that
+    // writes `~/.local/share` instead finds nothing there.
+    var shownPaths = [(sandbox.home, "/home/demo")]
+    if withXDGDataHome {
+      let dataHome = sandbox.path("data")
+      try FileManager.default.createDirectory(atPath: dataHome, withIntermediateDirectories: false)
+      chmod(dataHome, 0o700)
+      sandbox.environment["XDG_DATA_HOME"] = dataHome
+      shownPaths.insert((dataHome, "/home/demo/.local/share"), at: 0)
+    }
     let shown = Times()
     let printed = Times()
     var session: [String] = []
@@ -98,7 +112,9 @@ import Testing
         let command = shown.translated(step.command, to: printed)
         let outcome = try await sandbox.runProgram(
           "/bin/bash", ["-c", "cd ~ && exec 2>&1\n" + command], environment: sandbox.environment)
-        let output = outcome.lines.map { $0.replacingOccurrences(of: sandbox.home, with: "/home/demo") }
+        let output = outcome.lines.map { line in
+          shownPaths.reduce(line) { $0.replacingOccurrences(of: $1.0, with: $1.1) }
+        }
         // Both sides numbered line by line, in the same order, so that the numbers agree.
         let expected = step.output.map(shown.numbered)
         let actual = output.map(printed.numbered)
@@ -107,7 +123,7 @@ import Testing
           Issue.record(
             """
             $ \(command)
-            printed (exit \(outcome.status)):
+            printed (exit \(outcome.status)\(withXDGDataHome ? ", with XDG_DATA_HOME" : "")):
             \(output.joined(separator: "\n"))
             the article shows (exit \(step.status)):
             \(step.output.joined(separator: "\n"))

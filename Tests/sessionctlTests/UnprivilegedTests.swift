@@ -94,6 +94,11 @@ import Testing
     let login = try await asUser(["--db", path, "login", "bob"])
     #expect(login.status == 1)
     #expect(login.stderr.contains("permission denied: this user cannot write the file"), "\(login.stderr)")
+    // What to do in sessionctl's terms: it has no read-only option, it has commands that only read.
+    #expect(
+      login.stderr.hasSuffix(
+        "; read it with status, history, watch or check (they open it read-only)\n"),
+      "\(login.stderr)")
     #expect(FileManager.default.contents(atPath: path) == before)
   }
 
