@@ -182,8 +182,10 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
   }
 }
 
-/// Whether `error` is a ``SessionStorageError`` with this code, so that a code is a `catch`
-/// pattern: `catch SessionStorageError.Code.invalidUsername { … }`.
-public func ~= (code: SessionStorageError.Code, error: any Error) -> Bool {
-  (error as? SessionStorageError)?.code == code
+extension SessionStorageError.Code {
+  /// Whether `error` is a ``SessionStorageError`` with this code, so that a code is a `catch`
+  /// pattern: `catch SessionStorageError.Code.invalidUsername { … }`.
+  public static func ~= (code: Self, error: any Error) -> Bool {
+    (error as? SessionStorageError)?.code == code
+  }
 }
