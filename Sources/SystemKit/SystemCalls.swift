@@ -87,6 +87,18 @@ package struct FileStatus: Sendable {
   package init(_ path: String, followingLinks: Bool = true) throws(Errno) {
     var info = stat()
     _ = try valueOrErrno(followingLinks ? stat(path, &info) : lstat(path, &info))
+    self.init(info)
+  }
+
+  /// The status of the file open as `descriptor` (`fstat(2)`).
+  /// - Throws: the call's ``Errno`` (`EBADF` for a descriptor that is not open).
+  package init(descriptor: Int32) throws(Errno) {
+    var info = stat()
+    _ = try valueOrErrno(fstat(descriptor, &info))
+    self.init(info)
+  }
+
+  private init(_ info: stat) {
     kind =
       switch info.st_mode & S_IFMT {
       case S_IFREG: .regular

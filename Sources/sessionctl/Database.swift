@@ -1,5 +1,6 @@
 import SessionStorage
 import SessionStoragePostgres
+import SystemKit
 
 #if canImport(FoundationEssentials)
   import FoundationEssentials
@@ -80,8 +81,7 @@ extension SessionStore.Location {
   /// is missing.
   var exists: Bool {
     if isPostgres { return true }
-    var info = stat()
-    return lstat(path, &info) == 0
+    return (try? FileStatus(path, followingLinks: false)) != nil
   }
 }
 

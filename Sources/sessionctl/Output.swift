@@ -90,11 +90,10 @@ struct LineWriter: Sendable {
   /// Removes the last `count` bytes written, when the descriptor is a regular file whose
   /// end is where they end (nothing else was appended after them).
   private func cutOff(_ count: Int) {
-    var info = stat()
-    guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return }
+    guard let status = try? FileStatus(descriptor: descriptor), status.kind == .regular else { return }
     let end = lseek(descriptor, 0, SEEK_CUR)
     let start = end - off_t(count)
-    guard start >= 0, end == info.st_size else { return }
+    guard start >= 0, Int64(end) == status.size else { return }
     if ftruncate(descriptor, start) == 0 { lseek(descriptor, start, SEEK_SET) }
   }
 

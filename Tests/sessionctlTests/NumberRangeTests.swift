@@ -69,10 +69,13 @@ import Testing
     }
     let refused = try await sandbox.run(db: db, test.arguments(Self.beyond))
     #expect(refused.status == 65)
+    // `--since` also takes CURSOR@TIME, and says so.
+    let otherForm =
+      test.option == "--since" ? " (a cursor), or CURSOR@TIME with the time printed for that change" : ""
     #expect(
       refused.stderr
         == "sessionctl: error: invalid \(test.noun) '\(Self.beyond)' for '\(test.option)': expected a whole "
-        + "number from 0 to \(Self.largest)\n")
+        + "number from 0 to \(Self.largest)\(otherForm)\n")
     #expect(try await sandbox.run(db: db, ["history"]).lines.count == 2, "nothing was deleted")
   }
 }
