@@ -1,22 +1,5 @@
 import CommandLineKit
 import SessionStorage
-import SessionStoragePostgres
-import Synchronization
-import SystemKit
-
-#if canImport(FoundationEssentials)
-  import FoundationEssentials
-#else
-  import Foundation
-#endif
-
-#if canImport(Glibc)
-  import Glibc
-#elseif canImport(Musl)
-  import Musl
-#elseif canImport(Darwin)
-  import Darwin
-#endif
 
 /// The options of the commands that read the feed (`watch`, `history`), declared and read
 /// once for both, like an option group of swift-argument-parser.

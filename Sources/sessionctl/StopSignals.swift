@@ -1,14 +1,6 @@
-import CommandLineKit
 import SessionStorage
-import SessionStoragePostgres
 import Synchronization
 import SystemKit
-
-#if canImport(FoundationEssentials)
-  import FoundationEssentials
-#else
-  import Foundation
-#endif
 
 #if canImport(Glibc)
   import Glibc
