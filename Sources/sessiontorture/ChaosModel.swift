@@ -55,16 +55,21 @@ struct ChaosEntry: Sendable {
   /// When it committed, in milliseconds since 1970.
   var time: Int64 { after.updatedAt }
 
-  /// The events the documentation defines for a change from `before` to `after`, derived here
-  /// independently of the library: a logout first, then a rename, then a login.
+  /// The events the documentation defines for a change from `before` to `after` ("a logout
+  /// first, then a rename, then a login"), written as the table of every case rather than
+  /// the library's rules, so that the two are two derivations to compare.
   var events: [SessionEvent] {
-    var events: [SessionEvent] = []
-    if before.isLoggedIn && !after.isLoggedIn { events.append(.loggedOut(username: before.username)) }
-    if before.username != after.username {
-      events.append(.usernameChanged(from: before.username, to: after.username))
+    let rename = SessionEvent.usernameChanged(from: before.username, to: after.username)
+    let logout = SessionEvent.loggedOut(username: before.username)
+    let login = SessionEvent.loggedIn(username: after.username)
+    return switch (before.isLoggedIn, after.isLoggedIn, before.username == after.username) {
+    case (true, true, true), (false, false, true): []
+    case (true, true, false), (false, false, false): [rename]
+    case (true, false, true): [logout]
+    case (true, false, false): [logout, rename]
+    case (false, true, true): [login]
+    case (false, true, false): [rename, login]
     }
-    if !before.isLoggedIn && after.isLoggedIn { events.append(.loggedIn(username: after.username)) }
-    return events
   }
 
   /// What differs between this entry and one the library handed out (by a write, a
