@@ -5,7 +5,6 @@ let package = Package(
   name: "SessionStorage",
   platforms: [.macOS(.v15), .iOS(.v18)],
   products: [
-    .library(name: "FeedKit", targets: ["FeedKit"]),
     .library(name: "SessionStorage", targets: ["SessionStorage"]),
     .library(name: "SessionStoragePostgres", targets: ["SessionStoragePostgres"]),
     .library(name: "SessionViewModels", targets: ["SessionViewModels"]),
@@ -68,17 +67,18 @@ let package = Package(
     // Re-exports ToolingKit: a test that imports TestSupport has the whole kit.
     .target(
       name: "TestSupport", dependencies: ["SystemKit", "ToolingKit", "TestWidth"], path: "Tests/TestSupport"),
-    // How many tests run at once: set before the runner starts (Development.md).
+    // How many tests run at once: set before the runner starts (CONTRIBUTING.md).
     .target(name: "TestWidth", path: "Tests/TestWidth"),
     .testTarget(name: "FeedKitTests", dependencies: ["FeedKit", "SystemKit", "TestSupport"]),
     .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
     .testTarget(
       name: "SessionStorageTests",
-      dependencies: [
-        "FeedKit", "SessionStorage", "SessionStoragePostgres", "CSQLite", "SystemKit", "TestSupport",
-        "ToolingKit",
-      ]
+      dependencies: ["FeedKit", "SessionStorage", "CSQLite", "SystemKit", "TestSupport", "ToolingKit"]
     ),
+    // The contract every backend keeps: a file, memory and PostgreSQL, test for test.
+    .testTarget(
+      name: "ContractTests",
+      dependencies: ["FeedKit", "SessionStorage", "SessionStoragePostgres", "TestSupport"]),
     .testTarget(
       name: "SessionStoragePostgresTests",
       dependencies: ["SessionStoragePostgres", "SessionStorage", "FeedKit", "SystemKit", "TestSupport"]),

@@ -20,7 +20,7 @@ internal import SystemKit
 ///   after it without `=` (a raw `&` in it).
 /// - The key/value form (`host=h password='a b' dbname=d`): the value of `password` and
 ///   `sslpassword`, unquoted to the next ASCII space or single-quoted with `\` escapes.
-enum PostgresPasswords {
+package enum PostgresPasswords {
   /// The settings libpq hides (its `*` display flag): their values are secrets.
   static let secretKeys: Set<[UInt8]> = [Array("password".utf8), Array("sslpassword".utf8)]
 
@@ -30,10 +30,10 @@ enum PostgresPasswords {
   /// `text` without its secrets (the user part's `:password`, the `password` and
   /// `sslpassword` parameters), for a child process: libpq then takes the password from
   /// `~/.pgpass` or `PGPASSFILE`.
-  static func withoutPasswords(_ text: String) -> String { rewrite(text, strip: true) }
+  package static func withoutPasswords(_ text: String) -> String { rewrite(text, strip: true) }
 
   /// Whether `text` holds a secret.
-  static func containsPassword(_ text: String) -> Bool { !secrets(in: text).isEmpty }
+  package static func containsPassword(_ text: String) -> Bool { !secrets(in: text).isEmpty }
 
   /// `message` (libpq's own, which may quote the whole connection string or a piece of it)
   /// with `conninfo` replaced by its redacted form and every secret of `conninfo` — as

@@ -130,8 +130,8 @@ enum PostgresChildren {
   /// `sessionbench child-pg-subscriber --postgres URL --schema NAME`: a
   /// `PostgresSessionStore` on the schema and `changes(from: .now)`.
   static func subscriber(server: String, schema: String) throws -> Never {
-    let store = try PostgresSessionStore(
-      url: PostgresSchemas.url(server, schema: schema), options: .init(origin: "sessionbench-child"))
+    let store = try SessionStore(
+      postgresURL: PostgresSchemas.url(server, schema: schema), options: .init(origin: "sessionbench-child"))
     try ChildSubscriber.serve(store)
   }
 

@@ -13,7 +13,7 @@ enum OpenScenario {
   static func run(scale: Scale) throws -> Outcome {
     let workspace = try Workspace("open")
     try workspace.createRawSchema()
-    let options = SessionStore.Options(origin: "sessionbench")
+    let options = SessionStore.FileOptions(origin: "sessionbench")
     try SessionStore(path: workspace.ours, options: options).blocking.logIn(as: "alice")
     try RawWriter(db: RawDB(path: workspace.raw, synchronous: "NORMAL")).write(login: true)
     let (ours, baseline) = try Paired.blocks(

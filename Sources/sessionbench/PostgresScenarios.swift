@@ -1,4 +1,5 @@
 import Foundation
+import SessionStorage
 import SessionStoragePostgres
 import Synchronization
 import ToolingKit
@@ -120,7 +121,7 @@ final class PostgresSchemas {
     ours = "sessionbench_\(tag)_ours"
     raw = "sessionbench_\(tag)_raw"
     // Dropped by deinit, which also runs when this throws.
-    _ = try PostgresSessionStore(url: Self.url(server, schema: raw), options: .init(origin: "sessionbench"))
+    _ = try SessionStore(postgresURL: Self.url(server, schema: raw), options: .init(origin: "sessionbench"))
   }
 
   deinit {
@@ -141,8 +142,8 @@ final class PostgresSchemas {
   /// Our store's URL.
   var oursURL: String { Self.url(server, schema: ours) }
 
-  func store(origin: String = "sessionbench") throws -> PostgresSessionStore {
-    try PostgresSessionStore(url: oursURL, options: .init(origin: origin))
+  func store(origin: String = "sessionbench") throws -> SessionStore {
+    try SessionStore(postgresURL: oursURL, options: .init(origin: origin))
   }
 
   /// A raw connection with `search_path` set to the baseline's schema.
@@ -199,7 +200,7 @@ final class PostgresServer: Sendable {
   /// What is wrong with `url` as a server for the scenarios, or nil: it must be a
   /// PostgreSQL URL without a `schema` parameter (each scenario names its own schemas).
   static func problem(with url: String) -> String? {
-    let shown = PostgresSessionStore.redacted(url)
+    let shown = PostgresLocation.redacted(url)
     guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") else {
       return "'\(shown)' is not a PostgreSQL URL: give postgresql://user@host:5432/db"
     }

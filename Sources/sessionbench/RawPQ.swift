@@ -25,7 +25,7 @@ final class RawPQ {
     guard libpq.PQstatus(handle) == CONNECTION_OK else {
       let message = Self.message(handle, libpq)
       libpq.PQfinish(handle)
-      throw BenchError("cannot connect to \(PostgresSessionStore.redacted(url)): \(message)")
+      throw BenchError("cannot connect to \(PostgresLocation.redacted(url)): \(message)")
     }
     _ = libpq.PQsetNoticeProcessor(handle, { _, _ in }, nil)
     self.handle = handle

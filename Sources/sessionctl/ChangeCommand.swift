@@ -59,7 +59,7 @@ final class ChangeCommand: Sendable {
     var inherited = environment
     inherited["PGPASSWORD"] = nil
     if let database = inherited["SESSIONCTL_DB"] {
-      inherited["SESSIONCTL_DB"] = PostgresSessionStore.withoutPasswords(database)
+      inherited["SESSIONCTL_DB"] = PostgresPasswords.withoutPasswords(database)
     }
     return inherited
   }

@@ -22,7 +22,14 @@ import SystemKit
 extension SessionStore.Location {
   /// The path, or the URL with its password replaced: what output and errors show. (A
   /// libpq key/value string taken for a file path has its password replaced too.)
-  var display: String { PostgresSessionStore.redacted(path) }
+  var display: String { PostgresLocation.redacted(path) }
+
+  /// Whether ``path`` is a PostgreSQL URL (`postgresql://` or `postgres://`, in any case)
+  /// rather than a file.
+  var isPostgres: Bool {
+    let lowered = path.lowercased()
+    return lowered.hasPrefix("postgresql://") || lowered.hasPrefix("postgres://")
+  }
 
   /// Refuses a PostgreSQL URL for a command that works on a SQLite file.
   /// - Throws: ``CLIError`` (exit 1) naming the command and what to use instead.
@@ -85,21 +92,6 @@ extension SessionStore.Location {
   }
 }
 
-/// What sessionctl administers through one contract, whichever backs it: a SQLite file
-/// (``SessionStore``) or a PostgreSQL schema (`PostgresSessionStore`). Every command but `backup`, `restore` and
-/// `retention` (which work on a file) uses only this.
-protocol AdministeredStore: SessionRepository {
-  /// The migrations this open applied (empty when the schema was up to date).
-  var appliedMigrations: [Migration] { get }
-  /// Every verification, one result each.
-  func check() throws -> [CheckResult]
-  /// The writes that block the calling thread until they commit.
-  var blocking: BlockingWrites { get }
-}
-
-extension SessionStore: AdministeredStore {}
-extension PostgresSessionStore: AdministeredStore {}
-
 extension CommandContext {
   /// The database: `--db`, else `$SESSIONCTL_DB`, else the default location.
   /// - Throws: ``CLIError`` when none of them gives a path.
@@ -109,19 +101,19 @@ extension CommandContext {
 
   /// Opens the database without writing; a missing file (or PostgreSQL schema) is an
   /// error, and nothing is created.
-  func openForReading(_ location: SessionStore.Location) throws -> any AdministeredStore {
+  func openForReading(_ location: SessionStore.Location) throws -> SessionStore {
     if location.isPostgres {
-      return try PostgresSessionStore(
-        url: location.path, options: .init(origin: SessionCtl.origin, readOnly: true))
+      return try SessionStore(
+        postgresURL: location.path, options: .init(origin: SessionCtl.origin, readOnly: true))
     }
     return try openFileForReading(location)
   }
 
   /// Opens the database for writing, creating it (and the default directory, or the
   /// PostgreSQL schema) when missing.
-  func openForWriting(_ location: SessionStore.Location) throws -> any AdministeredStore {
+  func openForWriting(_ location: SessionStore.Location) throws -> SessionStore {
     if location.isPostgres {
-      return try PostgresSessionStore(url: location.path, options: .init(origin: SessionCtl.origin))
+      return try SessionStore(postgresURL: location.path, options: .init(origin: SessionCtl.origin))
     }
     return try openFileForWriting(location)
   }
@@ -140,7 +132,7 @@ extension CommandContext {
     try openFile(location, .init(origin: SessionCtl.origin))
   }
 
-  private func openFile(_ location: SessionStore.Location, _ options: SessionStore.Options) throws
+  private func openFile(_ location: SessionStore.Location, _ options: SessionStore.FileOptions) throws
     -> SessionStore
   {
     do {

@@ -168,7 +168,7 @@ extension SessionCtl {
       guard location.exists else {
         throw CLIError(.failure, "\(location.path): no database here (nothing to back up)")
       }
-      let store = try context.openFileForReading(location)
+      let store = try context.openFileForReading(location).requireFile()
       let result = try store.backup(to: file, overwrite: force)
       context.commitment.record(
         "the backup is written all the same (\(Presenter.display(result.path)), head \(result.head))")
@@ -180,7 +180,7 @@ extension SessionCtl {
 
 extension Presenter {
   /// `backup`.
-  func backup(_ result: SessionStore.BackupResult) -> String {
+  func backup(_ result: SessionFile.BackupResult) -> String {
     if json {
       let value: JSONValue = [
         "type": "backup", "path": .string(result.path), "head": .int(result.head.value),

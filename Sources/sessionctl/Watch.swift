@@ -112,8 +112,7 @@ extension SessionCtl {
       let store = try context.openForReading(location)
       // Once watching (an error alone is the one line of a failure): a password on the
       // command line can be read by every user of the machine for as long as watch runs.
-      if location.source == .named, location.isPostgres, PostgresSessionStore.containsPassword(location.path)
-      {
+      if location.source == .named, location.isPostgres, PostgresPasswords.containsPassword(location.path) {
         try context.errors.write(
           "sessionctl: warning: the password in --db can be read by every user of this machine while watch runs "
             + "(ps, /proc/PID/cmdline); keep it in ~/.pgpass or PGPASSFILE instead")

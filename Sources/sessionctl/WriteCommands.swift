@@ -228,11 +228,11 @@ extension SessionCtl {
         guard location.exists else {
           throw CLIError(.failure, "\(location.path): no database here (it is created by the first write)")
         }
-        let store = try context.openFileForReading(location)
+        let store = try context.openFileForReading(location).requireFile()
         try context.output.write(context.presenter.retention(try store.retention()))
         return .success
       }
-      let store = try context.openFileForWriting(location)
+      let store = try context.openFileForWriting(location).requireFile()
       var policy = change.off ? SessionStorage.Retention.off : try store.retention()
       if let keep = change.keep { policy.keepLast = keep }
       if let maxAge = change.maxAge { policy.maxAge = maxAge.duration }
@@ -368,7 +368,7 @@ extension SessionCtl {
       let location = try context.location()
       try location.requireFile(
         for: "restore", instead: "restore a pg_dump of its schema with pg_restore or psql")
-      let store = try context.openFileForWriting(location)
+      let store = try context.openFileForWriting(location).requireFile()
       let result = try store.restore(from: file)
       context.commitment.record(
         "the restore is committed all the same (head \(result.head), was \(result.previousHead))")
@@ -380,7 +380,7 @@ extension SessionCtl {
 
 extension Presenter {
   /// `restore`.
-  func restore(_ result: SessionStore.RestoreResult) -> String {
+  func restore(_ result: SessionFile.RestoreResult) -> String {
     if json {
       let value: JSONValue = [
         "type": "restore", "path": .string(result.path), "source": .string(result.source),

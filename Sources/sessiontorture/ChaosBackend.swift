@@ -3,22 +3,11 @@ import SessionStorage
 import SessionStoragePostgres
 import ToolingKit
 
-/// A store of the driver's, on either backend: what the steps ask of every instance.
-protocol ChaosStore: _SessionBackedStore {
-  var isReadOnly: Bool { get }
+extension SessionStore {
+  /// Whether this instance was opened read-only: the driver expects its writes refused.
+  var isReadOnly: Bool { backend.isReadOnly }
   /// The origin of its writes.
-  var origin: String { get }
-  func check() throws -> [CheckResult]
-}
-
-extension SessionStore: ChaosStore {
-  var isReadOnly: Bool { options.readOnly }
-  var origin: String { options.origin }
-}
-
-extension PostgresSessionStore: ChaosStore {
-  var isReadOnly: Bool { options.readOnly }
-  var origin: String { options.origin }
+  var origin: String { backend.origin }
 }
 
 /// Where the chaos driver's store lives, and how an outside client reaches it there: the
@@ -51,19 +40,22 @@ enum ChaosBackend {
   var isPostgres: Bool { if case .postgres = self { true } else { false } }
 
   /// Whether `db` is a PostgreSQL URL rather than a file, as `sessionctl --db` tells them.
-  static func isURL(_ db: String) -> Bool { SessionStore.Location(path: db, source: .named).isPostgres }
+  static func isURL(_ db: String) -> Bool {
+    let lowered = db.lowercased()
+    return lowered.hasPrefix("postgresql://") || lowered.hasPrefix("postgres://")
+  }
 
   /// Opens an instance on `name` (a path or the store's URL).
   func open(
     _ name: String, origin: String, durability: SessionStore.Durability = .full, readOnly: Bool = false
-  ) throws -> any ChaosStore {
+  ) throws -> SessionStore {
     switch self {
     case .sqlite:
       return try SessionStore(
         path: name, options: ChaosWorld.options(origin: origin, durability: durability, readOnly: readOnly))
     case .postgres:
-      return try PostgresSessionStore(
-        url: name,
+      return try SessionStore(
+        postgresURL: name,
         options: .init(origin: origin, readOnly: readOnly, safetyPollInterval: ChaosWorld.safetyPoll))
     }
   }

@@ -94,7 +94,7 @@ struct ChaosScenario: TortureScenario {
   var isPostgres: Bool { ChaosBackend.isURL(path) }
 
   /// `--db` as reports print it: a URL's passwords replaced by `***`.
-  var shownPath: String { isPostgres ? PostgresSessionStore.redacted(path) : path }
+  var shownPath: String { isPostgres ? PostgresLocation.redacted(path) : path }
 
   /// What a run found: the index of the first step after which a check failed, and why.
   struct Failure {

@@ -109,7 +109,7 @@ extension ChaosWorld {
             "instance #\(index) has bounds \(bounds.oldest.map(\.description) ?? "-")…\(bounds.head), the model "
               + "\(oldest.map(String.init) ?? "-")…\(model.head)")
         }
-        let policy = try (store as? SessionStore).map { ChaosPolicy(try $0.retention()) } ?? .off
+        let policy = try store.file.map { ChaosPolicy(try $0.retention()) } ?? .off
         if policy != model.policy {
           problems.append("instance #\(index) has retention \(policy), the model \(model.policy)")
         }

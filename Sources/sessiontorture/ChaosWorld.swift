@@ -21,7 +21,7 @@ final class ChaosWorld {
   let sessionctl: String?
   /// How long after it became readable a change must reach every live follower (ns).
   let bound: UInt64
-  var instances: [any ChaosStore] = []
+  var instances: [SessionStore] = []
   var followers: [ChaosFollower] = []
   var model: ChaosModel
   /// The model when the last backup was taken: a restore rewinds to it.
@@ -65,7 +65,7 @@ final class ChaosWorld {
 
   static func options(
     origin: String, durability: SessionStore.Durability = .full, readOnly: Bool = false
-  ) -> SessionStore.Options {
+  ) -> SessionStore.FileOptions {
     .init(durability: durability, origin: origin, readOnly: readOnly, safetyPollInterval: safetyPoll)
   }
 
@@ -188,7 +188,7 @@ final class ChaosWorld {
     }
   }
 
-  func instance(_ index: Int) -> (any ChaosStore)? {
+  func instance(_ index: Int) -> (SessionStore)? {
     instances.isEmpty ? nil : instances[index % instances.count]
   }
 
@@ -275,7 +275,7 @@ final class ChaosWorld {
   /// One write through `store`, by the API `mode` names; an `async` one runs in a task this
   /// thread waits for (the driver's steps are sequential).
   private static func write(
-    _ action: ChaosStep.Action, through store: any ChaosStore, _ mode: ChaosStep.WriteMode
+    _ action: ChaosStep.Action, through store: SessionStore, _ mode: ChaosStep.WriteMode
   ) throws -> SessionEntry? {
     guard mode != .sync else {
       switch action {
@@ -405,9 +405,9 @@ final class ChaosWorld {
   }
 
   private func setRetention(_ index: Int, _ policy: ChaosPolicy) throws {
-    guard let store = instance(index) as? SessionStore else { return }
+    guard let store = instance(index)?.file else { return }
     let what = "setRetention(\(policy)) through instance #\(index % instances.count)"
-    if store.isReadOnly { return try requireRefusal(what) { try store.setRetention(policy.retention) } }
+    if store.options.readOnly { return try requireRefusal(what) { try store.setRetention(policy.retention) } }
     let before = model.firstAvailable
     let start = ChaosClock.wallMilliseconds()
     let compaction = try store.setRetention(policy.retention)

@@ -48,9 +48,9 @@ enum Children {
   /// A writable store on `path`: the file, or the store a `postgresql://` URL names.
   private static func writable(
     _ path: String, origin: String, durability: SessionStore.Durability = .full
-  ) throws -> any _SessionBackedStore {
+  ) throws -> SessionStore {
     ChaosBackend.isURL(path)
-      ? try PostgresSessionStore(url: path, options: .init(origin: origin))
+      ? try SessionStore(postgresURL: path, options: .init(origin: origin))
       : try SessionStore(path: path, options: .init(durability: durability, origin: origin))
   }
 
@@ -85,7 +85,7 @@ enum Children {
     let poll = safetyPoll.map { Duration.milliseconds(Int64($0 * 1000)) } ?? .seconds(1)
     let store: any SessionRepository =
       ChaosBackend.isURL(path)
-      ? try PostgresSessionStore(url: path, options: .init(readOnly: true, safetyPollInterval: poll))
+      ? try SessionStore(postgresURL: path, options: .init(readOnly: true, safetyPollInterval: poll))
       : try SessionStore(path: path, options: .init(readOnly: true, safetyPollInterval: poll))
     let changes = try store.changes(from: .now)
     ChildChannel.sayReady(detail ? changes.cursor.description : nil)

@@ -73,7 +73,7 @@ enum Verification {
   }
 
   /// The same checks through `store`, a new instance on either backend.
-  static func problems(of store: any ChaosStore, acknowledged: Set<Int64>) throws -> [String] {
+  static func problems(of store: SessionStore, acknowledged: Set<Int64>) throws -> [String] {
     var problems = try store.check().filter { $0.verdict == .failed }.map { "\($0.check): \($0.detail)" }
     var kept = Set<Int64>()
     var start = FeedStart.beginning

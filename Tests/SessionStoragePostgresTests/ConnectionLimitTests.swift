@@ -15,7 +15,7 @@ import Testing
       "CREATE ROLE \(role) LOGIN CONNECTION LIMIT 1; GRANT CREATE ON DATABASE postgres TO \(role)")
     try await withCleanup {
       let error = #expect(throws: SessionStorageError.self) {
-        try PostgresSessionStore(url: url, options: .init(origin: "limited"))
+        try SessionStore(postgresURL: url, options: .init(origin: "limited"))
       }
       #expect(error?.code == .refused, "\(String(describing: error))")
       #expect(error?.message.contains("CONNECTION LIMIT 1") == true, "\(String(describing: error))")

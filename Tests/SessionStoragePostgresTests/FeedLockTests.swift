@@ -13,9 +13,9 @@ import Testing
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
     let schema = try #require(url.components(separatedBy: "schema=").last)
-    let options = PostgresSessionStore.Options(
+    let options = SessionStore.PostgresOptions(
       origin: "locked", safetyPollInterval: .milliseconds(100), lockTimeout: .milliseconds(200))
-    let store = try PostgresSessionStore(url: url, options: options)
+    let store = try SessionStore(postgresURL: url, options: options)
     _ = try await store.logIn(as: "alice")
     let subscription = try store.changes(from: .beginning)
     async let received = first(2, of: subscription, within: .seconds(120))

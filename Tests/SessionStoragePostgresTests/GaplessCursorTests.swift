@@ -11,8 +11,8 @@ import Testing
   @Test func concurrentWritersLeaveNoHoleAndTheSubscriberGetsEveryCursorOnce() async throws {
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
-    let stores = try (0..<8).map { try PostgresSessionStore(url: url, options: .init(origin: "writer\($0)")) }
-    let schema = stores[0].schema
+    let stores = try (0..<8).map { try SessionStore(postgresURL: url, options: .init(origin: "writer\($0)")) }
+    let schema = try stores[0].requirePostgres().schema
     let subscription = try stores[0].changes(from: .beginning)
     // A child task of the test: the test's time limit ends it.
     async let received = { () async throws -> [SessionEntry] in
@@ -83,24 +83,26 @@ import Testing
 
   @Test func nobodyMovesTheHeadOrWritesTheFeedByHand() async throws {
     let cluster = try await PostgresCluster.shared()
-    let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "app"))
+    let store = try SessionStore(postgresURL: cluster.freshStoreURL(), options: .init(origin: "app"))
     try await store.logIn(as: "a")
-    _ = try await cluster.psql("UPDATE session SET head = 100, username = 'b'", schema: store.schema)
-    _ = try await cluster.psql("UPDATE session SET head = 100", schema: store.schema)
+    _ = try await cluster.psql(
+      "UPDATE session SET head = 100, username = 'b'", schema: store.requirePostgres().schema)
+    _ = try await cluster.psql("UPDATE session SET head = 100", schema: store.requirePostgres().schema)
     #expect(try store.bounds().head == Cursor(2), "the trigger numbers changes; the head cannot be set")
     await #expect(throws: (any Error).self) {
       try await cluster.psql(
         "INSERT INTO session_changes VALUES (3, now(), 'x', NULL, 'c', false, true, now())",
-        schema: store.schema)
+        schema: store.requirePostgres().schema)
     }
     await #expect(throws: (any Error).self) {
-      try await cluster.psql("UPDATE session_changes SET origin = 'forged'", schema: store.schema)
+      try await cluster.psql(
+        "UPDATE session_changes SET origin = 'forged'", schema: store.requirePostgres().schema)
     }
     await #expect(throws: (any Error).self) {
-      try await cluster.psql("DELETE FROM session", schema: store.schema)
+      try await cluster.psql("DELETE FROM session", schema: store.requirePostgres().schema)
     }
     await #expect(throws: (any Error).self) {
-      try await cluster.psql("INSERT INTO session (id) VALUES (2)", schema: store.schema)
+      try await cluster.psql("INSERT INTO session (id) VALUES (2)", schema: store.requirePostgres().schema)
     }
     #expect(try store.history(from: .beginning, limit: 10).map(\.origin) == ["app", "external"])
   }

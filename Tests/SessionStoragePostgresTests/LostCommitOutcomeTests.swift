@@ -18,11 +18,11 @@ import Testing
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
     let origin = uniqueName("lost")
-    let ours = try PostgresSessionStore(url: url, options: .init(origin: origin, lockTimeout: .seconds(90)))
-    let other = try PostgresSessionStore(
-      url: url, options: .init(origin: origin + "_other", lockTimeout: .seconds(90)))
+    let ours = try SessionStore(postgresURL: url, options: .init(origin: origin, lockTimeout: .seconds(90)))
+    let other = try SessionStore(
+      postgresURL: url, options: .init(origin: origin + "_other", lockTimeout: .seconds(90)))
     let first = try #require(try await ours.logIn(as: "alice"))
-    let schema = ours.schema
+    let schema = try ours.requirePostgres().schema
     // Added after the stores opened (a writable open refuses a trigger of its own schema's
     // tables that the migrations did not make): our writes' COMMIT waits for a row in the
     // gate table, then fails.

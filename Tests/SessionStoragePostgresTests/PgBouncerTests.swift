@@ -15,14 +15,14 @@ import Testing
     let cluster = try await PostgresCluster.shared()
     let bouncer = try await PgBouncer(poolMode: "session", serverURL: cluster.url)
     let url = bouncer.url(query: "schema=\(uniqueName("t"))")
-    let store = try PostgresSessionStore(url: url)
+    let store = try SessionStore(postgresURL: url)
     _ = try await store.logIn(as: "alice")
     for wrong in [
       url.replacingOccurrences(of: PgBouncer.password, with: "wrong-password"),
       bouncer.url(user: "ghost", query: "schema=s"),
     ] {
       let error = #expect(throws: SessionStorageError.self) {
-        try PostgresSessionStore(url: wrong, options: .init(readOnly: true))
+        try SessionStore(postgresURL: wrong, options: .init(readOnly: true))
       }
       #expect(error?.code == .refused, "\(String(describing: error))")
       #expect(error?.message.contains("08P01") == true, "\(String(describing: error))")
@@ -39,10 +39,10 @@ import Testing
     try await cluster.query("CREATE DATABASE \(database)")
     try await withCleanup {
       let bouncer = try await PgBouncer(poolMode: "session", serverURL: cluster.url)
-      var options = PostgresSessionStore.Options(origin: "revoked", safetyPollInterval: .milliseconds(200))
+      var options = SessionStore.PostgresOptions(origin: "revoked", safetyPollInterval: .milliseconds(200))
       options.poolerRefusalGrace = .seconds(3)
-      let store = try PostgresSessionStore(
-        url: bouncer.url(database: database, query: "schema=s"), options: options)
+      let store = try SessionStore(
+        postgresURL: bouncer.url(database: database, query: "schema=s"), options: options)
       _ = try await store.logIn(as: "alice")
       let subscription = try store.changes(from: .beginning)
       let reads = Reads()
@@ -103,8 +103,8 @@ import Testing
     let bouncer = try await PgBouncer(
       poolMode: "transaction", serverURL: cluster.url, settings: ["default_pool_size": "1"])
     let url = bouncer.url(query: "schema=\(uniqueName("t"))")
-    let options = PostgresSessionStore.Options(origin: "pooled", safetyPollInterval: .milliseconds(200))
-    let store = try PostgresSessionStore(url: url, options: options)
+    let options = SessionStore.PostgresOptions(origin: "pooled", safetyPollInterval: .milliseconds(200))
+    let store = try SessionStore(postgresURL: url, options: options)
     let subscription = try store.changes(from: .beginning)
     async let received = first(2, of: subscription, within: .seconds(120))
     #expect(
@@ -115,7 +115,7 @@ import Testing
     _ = try await store.logIn(as: "alice")
     _ = try await store.rename(to: "bob")
     #expect(try await received.map(\.change.after.username) == ["alice", "bob"])
-    let reader = try PostgresSessionStore(url: url, options: .init(origin: "pooled-reader", readOnly: true))
+    let reader = try SessionStore(postgresURL: url, options: .init(origin: "pooled-reader", readOnly: true))
     #expect(try reader.bounds().head.value == 2)
 
     let probe = """

@@ -30,8 +30,8 @@ import Testing
         """)
       let url = cluster.freshStoreURL() + "&user=\(role)"
       let origin = uniqueName("sync")
-      let patient = try PostgresSessionStore(
-        url: url, options: .init(origin: origin, lockTimeout: .seconds(90)))
+      let patient = try SessionStore(
+        postgresURL: url, options: .init(origin: origin, lockTimeout: .seconds(90)))
       let first = try #require(try await patient.logIn(as: "alice"))
       let standby = Standby(cluster: cluster)
 
@@ -57,8 +57,8 @@ import Testing
       #expect(try patient.history() == [first, renamed])
 
       // Lost while committing, and the row held past the lock timeout: unknown.
-      let hasty = try PostgresSessionStore(
-        url: url, options: .init(origin: origin + "_h", lockTimeout: .milliseconds(500)))
+      let hasty = try SessionStore(
+        postgresURL: url, options: .init(origin: origin + "_h", lockTimeout: .milliseconds(500)))
       try await standby.require()
       let cut = Outcome { try hasty.blocking.rename(to: "carol") }
       let held = try #require(try await waitingBackend(of: "\(origin)_h/writer", on: cluster, for: "SyncRep"))
@@ -84,14 +84,14 @@ import Testing
       try await cluster.query("ALTER SYSTEM SET wal_writer_delay = '10s'; SELECT pg_reload_conf()")
       let url = cluster.freshStoreURL()
       // It must connect, however loaded the machine: a generous connect timeout.
-      let store = try PostgresSessionStore(
-        url: url, options: .init(origin: "crash", connectTimeout: .seconds(60)))
+      let store = try SessionStore(
+        postgresURL: url, options: .init(origin: "crash", connectTimeout: .seconds(60)))
       var acknowledged: [SessionEntry] = []
       for index in 0..<20 {
         acknowledged.append(try #require(try await store.rename(to: "w\(index)")))
       }
       try await cluster.restart(immediate: true)
-      let after = try PostgresSessionStore(url: url, options: .init(origin: "after", readOnly: true))
+      let after = try SessionStore(postgresURL: url, options: .init(origin: "after", readOnly: true))
       #expect(try after.history(from: .beginning, limit: 100) == acknowledged)
     }
   }
@@ -107,9 +107,9 @@ import Testing
     )
     try await withCleanup {
       let url = cluster.freshStoreURL()
-      let owner = try PostgresSessionStore(url: url, options: .init(origin: "owner"))  // creates it
+      let owner = try SessionStore(postgresURL: url, options: .init(origin: "owner"))  // creates it
       let stores = try (0..<6).map {
-        try PostgresSessionStore(url: url + "&user=\(role)", options: .init(origin: "strict\($0)"))
+        try SessionStore(postgresURL: url + "&user=\(role)", options: .init(origin: "strict\($0)"))
       }
       let failures = try await withThrowingTaskGroup(of: [SessionStorageError].self) { group in
         for (index, store) in stores.enumerated() {
@@ -141,8 +141,8 @@ import Testing
   @Test func aWriteRolledBackByADeadlockRunsAgain() async throws {
     let cluster = try await PostgresCluster.shared()
     let origin = uniqueName("deadlock")
-    let store = try PostgresSessionStore(
-      url: cluster.freshStoreURL(), options: .init(origin: origin, lockTimeout: .seconds(30)))
+    let store = try SessionStore(
+      postgresURL: cluster.freshStoreURL(), options: .init(origin: origin, lockTimeout: .seconds(30)))
     let first = try #require(try await store.logIn(as: "alice"))
     // psql is given longer than its server loop waits for the writer.
     async let session = cluster.psql(
@@ -158,12 +158,12 @@ import Testing
       END $$;
       UPDATE session SET username = 'psql';
       COMMIT;
-      """, schema: store.schema, timeout: .seconds(120))
+      """, schema: store.requirePostgres().schema, timeout: .seconds(120))
     #expect(
       await eventually {
         (try? await cluster.query(
           "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = "
-            + "'session_changes' AND c.relnamespace = '\(store.schema)'::regnamespace AND l.mode = 'ShareLock' "
+            + "'session_changes' AND c.relnamespace = '\(store.requirePostgres().schema)'::regnamespace AND l.mode = 'ShareLock' "
             + "AND l.granted")) == "1\n"
       }, "psql holds the feed")
     let renamed = try await store.rename(to: "bob")

@@ -25,13 +25,13 @@ import Testing
   @Test func terminatingTheListenersBackendMidStreamLosesNothingAndRepeatsNothing() async throws {
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
-    let writer = try PostgresSessionStore(url: url, options: .init(origin: "fault-writer"))
+    let writer = try SessionStore(postgresURL: url, options: .init(origin: "fault-writer"))
     // The subscriber connects as a role of its own, so that its reconnection can be refused.
     let origin = uniqueName("listened")
     try await cluster.query("CREATE ROLE \(origin) LOGIN SUPERUSER")
     try await withCleanup {
-      let store = try PostgresSessionStore(
-        url: url + "&user=\(origin)",
+      let store = try SessionStore(
+        postgresURL: url + "&user=\(origin)",
         options: .init(origin: origin, readOnly: true, safetyPollInterval: .seconds(30)))
       let subscription = try store.changes(from: .now)
       let follower = Follower(subscription)
@@ -78,8 +78,8 @@ import Testing
   @Test func aTerminatedWriterOrReaderReconnectsAndAWriteCutOffSaysNothingWasWritten() async throws {
     let cluster = try await PostgresCluster.shared()
     let origin = uniqueName("cut")
-    let store = try PostgresSessionStore(
-      url: cluster.freshStoreURL(), options: .init(origin: origin, lockTimeout: .zero))
+    let store = try SessionStore(
+      postgresURL: cluster.freshStoreURL(), options: .init(origin: origin, lockTimeout: .zero))
     let first = try #require(try await store.logIn(as: "alice"))
 
     // Idle connections the server ended are connected again by the next use.
@@ -102,7 +102,7 @@ import Testing
     #expect(try await terminate("\(origin)/writer", on: cluster) == 1)
     let error = await #expect(throws: SessionStorageError.self) { try await write.value }
     #expect(error?.code == .unavailable)
-    #expect(error?.path == store.url)
+    #expect(try error?.path == store.requirePostgres().url)
     #expect(error?.message.contains("nothing was written") == true, "\(String(describing: error))")
     try await holder.release()
     #expect(try store.history() == [first, renamed], "nothing was written")
@@ -115,10 +115,10 @@ import Testing
   {
     try await PostgresCluster.withPrivateCluster { cluster in
       let url = cluster.freshStoreURL()
-      let writer = try PostgresSessionStore(
-        url: url, options: .init(origin: "restart-writer", connectTimeout: .seconds(2)))
-      let store = try PostgresSessionStore(
-        url: url,
+      let writer = try SessionStore(
+        postgresURL: url, options: .init(origin: "restart-writer", connectTimeout: .seconds(2)))
+      let store = try SessionStore(
+        postgresURL: url,
         options: .init(
           origin: "restart-subscriber", readOnly: true, safetyPollInterval: .milliseconds(500),
           connectTimeout: .seconds(2)))
@@ -143,7 +143,7 @@ import Testing
       try expectEveryChangeOnce(received, in: writer, acknowledged: acknowledged)
       for failure in writing.failures {
         #expect(failure.code == .unavailable, "\(failure)")
-        #expect(failure.path == writer.url, "\(failure)")
+        #expect(try failure.path == writer.requirePostgres().url, "\(failure)")
       }
     }
   }
@@ -155,10 +155,11 @@ import Testing
     let waiter = uniqueName("waiter")
     let writers = try (0..<3).map {
       // They wait for as long as the row is held (no lock timeout).
-      try PostgresSessionStore(url: url, options: .init(origin: "\(waiter)-\($0)", lockTimeout: .zero))
+      try SessionStore(postgresURL: url, options: .init(origin: "\(waiter)-\($0)", lockTimeout: .zero))
     }
-    let store = try PostgresSessionStore(
-      url: url, options: .init(origin: "long-subscriber", readOnly: true, safetyPollInterval: .seconds(30)))
+    let store = try SessionStore(
+      postgresURL: url,
+      options: .init(origin: "long-subscriber", readOnly: true, safetyPollInterval: .seconds(30)))
     let first = try #require(try await writers[0].logIn(as: "alice"))
     let subscription = try store.changes(from: .now)
     let follower = Follower(subscription)
@@ -193,13 +194,14 @@ import Testing
 
   @Test func aWriteHeldLongerThanItsLockTimeoutFailsWithBusyAndWritesNothing() async throws {
     let cluster = try await PostgresCluster.shared()
-    let store = try PostgresSessionStore(
-      url: cluster.freshStoreURL(), options: .init(origin: "impatient", lockTimeout: .milliseconds(300)))
+    let store = try SessionStore(
+      postgresURL: cluster.freshStoreURL(),
+      options: .init(origin: "impatient", lockTimeout: .milliseconds(300)))
     let first = try #require(try await store.logIn(as: "alice"))
     let holder = try await RowHolder(of: store, on: cluster, setting: "held", then: "ROLLBACK")
     let error = await #expect(throws: SessionStorageError.self) { try await store.rename(to: "bob") }
     #expect(error?.code == .busy, "\(String(describing: error))")
-    #expect(error?.path == store.url)
+    #expect(try error?.path == store.requirePostgres().url)
     try await holder.release()
     #expect(try store.history() == [first], "nothing was written")
     #expect(try await store.rename(to: "bob")?.cursor == first.cursor.next)
@@ -212,9 +214,10 @@ import Testing
     // A private cluster: its server processes are this machine's, to be stopped and continued.
     try await PostgresCluster.withPrivateCluster { cluster in
       let url = cluster.freshStoreURL()
-      let writer = try PostgresSessionStore(url: url, options: .init(origin: "lost-writer"))
-      let store = try PostgresSessionStore(
-        url: url, options: .init(origin: "lost", readOnly: true, safetyPollInterval: .milliseconds(200)))
+      let writer = try SessionStore(postgresURL: url, options: .init(origin: "lost-writer"))
+      let store = try SessionStore(
+        postgresURL: url,
+        options: .init(origin: "lost", readOnly: true, safetyPollInterval: .milliseconds(200)))
       let subscription = try store.changes(from: .now)
       let follower = Follower(subscription)
       #expect(await eventually { subscription.wakeMode == .notifications(pollInterval: .milliseconds(200)) })
@@ -249,19 +252,19 @@ import Testing
   @Test func onAHotStandbyTheListenerKeepsOneConnectionPollsAndListensOncePromoted() async throws {
     try await PostgresCluster.withPrivateCluster { primary in
       let url = primary.freshStoreURL()
-      let writer = try PostgresSessionStore(url: url, options: .init(origin: "primary"))
+      let writer = try SessionStore(postgresURL: url, options: .init(origin: "primary"))
       try await writer.logIn(as: "alice")
       let standby = try await primary.startStandby()
       try await withCleanup {
-        let schema = writer.schema
+        let schema = try writer.requirePostgres().schema
         #expect(
           await eventually {
             (try? await standby.query("SELECT username FROM session", schema: schema)) == "alice\n"
           },
           "the standby has the store")
         let follower = uniqueName("follower")
-        let store = try PostgresSessionStore(
-          url: standby.clientURL() + "&schema=" + schema,
+        let store = try SessionStore(
+          postgresURL: standby.clientURL() + "&schema=" + schema,
           options: .init(origin: follower, readOnly: true, safetyPollInterval: .milliseconds(200)))
         let subscription = try store.changes(from: .now)
         guard case .polling(let interval, let reason) = subscription.wakeMode else {
@@ -285,8 +288,8 @@ import Testing
           await eventually { subscription.wakeMode == .notifications(pollInterval: .milliseconds(200)) })
         #expect(
           try await backends(of: "\(follower)/listener", on: standby) == listener, "the same connection")
-        let promoted = try PostgresSessionStore(
-          url: standby.clientURL() + "&schema=" + schema, options: .init(origin: "promoted"))
+        let promoted = try SessionStore(
+          postgresURL: standby.clientURL() + "&schema=" + schema, options: .init(origin: "promoted"))
         try await promoted.rename(to: "done")
         let received = try await follow.finish()
         #expect(received.map(\.after.username) == ["bob", "done"])
@@ -299,7 +302,7 @@ import Testing
   @Test func aSubscriberInAnotherProcessOverTCPReceivesEveryWriteOnceInOrder() async throws {
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()  // over TCP: postgresql://postgres@127.0.0.1:PORT/…
-    let writer = try PostgresSessionStore(url: url, options: .init(origin: "tcp-writer"))
+    let writer = try SessionStore(postgresURL: url, options: .init(origin: "tcp-writer"))
     let scratch = try TemporaryDirectory()
     let child = try await ChildProcess(
       ProcessRunner.product("sessiontorture"), ["subscribe", "--db", url, "--count", "20"],
@@ -333,7 +336,7 @@ import Testing
 /// it), the last being the log's newest; and that every acknowledged write is in the log as
 /// it was returned.
 private func expectEveryChangeOnce(
-  _ received: [SessionEntry], in store: PostgresSessionStore, acknowledged: [SessionEntry],
+  _ received: [SessionEntry], in store: SessionStore, acknowledged: [SessionEntry],
   from start: Cursor = .zero, sourceLocation: SourceLocation = #_sourceLocation
 ) throws {
   let head = try store.bounds().head
@@ -419,9 +422,9 @@ private final class Writer: Sendable {
     let progress = Mutex(Progress())
   }
   private let shared = Shared()
-  private let store: PostgresSessionStore
+  private let store: SessionStore
 
-  init(_ store: PostgresSessionStore) {
+  init(_ store: SessionStore) {
     self.store = store
     let shared = shared
     Thread.detachNewThread {
@@ -432,7 +435,7 @@ private final class Writer: Sendable {
 
   deinit { shared.progress.withLock { $0.stop = true } }
 
-  private static func write(through store: PostgresSessionStore, _ shared: Shared) throws {
+  private static func write(through store: SessionStore, _ shared: Shared) throws {
     var index = 0
     while !shared.progress.withLock({ $0.stop }) {
       do {
@@ -507,7 +510,7 @@ private struct RowHolder {
 
   /// Starts the session and returns once it holds the row.
   init(
-    of store: PostgresSessionStore, on cluster: PostgresCluster, setting username: String, then end: String
+    of store: SessionStore, on cluster: PostgresCluster, setting username: String, then end: String
   ) async throws {
     let name = uniqueName("holder")
     let gate = "public.gate_" + name
@@ -526,7 +529,7 @@ private struct RowHolder {
           END LOOP;
         END $$;
         \(end);
-        """, schema: store.schema, timeout: .seconds(150))
+        """, schema: store.requirePostgres().schema, timeout: .seconds(150))
     }
     let holds = await eventually {
       (try? await cluster.query(

@@ -14,11 +14,12 @@ import Testing
   @Test func writesGoThroughWhenTheServerSpeaksAnotherLanguage() async throws {
     let cluster = try await PostgresCluster.shared()
     try await withLocalizedDatabase(on: cluster) { url, locale, psql in
-      let store = try PostgresSessionStore(url: url, options: .init(origin: "desk"))
+      let store = try SessionStore(postgresURL: url, options: .init(origin: "desk"))
       #expect(try await psql("SHOW lc_messages") == locale + "\n")
       #expect(try await store.logIn(as: "alice")?.cursor == Cursor(1))
       #expect(try await store.rename(to: "bob")?.cursor == Cursor(2))
-      _ = try await psql("SET search_path TO \(store.schema); UPDATE session SET username = 'carol'")
+      _ = try await psql(
+        "SET search_path TO \(store.requirePostgres().schema); UPDATE session SET username = 'carol'")
       #expect(try store.history().map(\.origin) == ["desk", "desk", "external"])
       #expect(try store.state.username == "carol")
       let failed = try store.check().filter { $0.verdict != .passed }
@@ -26,7 +27,7 @@ import Testing
       // The guard still refuses a row typed in by hand, in the server's language.
       await #expect(throws: (any Error).self) {
         try await psql(
-          "INSERT INTO \(store.schema).session_changes VALUES (4, now(), 'forged', 'carol', 'eve', false, false, now())"
+          "INSERT INTO \(store.requirePostgres().schema).session_changes VALUES (4, now(), 'forged', 'carol', 'eve', false, false, now())"
         )
       }
       #expect(try store.bounds().head == Cursor(3))
@@ -39,9 +40,9 @@ import Testing
   @Test func aTableInheritingFromTheFeedAddsNoEntryAndIsRefused() async throws {
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
-    let store = try PostgresSessionStore(url: url, options: .init(origin: "desk"))
+    let store = try SessionStore(postgresURL: url, options: .init(origin: "desk"))
     let first = try #require(try await store.logIn(as: "alice"))
-    let schema = store.schema
+    let schema = try store.requirePostgres().schema
     let other = "lookalike_" + schema
     try await withCleanup {
       try await cluster.query(
@@ -57,7 +58,7 @@ import Testing
       #expect(
         schemaCheck.detail.contains("table session_changes is inherited by \(other).kid"), "\(schemaCheck)")
       let refused = #expect(throws: SessionStorageError.self) {
-        try PostgresSessionStore(url: url, options: .init(origin: "late"))
+        try SessionStore(postgresURL: url, options: .init(origin: "late"))
       }
       #expect(refused?.code == .tamperedSchema)
       #expect(refused?.message.contains("NO INHERIT") == true, "\(String(describing: refused))")
@@ -65,7 +66,7 @@ import Testing
       #expect(try await store.rename(to: "bob")?.cursor == first.cursor.next)
 
       try await cluster.query("ALTER TABLE \(other).kid NO INHERIT \(schema).session_changes")
-      let reopened = try PostgresSessionStore(url: url, options: .init(origin: "late"))
+      let reopened = try SessionStore(postgresURL: url, options: .init(origin: "late"))
       #expect(try reopened.history().map(\.origin) == ["desk", "desk"])
       #expect(try reopened.check().allSatisfy { $0.verdict == .passed })
     } cleanup: {
@@ -78,9 +79,9 @@ import Testing
   @Test func unloggedTablesAreRefusedWithTheirRepair() async throws {
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
-    let store = try PostgresSessionStore(url: url, options: .init(origin: "desk"))
+    let store = try SessionStore(postgresURL: url, options: .init(origin: "desk"))
     try await store.logIn(as: "alice")
-    let schema = store.schema
+    let schema = try store.requirePostgres().schema
     try await cluster.query(
       "ALTER TABLE session SET UNLOGGED; ALTER TABLE session_changes SET UNLOGGED", schema: schema)
 
@@ -90,7 +91,7 @@ import Testing
       #expect(schemaCheck.detail.contains("table \(table) is UNLOGGED"), "\(schemaCheck)")
     }
     let refused = #expect(throws: SessionStorageError.self) {
-      try PostgresSessionStore(url: url, options: .init(origin: "late"))
+      try SessionStore(postgresURL: url, options: .init(origin: "late"))
     }
     #expect(refused?.code == .tamperedSchema)
     let repairs = ["session", "session_changes"].map { "ALTER TABLE \"\(schema)\".\($0) SET LOGGED" }
@@ -98,7 +99,7 @@ import Testing
       #expect(refused?.message.contains(repair) == true, "\(String(describing: refused))")
     }
     try await cluster.query(repairs.joined(separator: "; "))
-    let repaired = try PostgresSessionStore(url: url, options: .init(origin: "late"))
+    let repaired = try SessionStore(postgresURL: url, options: .init(origin: "late"))
     #expect(try repaired.state.username == "alice")
     #expect(try repaired.check().allSatisfy { $0.verdict == .passed })
   }
@@ -110,9 +111,9 @@ import Testing
   @Test func noChangeIsAcknowledgedIntoAnUnloggedTable() async throws {
     try await PostgresCluster.withPrivateCluster { cluster in
       let url = cluster.freshStoreURL()
-      let store = try PostgresSessionStore(url: url, options: .init(origin: "desk"))
+      let store = try SessionStore(postgresURL: url, options: .init(origin: "desk"))
       let first = try #require(try await store.logIn(as: "alice"))
-      let schema = store.schema
+      let schema = try store.requirePostgres().schema
       try await cluster.query("ALTER TABLE session SET UNLOGGED", schema: schema)
 
       let refused = await #expect(throws: SessionStorageError.self) { try await store.rename(to: "bob") }
@@ -127,13 +128,13 @@ import Testing
 
       try await cluster.restart(immediate: true)
       let afterCrash = #expect(throws: SessionStorageError.self) {
-        try PostgresSessionStore(url: url, options: .init(origin: "late"))
+        try SessionStore(postgresURL: url, options: .init(origin: "late"))
       }
       #expect(afterCrash?.code == .tamperedSchema)
       #expect(afterCrash?.message.contains("SET LOGGED") == true, "\(String(describing: afterCrash))")
       try await cluster.query("ALTER TABLE \"\(schema)\".session SET LOGGED")
       let emptied = #expect(throws: SessionStorageError.self) {
-        try PostgresSessionStore(url: url, options: .init(origin: "late"))
+        try SessionStore(postgresURL: url, options: .init(origin: "late"))
       }
       #expect(emptied?.code == .tamperedSchema)
       #expect(emptied?.message.contains("holds no session row") == true, "\(String(describing: emptied))")
@@ -144,10 +145,10 @@ import Testing
   /// other one still runs and reports its own result, not "current transaction is aborted".
   @Test func aVerificationThatCannotRunLeavesTheOthersTheirResults() async throws {
     let cluster = try await PostgresCluster.shared()
-    let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "desk"))
+    let store = try SessionStore(postgresURL: cluster.freshStoreURL(), options: .init(origin: "desk"))
     try await store.logIn(as: "alice")
     try await cluster.query(
-      "ALTER TABLE schema_migrations RENAME COLUMN checksum TO sum", schema: store.schema)
+      "ALTER TABLE schema_migrations RENAME COLUMN checksum TO sum", schema: store.requirePostgres().schema)
 
     let results = try store.check()
     let migrations = try #require(results.first { $0.check == .migrations })

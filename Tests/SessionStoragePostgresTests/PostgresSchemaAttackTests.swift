@@ -15,9 +15,9 @@ import Testing
   @Test func aRenamedSchemaIsRefusedAndItsWritesReachNoOtherStore() async throws {
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
-    let first = try PostgresSessionStore(url: url, options: .init(origin: "desk"))
+    let first = try SessionStore(postgresURL: url, options: .init(origin: "desk"))
     try await first.logIn(as: "alice")
-    let schema = first.schema
+    let schema = try first.requirePostgres().schema
     let renamed = schema + "_2025"
     try await cluster.query("ALTER SCHEMA \(schema) RENAME TO \(renamed)")
     try await withCleanup {
@@ -25,10 +25,10 @@ import Testing
 
       for missingOrNew in ["no store under the old name", "a new store under the old name"] {
         if missingOrNew.hasPrefix("a new") {
-          _ = try PostgresSessionStore(url: url, options: .init(origin: "new"))
+          _ = try SessionStore(postgresURL: url, options: .init(origin: "new"))
         }
         let error = #expect(throws: SessionStorageError.self, "\(missingOrNew)") {
-          try PostgresSessionStore(url: renamedURL, options: .init(origin: "late"))
+          try SessionStore(postgresURL: renamedURL, options: .init(origin: "late"))
         }
         #expect(error?.code == .tamperedSchema, "\(missingOrNew)")
         #expect(error?.message.contains("renamed from \(schema)") == true, "\(String(describing: error))")
@@ -39,7 +39,7 @@ import Testing
         }
       }
       #expect(try await cluster.psql("SELECT username, head FROM session", schema: renamed) == "alice|1\n")
-      let newStore = try PostgresSessionStore(url: url, options: .init(origin: "new"))
+      let newStore = try SessionStore(postgresURL: url, options: .init(origin: "new"))
       #expect(try newStore.bounds() == FeedBounds(oldest: nil, head: .zero), "nothing reached the new store")
       // The new store works on its own.
       #expect(try await newStore.logIn(as: "bob")?.cursor == Cursor(1))
@@ -53,14 +53,14 @@ import Testing
   /// the feed row still goes into the store's feed, and a subscriber receives it.
   @Test func aTemporaryTableDoesNotTakeTheFeedsRows() async throws {
     let cluster = try await PostgresCluster.shared()
-    let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "desk"))
+    let store = try SessionStore(postgresURL: cluster.freshStoreURL(), options: .init(origin: "desk"))
     let first = try #require(try await store.logIn(as: "alice"))
     let changes = try store.changes(from: .after(first.cursor))
     try await cluster.query(
       """
-      CREATE TEMP TABLE session_changes AS SELECT * FROM \(store.schema).session_changes;
-      CREATE TEMP TABLE session AS SELECT * FROM \(store.schema).session;
-      UPDATE \(store.schema).session SET username = 'bob';
+      CREATE TEMP TABLE session_changes AS SELECT * FROM \(store.requirePostgres().schema).session_changes;
+      CREATE TEMP TABLE session AS SELECT * FROM \(store.requirePostgres().schema).session;
+      UPDATE \(store.requirePostgres().schema).session SET username = 'bob';
       """)
     try #require(
       try store.history().map(\.cursor) == [Cursor(1), Cursor(2)], "the row is in the store's feed")
@@ -76,20 +76,22 @@ import Testing
   @Test(arguments: ForgedFeed.allCases)
   func theFeedCannotBeWrittenByAnotherTrigger(_ forgery: ForgedFeed) async throws {
     let cluster = try await PostgresCluster.shared()
-    let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "desk"))
+    let store = try SessionStore(postgresURL: cluster.freshStoreURL(), options: .init(origin: "desk"))
     let first = try #require(try await store.logIn(as: "alice"))
     try await withCleanup {
       await #expect(throws: (any Error).self, "\(forgery) is refused") {
-        try await cluster.psql(forgery.sql(schema: store.schema))
+        try await cluster.psql(forgery.sql(schema: store.requirePostgres().schema))
       }
       #expect(try store.history() == [first], "no forged row")
       #expect(try store.bounds().head == first.cursor)
       // Later writes are not in the way of a forged row.
       #expect(try await store.rename(to: "bob")?.cursor == first.cursor.next)
-      _ = try await cluster.psql("UPDATE session SET username = 'carol'", schema: store.schema)
+      _ = try await cluster.psql(
+        "UPDATE session SET username = 'carol'", schema: store.requirePostgres().schema)
       #expect(try store.history().map(\.origin) == ["desk", "desk", "external"])
     } cleanup: {
-      _ = try? await cluster.query("DROP SCHEMA IF EXISTS lookalike_\(store.schema) CASCADE")
+      _ = try? await cluster.query(
+        "DROP SCHEMA IF EXISTS lookalike_\(store.requirePostgres().schema) CASCADE")
     }
   }
 
@@ -98,7 +100,7 @@ import Testing
   /// `pg_temp` last.
   @Test func aSchemaOfTheFirstMigrationIsUpgradedAndKeepsItsHistory() async throws {
     let cluster = try await PostgresCluster.shared()
-    let reference = try PostgresSessionStore(url: cluster.freshStoreURL())
+    let reference = try SessionStore(postgresURL: cluster.freshStoreURL())
     let first = try #require(reference.appliedMigrations.first)
     let url = cluster.freshStoreURL()
     let schema = try #require(url.components(separatedBy: "schema=").last)
@@ -116,11 +118,11 @@ import Testing
         "SELECT array_to_string(proconfig, '') FROM pg_proc WHERE proname = 'session_feed' "
           + "AND pronamespace = '\(schema)'::regnamespace") == "search_path=\(schema)\n")
     let readOnly = #expect(throws: SessionStorageError.self) {
-      try PostgresSessionStore(url: url, options: .init(readOnly: true))
+      try SessionStore(postgresURL: url, options: .init(readOnly: true))
     }
     #expect(readOnly?.code == .needsMigration)
 
-    let store = try PostgresSessionStore(url: url, options: .init(origin: "desk"))
+    let store = try SessionStore(postgresURL: url, options: .init(origin: "desk"))
     #expect(store.appliedMigrations.map(\.version) == Array(2...reference.appliedMigrations.count))
     #expect(try store.history().map(\.origin) == ["external"])
     #expect(try await store.rename(to: "bob")?.cursor == Cursor(2))
@@ -129,7 +131,7 @@ import Testing
         "SELECT DISTINCT array_to_string(proconfig, '') FROM pg_proc "
           + "WHERE pronamespace = '\(schema)'::regnamespace") == "search_path=\(schema), pg_temp\n")
     #expect(try store.check().allSatisfy { $0.verdict == .passed })
-    #expect(try PostgresSessionStore(url: url).appliedMigrations.isEmpty)
+    #expect(try SessionStore(postgresURL: url).appliedMigrations.isEmpty)
   }
 
   /// `migrations/postgres/0001_session_and_feed.sql`, read from the package.

@@ -15,10 +15,11 @@ import Testing
   {
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
-    let early = try PostgresSessionStore(url: url, options: .init(origin: "early"))
+    let early = try SessionStore(postgresURL: url, options: .init(origin: "early"))
     let first = try #require(try await early.logIn(as: "alice"))
     #expect(try early.check().allSatisfy { $0.verdict == .passed })
-    _ = try await cluster.psql(tampering.sql(schema: early.schema), schema: early.schema)
+    _ = try await cluster.psql(
+      tampering.sql(schema: early.requirePostgres().schema), schema: early.requirePostgres().schema)
     try await withCleanup {
 
       // check names it.
@@ -28,11 +29,11 @@ import Testing
 
       // Opening refuses it; a read-only store opens, reports it in check, and refuses reads.
       let refused = #expect(throws: SessionStorageError.self, "\(tampering)") {
-        try PostgresSessionStore(url: url, options: .init(origin: "late"))
+        try SessionStore(postgresURL: url, options: .init(origin: "late"))
       }
       #expect(refused?.code == .tamperedSchema, "\(tampering)")
       #expect(refused?.message.contains(tampering.finding) == true, "\(String(describing: refused))")
-      let reader = try PostgresSessionStore(url: url, options: .init(origin: "reader", readOnly: true))
+      let reader = try SessionStore(postgresURL: url, options: .init(origin: "reader", readOnly: true))
       #expect(try reader.check().first { $0.check == .schema }?.verdict == .failed)
       let read = #expect(throws: SessionStorageError.self, "\(tampering)") { try reader.state }
       #expect(read?.code == .tamperedSchema)
@@ -48,7 +49,7 @@ import Testing
         #expect(try early.state.username == "alice")
       }
     } cleanup: {
-      _ = try? await cluster.query("DROP SCHEMA IF EXISTS extra_\(early.schema) CASCADE")
+      _ = try? await cluster.query("DROP SCHEMA IF EXISTS extra_\(early.requirePostgres().schema) CASCADE")
     }
   }
 }

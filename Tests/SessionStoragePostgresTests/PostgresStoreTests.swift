@@ -9,30 +9,31 @@ import Testing
 @Suite(.timeLimit(.minutes(10))) struct PostgresStoreTests {
   @Test func aPsqlUpdateIsExternalAndLibraryWritesNameTheirOrigin() async throws {
     let cluster = try await PostgresCluster.shared()
-    let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "front-desk"))
+    let store = try SessionStore(postgresURL: cluster.freshStoreURL(), options: .init(origin: "front-desk"))
     #expect(
       store.appliedMigrations.map(\.name) == [
         "0001_session_and_feed", "0002_own_tables_only", "0003_feed_guard_by_head",
       ])
     let changes = try store.changes(from: .now)
     try await store.logIn(as: "alice")
-    _ = try await cluster.psql("UPDATE session SET username = 'bob'", schema: store.schema)
+    _ = try await cluster.psql("UPDATE session SET username = 'bob'", schema: store.requirePostgres().schema)
     let entries = try await first(2, of: changes)
     #expect(entries.map(\.origin) == ["front-desk", "external"])
     #expect(entries.last?.events == [.usernameChanged(from: "alice", to: "bob")])
     #expect(try store.state.username == "bob")
-    let row = try await cluster.psql("SELECT updated_by, head FROM session", schema: store.schema)
+    let row = try await cluster.psql(
+      "SELECT updated_by, head FROM session", schema: store.requirePostgres().schema)
     #expect(row == "external|2\n")
     // Each schema is a store of its own.
-    let other = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "x"))
+    let other = try SessionStore(postgresURL: cluster.freshStoreURL(), options: .init(origin: "x"))
     #expect(try other.bounds().head == .zero, "a fresh schema is another store")
   }
 
   @Test func aSecondOpenOfASchemaAppliesNothingAndSharesTheFeed() async throws {
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
-    let first = try PostgresSessionStore(url: url, options: .init(origin: "one"))
-    let second = try PostgresSessionStore(url: url, options: .init(origin: "two", readOnly: true))
+    let first = try SessionStore(postgresURL: url, options: .init(origin: "one"))
+    let second = try SessionStore(postgresURL: url, options: .init(origin: "two", readOnly: true))
     #expect(second.appliedMigrations.isEmpty)
     try await first.logIn(as: "a")
     #expect(try second.history().map(\.origin) == ["one"])
@@ -50,7 +51,7 @@ import Testing
         // Each opener blocks on the migration lock: on a thread of its own, not the pool's.
         group.addTask {
           try await onThreadOfItsOwn {
-            try PostgresSessionStore(url: url, options: .init(origin: "opener\(index)")).appliedMigrations
+            try SessionStore(postgresURL: url, options: .init(origin: "opener\(index)")).appliedMigrations
               .count
           }
         }
@@ -58,15 +59,17 @@ import Testing
       return try await group.reduce(into: []) { $0.append($1) }
     }
     #expect(applied.sorted() == [0, 0, 0, 0, 0, 3])
-    let store = try PostgresSessionStore(url: url)
-    #expect(try await cluster.psql("SELECT count(*) FROM schema_migrations", schema: store.schema) == "3\n")
+    let store = try SessionStore(postgresURL: url)
+    #expect(
+      try await cluster.psql("SELECT count(*) FROM schema_migrations", schema: store.requirePostgres().schema)
+        == "3\n")
   }
 
   @Test func aReadOnlyStoreNeverCreatesASchema() async throws {
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
     let error = #expect(throws: SessionStorageError.self) {
-      try PostgresSessionStore(url: url, options: .init(readOnly: true))
+      try SessionStore(postgresURL: url, options: .init(readOnly: true))
     }
     #expect(error?.code == .notFound)
     let schema = String(url.split(separator: "=").last ?? "")
@@ -76,10 +79,12 @@ import Testing
   @Test func aNewerSchemaIsRefused() async throws {
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
-    let store = try PostgresSessionStore(url: url)
+    let store = try SessionStore(postgresURL: url)
     _ = try await cluster.psql(
-      "INSERT INTO schema_migrations VALUES (99, '0099_future', 'abc', now())", schema: store.schema)
-    let error = #expect(throws: SessionStorageError.self) { try PostgresSessionStore(url: url) }
+      "INSERT INTO schema_migrations VALUES (99, '0099_future', 'abc', now())",
+      schema: store.requirePostgres().schema
+    )
+    let error = #expect(throws: SessionStorageError.self) { try SessionStore(postgresURL: url) }
     #expect(error?.code == .newerSchema)
     #expect(error?.message.contains("0099_future") == true)
   }
@@ -87,10 +92,11 @@ import Testing
   @Test func aMismatchingChecksumIsRefused() async throws {
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
-    let store = try PostgresSessionStore(url: url)
-    _ = try await cluster.psql("UPDATE schema_migrations SET checksum = 'edited'", schema: store.schema)
-    #expect(code { try PostgresSessionStore(url: url) } == .checksumMismatch)
-    #expect(code { try PostgresSessionStore(url: url, options: .init(readOnly: true)) } == .checksumMismatch)
+    let store = try SessionStore(postgresURL: url)
+    _ = try await cluster.psql(
+      "UPDATE schema_migrations SET checksum = 'edited'", schema: store.requirePostgres().schema)
+    #expect(code { try SessionStore(postgresURL: url) } == .checksumMismatch)
+    #expect(code { try SessionStore(postgresURL: url, options: .init(readOnly: true)) } == .checksumMismatch)
   }
 
   @Test func aSchemaWithSomeoneElsesTablesIsRefusedAndLeftAlone() async throws {
@@ -98,7 +104,7 @@ import Testing
     let url = cluster.freshStoreURL()
     let schema = String(url.split(separator: "=").last ?? "")
     _ = try await cluster.psql("CREATE SCHEMA \(schema); CREATE TABLE \(schema).invoices (id int)")
-    let error = #expect(throws: SessionStorageError.self) { try PostgresSessionStore(url: url) }
+    let error = #expect(throws: SessionStorageError.self) { try SessionStore(postgresURL: url) }
     #expect(error?.code == .foreignDatabase)
     #expect(error?.message.contains("invoices") == true)
     #expect(
@@ -111,7 +117,7 @@ import Testing
   func badSchemaNamesAreRefusedBeforeConnecting(_ schema: String) throws {
     // Port 1: nothing listens there, so a connection attempt would be `unavailable`.
     let url = "postgresql://postgres@127.0.0.1:1/postgres?schema=" + schema
-    let error = #expect(throws: SessionStorageError.self) { try PostgresSessionStore(url: url) }
+    let error = #expect(throws: SessionStorageError.self) { try SessionStore(postgresURL: url) }
     #expect(error?.code == .invalidArgument)
     #expect(error?.message.contains("schema") == true)
   }
@@ -119,7 +125,7 @@ import Testing
   @Test func anUnreachableServerIsUnavailableAndThePasswordIsNeverShown() throws {
     let url = "postgresql://app:s3cr3t-pw@127.0.0.1:1/postgres?schema=front_desk"
     let error = #expect(throws: SessionStorageError.self) {
-      try PostgresSessionStore(url: url, options: .init(connectTimeout: .seconds(2)))
+      try SessionStore(postgresURL: url, options: .init(connectTimeout: .seconds(2)))
     }
     #expect(error?.code == .unavailable)
     let shown = error.map(String.init(describing:)) ?? ""
@@ -129,7 +135,7 @@ import Testing
 
   @Test func aURLThatIsNotPostgresIsAnInvalidArgument() {
     for url in ["mysql://a:pw@b/c", "/var/lib/session.db", "postgresql:/x"] {
-      let error = #expect(throws: SessionStorageError.self) { try PostgresSessionStore(url: url) }
+      let error = #expect(throws: SessionStorageError.self) { try SessionStore(postgresURL: url) }
       #expect(error?.code == .invalidArgument)
       #expect(error?.message.contains(":pw@") == false)
     }
@@ -143,28 +149,29 @@ import Testing
     ("postgresql://u:pw@h1,h2/db", "postgresql://u:***@h1,h2/db"),
   ])
   func urlsAreRedacted(_ url: String, _ redacted: String) {
-    #expect(PostgresSessionStore.redacted(url) == redacted)
+    #expect(PostgresLocation.redacted(url) == redacted)
   }
 
   @Test func theStoreShowsItsURLRedacted() async throws {
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
-    let store = try PostgresSessionStore(url: url)
-    #expect(store.url == PostgresSessionStore.redacted(url))
-    #expect(store.schema.hasPrefix("t_"))
+    let store = try SessionStore(postgresURL: url)
+    #expect(try store.requirePostgres().url == PostgresLocation.redacted(url))
+    #expect(try store.requirePostgres().schema.hasPrefix("t_"))
   }
 
   @Test func checkFindsAStateChangedWithoutAFeedEntry() async throws {
     let cluster = try await PostgresCluster.shared()
-    let store = try PostgresSessionStore(url: cluster.freshStoreURL())
+    let store = try SessionStore(postgresURL: cluster.freshStoreURL())
     try await store.logIn(as: "a")
     #expect(try store.check().allSatisfy { $0.verdict == .passed })
     _ = try await cluster.psql(
       "ALTER TABLE session DISABLE TRIGGER session_feed; UPDATE session SET username = 'ghost'; "
-        + "ALTER TABLE session ENABLE TRIGGER session_feed", schema: store.schema)
+        + "ALTER TABLE session ENABLE TRIGGER session_feed", schema: store.requirePostgres().schema)
     let failed = try store.check().filter { $0.verdict == .failed }.map(\.check)
     #expect(failed == [.state])
-    _ = try await cluster.psql("ALTER TABLE session DISABLE TRIGGER session_feed", schema: store.schema)
+    _ = try await cluster.psql(
+      "ALTER TABLE session DISABLE TRIGGER session_feed", schema: store.requirePostgres().schema)
     #expect(try store.check().filter { $0.verdict == .failed }.map(\.check) == [.schema, .state])
   }
 
@@ -173,7 +180,7 @@ import Testing
   /// that is not in the feed.
   @Test func aWriteWithoutTheFeedTriggerIsRolledBack() async throws {
     let cluster = try await PostgresCluster.shared()
-    let store = try PostgresSessionStore(url: cluster.freshStoreURL())
+    let store = try SessionStore(postgresURL: cluster.freshStoreURL())
     try await store.logIn(as: "alice")
     let refused = { (how: String) async throws in
       do {
@@ -184,14 +191,18 @@ import Testing
         #expect(error.message.contains("session_feed trigger"), "\(error)")
       }
       #expect(try store.state.username == "alice", "rolled back (\(how))")
-      #expect(try await cluster.psql("SELECT username FROM session", schema: store.schema) == "alice\n")
+      #expect(
+        try await cluster.psql("SELECT username FROM session", schema: store.requirePostgres().schema)
+          == "alice\n")
     }
-    _ = try await cluster.psql("ALTER TABLE session DISABLE TRIGGER session_feed", schema: store.schema)
+    _ = try await cluster.psql(
+      "ALTER TABLE session DISABLE TRIGGER session_feed", schema: store.requirePostgres().schema)
     try await refused("disabled")
-    _ = try await cluster.psql("ALTER TABLE session ENABLE TRIGGER session_feed", schema: store.schema)
+    _ = try await cluster.psql(
+      "ALTER TABLE session ENABLE TRIGGER session_feed", schema: store.requirePostgres().schema)
     #expect(try await store.rename(to: "carol")?.cursor == Cursor(2), "works again once enabled")
     try await store.rename(to: "alice")
-    _ = try await cluster.psql("DROP TRIGGER session_feed ON session", schema: store.schema)
+    _ = try await cluster.psql("DROP TRIGGER session_feed ON session", schema: store.requirePostgres().schema)
     try await refused("dropped")
     #expect(try store.bounds().head == Cursor(3))
   }
@@ -202,7 +213,7 @@ import Testing
   @Test func aRoleThatMayNotUseTheSchemaIsToldSoAndChangesNothing() async throws {
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
-    let owner = try PostgresSessionStore(url: url)
+    let owner = try SessionStore(postgresURL: url)
     try await owner.logIn(as: "alice")
     let role = "clerk_\(UInt32.random(in: 0...UInt32.max))"
     _ = try await cluster.psql("CREATE ROLE \(role) LOGIN")
@@ -211,24 +222,30 @@ import Testing
     let clerkURL = try #require(components.string)
     for readOnly in [true, false] {
       #expect(
-        code { try PostgresSessionStore(url: clerkURL, options: .init(readOnly: readOnly)) }
+        code { try SessionStore(postgresURL: clerkURL, options: .init(readOnly: readOnly)) }
           == .permissionDenied)
     }
     do {
-      _ = try PostgresSessionStore(url: clerkURL)
+      _ = try SessionStore(postgresURL: clerkURL)
     } catch let error as SessionStorageError {
-      #expect(error.message.contains("role \(role) may not use schema \(owner.schema)"), "\(error)")
-      #expect(error.message.contains("GRANT USAGE ON SCHEMA \"\(owner.schema)\" TO \(role)"), "\(error)")
+      #expect(
+        try error.message.contains("role \(role) may not use schema \(owner.requirePostgres().schema)"),
+        "\(error)")
+      #expect(
+        try error.message.contains("GRANT USAGE ON SCHEMA \"\(owner.requirePostgres().schema)\" TO \(role)"),
+        "\(error)")
     }
     #expect(
-      try await cluster.psql("SELECT count(*) FROM pg_namespace WHERE nspname = '\(owner.schema)'") == "1\n")
+      try await cluster.psql(
+        "SELECT count(*) FROM pg_namespace WHERE nspname = '\(owner.requirePostgres().schema)'")
+        == "1\n")
 
     // Let in to read: it reads; its writes are refused and change nothing.
     _ = try await cluster.psql(
-      "GRANT USAGE ON SCHEMA \(owner.schema) TO \(role); GRANT SELECT ON ALL TABLES IN SCHEMA \(owner.schema) TO \(role)"
+      "GRANT USAGE ON SCHEMA \(owner.requirePostgres().schema) TO \(role); GRANT SELECT ON ALL TABLES IN SCHEMA \(owner.requirePostgres().schema) TO \(role)"
     )
-    #expect(try PostgresSessionStore(url: clerkURL, options: .init(readOnly: true)).state.username == "alice")
-    let clerk = try PostgresSessionStore(url: clerkURL)
+    #expect(try SessionStore(postgresURL: clerkURL, options: .init(readOnly: true)).state.username == "alice")
+    let clerk = try SessionStore(postgresURL: clerkURL)
     do {
       try await clerk.logIn(as: "mallory")
       Issue.record("a role allowed only to read wrote")
@@ -246,14 +263,14 @@ extension PostgresStoreTests {
   @Test func aRoleGrantedExactlyWhatTheHintSaysReadsOrWritesAndCompacts() async throws {
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
-    let owner = try PostgresSessionStore(url: url, options: .init(origin: "owner"))
+    let owner = try SessionStore(postgresURL: url, options: .init(origin: "owner"))
     try await owner.logIn(as: "alice")
     let role = "hinted_\(UInt32.random(in: 0...UInt32.max))"
     try await cluster.query("CREATE ROLE \(role) LOGIN")
     var components = try #require(URLComponents(string: url))
     components.user = role
     let roleURL = try #require(components.string)
-    let error = #expect(throws: SessionStorageError.self) { try PostgresSessionStore(url: roleURL) }
+    let error = #expect(throws: SessionStorageError.self) { try SessionStore(postgresURL: roleURL) }
     let hint = error?.message ?? ""
     let grants = hint.components(separatedBy: "GRANT ").dropFirst().compactMap { part in
       part.split(separator: ";", maxSplits: 1).first.map { "GRANT " + $0 + ";" }
@@ -261,15 +278,15 @@ extension PostgresStoreTests {
     #expect(grants.count == 4, "\(hint)")
 
     try await cluster.query(grants.prefix(2).joined(separator: "\n"))
-    let reader = try PostgresSessionStore(url: roleURL, options: .init(origin: "reader", readOnly: true))
+    let reader = try SessionStore(postgresURL: roleURL, options: .init(origin: "reader", readOnly: true))
     #expect(try reader.state.username == "alice")
-    let early = try PostgresSessionStore(url: roleURL, options: .init(origin: "clerk"))
+    let early = try SessionStore(postgresURL: roleURL, options: .init(origin: "clerk"))
     await #expect(throws: SessionStorageError.self, "read grants do not write") {
       try await early.rename(to: "eve")
     }
 
     try await cluster.query(grants.dropFirst(2).joined(separator: "\n"))
-    let clerk = try PostgresSessionStore(url: roleURL, options: .init(origin: "clerk"))
+    let clerk = try SessionStore(postgresURL: roleURL, options: .init(origin: "clerk"))
     #expect(try await clerk.rename(to: "bob")?.cursor == Cursor(2))
     #expect(try await clerk.logOut()?.cursor == Cursor(3))
     #expect(try clerk.compact(keepingLast: 1).removed == 2)
@@ -281,11 +298,12 @@ extension PostgresStoreTests {
   /// as vanished history, not with a raw relation error.
   @Test func aSchemaDroppedUnderASubscriberEndsItAsVanishedHistory() async throws {
     let cluster = try await PostgresCluster.shared()
-    let store = try PostgresSessionStore(
-      url: cluster.freshStoreURL(), options: .init(origin: "dropped", safetyPollInterval: .milliseconds(200)))
+    let store = try SessionStore(
+      postgresURL: cluster.freshStoreURL(),
+      options: .init(origin: "dropped", safetyPollInterval: .milliseconds(200)))
     let first = try #require(try await store.logIn(as: "alice"))
     let changes = try store.changes(from: .after(first.cursor))
-    try await cluster.query("DROP SCHEMA \(store.schema) CASCADE")
+    try await cluster.query("DROP SCHEMA \(store.requirePostgres().schema) CASCADE")
     do {
       for try await entry in changes { Issue.record("an entry after the drop: \(entry)") }
       Issue.record("the subscription ended without an error")
@@ -305,15 +323,15 @@ extension PostgresStoreTests {
   @Test func aListenConnectionWithoutASlotSaysItPollsAtTheSafetyInterval() async throws {
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
-    let writer = try PostgresSessionStore(url: url, options: .init(origin: "slots-writer"))
+    let writer = try SessionStore(postgresURL: url, options: .init(origin: "slots-writer"))
     let role = "slotless_\(UInt32.random(in: 0...UInt32.max))"
     // Not a superuser: the limit does not bind those.
     try await cluster.query(
-      "CREATE ROLE \(role) LOGIN CONNECTION LIMIT 1; GRANT USAGE ON SCHEMA \(writer.schema) TO \(role); "
-        + "GRANT SELECT ON ALL TABLES IN SCHEMA \(writer.schema) TO \(role)")
+      "CREATE ROLE \(role) LOGIN CONNECTION LIMIT 1; GRANT USAGE ON SCHEMA \(writer.requirePostgres().schema) TO \(role); "
+        + "GRANT SELECT ON ALL TABLES IN SCHEMA \(writer.requirePostgres().schema) TO \(role)")
     try await withCleanup {
-      let store = try PostgresSessionStore(
-        url: url + "&user=\(role)",
+      let store = try SessionStore(
+        postgresURL: url + "&user=\(role)",
         options: .init(origin: "slotless", readOnly: true, safetyPollInterval: .milliseconds(300)))
       let changes = try store.changes(from: .now)
       guard case .polling(let interval, let reason) = changes.wakeMode else {
@@ -338,9 +356,10 @@ extension PostgresStoreTests {
   /// `check` passes.
   @Test func checkGivesTheRepairOfAUsernameStoredInNFD() async throws {
     let cluster = try await PostgresCluster.shared()
-    let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "desk"))
+    let store = try SessionStore(postgresURL: cluster.freshStoreURL(), options: .init(origin: "desk"))
     try await store.logIn(as: "Jos\u{E9}")
-    try await cluster.query("UPDATE session SET username = U&'Jos\\0065\\0301'", schema: store.schema)
+    try await cluster.query(
+      "UPDATE session SET username = U&'Jos\\0065\\0301'", schema: store.requirePostgres().schema)
     #expect(try await store.rename(to: "Jos\u{E9}") == nil, "only the bytes differ: no change")
     let username = try #require(try store.check().first { $0.check == .username })
     #expect(username.verdict == .failed)
@@ -385,7 +404,7 @@ extension PostgresStoreTests {
       ),
     ]
     for (url, expected) in cases {
-      let shown = PostgresSessionStore.redacted(url)
+      let shown = PostgresLocation.redacted(url)
       #expect(shown == expected, "\(url)")
       #expect(!shown.contains("Tr0ub") && !shown.contains("dor"), "\(url) → \(shown)")
     }
@@ -397,13 +416,15 @@ extension PostgresStoreTests {
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL().replacingOccurrences(of: "postgres@", with: "postgres:Tr0ub?dor@")
     let error = #expect(throws: SessionStorageError.self) {
-      try PostgresSessionStore(url: url, options: .init(readOnly: true))
+      try SessionStore(postgresURL: url, options: .init(readOnly: true))
     }
     #expect(error?.code == .notFound)
     #expect(!String(describing: error).contains("Tr0ub"), "\(String(describing: error))")
-    let store = try PostgresSessionStore(url: url)  // the server trusts: the password is not asked for
-    #expect(store.url.contains("postgres:***@127.0.0.1"), "\(store.url)")
-    #expect(!store.url.contains("Tr0ub"))
+    let store = try SessionStore(postgresURL: url)  // the server trusts: the password is not asked for
+    #expect(
+      try store.requirePostgres().url.contains("postgres:***@127.0.0.1"),
+      "\(String(describing: store.postgres))")
+    #expect(try !store.requirePostgres().url.contains("Tr0ub"))
   }
 }
 

@@ -16,9 +16,9 @@ import Testing
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
     let origin = uniqueName("silence")
-    let store = try PostgresSessionStore(url: url, options: .init(origin: origin))
-    let tuned = try PostgresSessionStore(
-      url: url + "&keepalives_idle=42", options: .init(origin: origin + "_url"))
+    let store = try SessionStore(postgresURL: url, options: .init(origin: origin))
+    let tuned = try SessionStore(
+      postgresURL: url + "&keepalives_idle=42", options: .init(origin: origin + "_url"))
     for (name, idle) in [("\(origin)/writer", 10), ("\(origin)/reader", 10), ("\(origin)_url/writer", 42)] {
       let port = try #require(
         Int(

@@ -12,7 +12,7 @@ import Testing
 @Suite(.timeLimit(.minutes(10))) struct SnapshotEntryTests {
   @Test func aSnapshotCarriesTheEntryAtItsCursor() async throws {
     let cluster = try await PostgresCluster.shared()
-    let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "test"))
+    let store = try SessionStore(postgresURL: cluster.freshStoreURL(), options: .init(origin: "test"))
     #expect(try store.snapshotAndChanges().changes.last == nil, "no change yet")
     try await store.logIn(as: "alice")
     try await store.rename(to: "bob")

@@ -10,10 +10,10 @@ import Testing
   @Test func storesOverTheSocketAndOverTCPShareOneFeed() async throws {
     let cluster = try await PostgresCluster.shared()
     let socketURL = cluster.freshStoreURL(socket: true)
-    let local = try PostgresSessionStore(url: socketURL, options: .init(origin: "local"))
-    let schema = local.schema
-    let remote = try PostgresSessionStore(
-      url: cluster.clientURL() + "&schema=" + schema,
+    let local = try SessionStore(postgresURL: socketURL, options: .init(origin: "local"))
+    let schema = try local.requirePostgres().schema
+    let remote = try SessionStore(
+      postgresURL: cluster.clientURL() + "&schema=" + schema,
       options: .init(origin: "remote", safetyPollInterval: .seconds(30)))
     let start = try remote.snapshotAndChanges()
     try await local.logIn(as: "alice")
@@ -31,7 +31,7 @@ import Testing
   @Test func theListenConnectionRunsOnlyWhileSomeoneSubscribes() async throws {
     let cluster = try await PostgresCluster.shared()
     let origin = "listen-" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
-    let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: origin))
+    let store = try SessionStore(postgresURL: cluster.freshStoreURL(), options: .init(origin: origin))
     let listening = {
       try await cluster.psql(
         "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(origin)/listener'")

@@ -38,11 +38,11 @@ import Testing
       ("host=db.internal password=\(mark)Tr0ub4dor dbname=s", "host=db.internal password=*** dbname=s"),
     ]
     for (url, expected) in cases {
-      let shown = PostgresSessionStore.redacted(url)
+      let shown = PostgresLocation.redacted(url)
       #expect(shown == expected, "\(url.unicodeScalars.map { $0.escaped(asASCII: true) }.joined())")
       #expect(!shown.contains("Tr0ub4dor"))
-      #expect(PostgresSessionStore.containsPassword(url))
-      #expect(!PostgresSessionStore.withoutPasswords(url).contains("Tr0ub4dor"), "\(url)")
+      #expect(PostgresPasswords.containsPassword(url))
+      #expect(!PostgresPasswords.withoutPasswords(url).contains("Tr0ub4dor"), "\(url)")
     }
   }
 
@@ -66,9 +66,9 @@ import Testing
       ),
     ]
     for (url, redacted, stripped) in cases {
-      #expect(PostgresSessionStore.redacted(url) == redacted)
-      #expect(PostgresSessionStore.withoutPasswords(url) == stripped)
-      #expect(PostgresSessionStore.containsPassword(url))
+      #expect(PostgresLocation.redacted(url) == redacted)
+      #expect(PostgresPasswords.withoutPasswords(url) == stripped)
+      #expect(PostgresPasswords.containsPassword(url))
     }
   }
 
@@ -85,7 +85,7 @@ import Testing
   ])
   func aURLLibpqCannotParseIsAnInvalidArgumentThatShowsNoPassword(_ url: String) {
     let error = #expect(throws: SessionStorageError.self) {
-      try PostgresSessionStore(url: url, options: .init(connectTimeout: .seconds(2)))
+      try SessionStore(postgresURL: url, options: .init(connectTimeout: .seconds(2)))
     }
     #expect(error?.code == .invalidArgument, "\(String(describing: error))")
     let shown = error.map(String.init(describing:)) ?? ""

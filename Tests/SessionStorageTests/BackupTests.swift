@@ -5,7 +5,7 @@ import Testing
 
 @testable import SessionStorage
 
-/// `SessionStore.backup(to:overwrite:)` and `restore(from:)` in one process: what they
+/// `SessionStore.requireFile().backup(to:overwrite:)` and `restore(from:)` in one process: what they
 /// return, what they refuse, and what this process's subscribers see.
 @Suite(.timeLimit(.minutes(10))) struct BackupTests {
   let dir: TemporaryDirectory
@@ -22,7 +22,7 @@ import Testing
     for name in ["a", "b", "c"] { try store.blocking.rename(to: name) }
     try store.compact(keepingLast: 2)
     let target = dir.file("backup.db")
-    let result = try store.backup(to: target)
+    let result = try store.requireFile().backup(to: target)
     #expect(result.path == target)
     #expect(result.head == Cursor(3))
     #expect(result.entries == 2)
@@ -35,15 +35,15 @@ import Testing
     #expect(try copy.state.username == "c")
     #expect(try copy.bounds() == FeedBounds(oldest: Cursor(2), head: Cursor(3)))
 
-    let exists = #expect(throws: SessionStorageError.self) { try store.backup(to: target) }
+    let exists = #expect(throws: SessionStorageError.self) { try store.requireFile().backup(to: target) }
     #expect(exists?.code == .fileExists)
     try store.blocking.rename(to: "d")
-    #expect(try store.backup(to: target, overwrite: true).head == Cursor(4))
+    #expect(try store.requireFile().backup(to: target, overwrite: true).head == Cursor(4))
   }
 
   @Test func aRestoreEndsThisProcesssSubscribersAndEveryInstanceSeesIt() async throws {
     for name in ["a", "b"] { try await store.rename(to: name) }
-    let backup = try store.backup(to: dir.file("backup.db"))
+    let backup = try store.requireFile().backup(to: dir.file("backup.db"))
     for name in ["c", "d"] { try await store.rename(to: name) }
     let reader = try SessionStore(path: path, options: .init(origin: "test", readOnly: true))
     let changes = try store.changes(from: .beginning)
@@ -65,7 +65,7 @@ import Testing
       }
     }()
     #expect(await eventually { consumed.value == 4 }, "the subscriber read the four entries")
-    let result = try store.restore(from: backup.path)
+    let result = try store.requireFile().restore(from: backup.path)
     #expect(result.previousHead == Cursor(4))
     #expect(result.head == Cursor(2))
     #expect(result.entries == 2)
@@ -77,9 +77,11 @@ import Testing
 
   @Test func aReadOnlyStoreRestoresNothing() throws {
     try store.blocking.rename(to: "a")
-    let backup = try store.backup(to: dir.file("backup.db"))
+    let backup = try store.requireFile().backup(to: dir.file("backup.db"))
     let reader = try SessionStore(path: path, options: .init(origin: "test", readOnly: true))
-    let refused = #expect(throws: SessionStorageError.self) { try reader.restore(from: backup.path) }
+    let refused = #expect(throws: SessionStorageError.self) {
+      try reader.requireFile().restore(from: backup.path)
+    }
     #expect(refused?.code == .readOnly)
   }
 
@@ -96,11 +98,13 @@ import Testing
       for suffix in ["", "-wal", "-shm", "-journal"] {
         for name in [held + suffix, dir.file("link/held.db" + suffix)] {
           let backup = #expect(throws: SessionStorageError.self) {
-            try holder.backup(to: name, overwrite: true)
+            try holder.requireFile().backup(to: name, overwrite: true)
           }
           #expect(backup?.code == .storeFile, "\(name): \(String(describing: backup))")
           #expect(backup?.path == name)
-          let restore = #expect(throws: SessionStorageError.self) { try holder.restore(from: name) }
+          let restore = #expect(throws: SessionStorageError.self) {
+            try holder.requireFile().restore(from: name)
+          }
           #expect(restore?.code == .storeFile, "\(name): \(String(describing: restore))")
         }
       }
@@ -123,7 +127,7 @@ import Testing
     #expect(mkfifo(fifo, 0o600) == 0)
     for overwrite in [false, true] {
       let refused = #expect(throws: SessionStorageError.self) {
-        try store.backup(to: fifo, overwrite: overwrite)
+        try store.requireFile().backup(to: fifo, overwrite: overwrite)
       }
       #expect(refused?.code == .notARegularFile)
       var info = stat()

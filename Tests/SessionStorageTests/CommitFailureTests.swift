@@ -21,11 +21,11 @@ import Testing
   /// Makes every COMMIT of the store's writer fail (SQLite's commit hook turns it into a
   /// rollback) while `body` runs.
   func refusingCommits(of store: SessionStore, _ body: () async throws -> Void) async throws {
-    try store.database.withWriter(store.options) { connection in
+    try store.requireFile().backend.database.withWriter(store.requireFile().options) { connection in
       _ = sqlite3_commit_hook(connection.handle, { _ in 1 }, nil)
     }
     defer {
-      _ = try? store.database.withWriter(store.options) { connection in
+      _ = try? store.requireFile().backend.database.withWriter(store.requireFile().options) { connection in
         _ = sqlite3_commit_hook(connection.handle, nil, nil)
       }
     }

@@ -129,7 +129,7 @@ import Testing
   ) throws {
     let location = try SessionStore.Location.resolve(named: named, environment: environment)
     #expect(location == SessionStore.Location(path: path, source: source))
-    #expect(location.isPostgres == path.hasPrefix("postgresql:"))
+    #expect(location.urlScheme == (path.hasPrefix("postgresql:") ? "postgresql" : nil))
   }
 
   @Test func anEmptyNamedPathOrNoRuleIsAnError() {
@@ -177,10 +177,12 @@ import Testing
   @Test func aPostgresURLIsNotOpenedAsAFile() throws {
     let url = "postgresql://u:secret@127.0.0.1:1/db"
     let location = try SessionStore.Location.resolve(environment: ["SESSIONCTL_DB": url])
-    #expect(location.isPostgres)
+    #expect(location.urlScheme == "postgresql")
     let refused = #expect(throws: SessionStorageError.self) { try SessionStore(location: location) }
     #expect(refused?.code == .invalidArgument)
-    #expect(refused?.description.contains("PostgresSessionStore") == true, "\(String(describing: refused))")
+    #expect(
+      refused?.description.contains("postgresql:// URL, not a file") == true, "\(String(describing: refused))"
+    )
     #expect(refused?.description.contains("secret") == false)
     #expect(!FileManager.default.fileExists(atPath: "postgresql:"))
   }
@@ -193,7 +195,7 @@ import Testing
     #expect(
       !FileManager.default.fileExists(atPath: "~"),
       "a directory named ~ in \(FileManager.default.currentDirectoryPath)")
-    let options: [SessionStore.Options] = [
+    let options: [SessionStore.FileOptions] = [
       .init(), .init(readOnly: true), .init(createsMissingDirectories: true),
     ]
     for options in options {
@@ -220,8 +222,8 @@ import Testing
     let store = try SessionStore(path: dir.file("s.db"))
     try store.blocking.logIn(as: "alice")
     for refused in [
-      #expect(throws: SessionStorageError.self) { try store.backup(to: "~/b.db") },
-      #expect(throws: SessionStorageError.self) { try store.restore(from: "~/b.db") },
+      #expect(throws: SessionStorageError.self) { try store.requireFile().backup(to: "~/b.db") },
+      #expect(throws: SessionStorageError.self) { try store.requireFile().restore(from: "~/b.db") },
     ] {
       #expect(refused?.code == .notFound)
       #expect(refused?.message.contains("'~' is not expanded") == true, "\(String(describing: refused))")

@@ -356,10 +356,10 @@ extension DifferentialTests {
       of(try SessionStore(path: path, options: .init(durability: .normal, origin: origin)))
     }
 
-    static func memory(origin: String) throws -> Subject { of(try InMemorySessionStore(origin: origin)) }
+    static func memory(origin: String) throws -> Subject { of(try SessionStore.inMemory(origin: origin)) }
 
     /// `store` with its blocking writes and the default arguments of its own reads.
-    private static func of(_ store: some _SessionBackedStore) -> Subject {
+    private static func of(_ store: SessionStore) -> Subject {
       Subject(
         repository: store, logIn: { try store.blocking.logIn(as: $0) },
         logOut: { try store.blocking.logOut() },

@@ -27,9 +27,9 @@ import Testing
   func theWriterRunsAtTheDurabilityAskedFor(_ durability: SessionStore.Durability) throws {
     // On the connection that creates the file, and on one that opens it.
     let creator = try SessionStore(path: path, options: .init(durability: durability))
-    #expect(try creator.writerInteger("PRAGMA synchronous") == Self.level(durability))
+    #expect(try creator.requireFile().backend.writerInteger("PRAGMA synchronous") == Self.level(durability))
     try creator.blocking.logIn(as: "alice")
-    #expect(try creator.writerInteger("PRAGMA synchronous") == Self.level(durability))
+    #expect(try creator.requireFile().backend.writerInteger("PRAGMA synchronous") == Self.level(durability))
   }
 
   @Test func instancesOnOneFileEachWriteAtTheirOwnDurability() throws {
@@ -38,17 +38,17 @@ import Testing
     // They share one writer, switched to each instance's level for its writes.
     for _ in 0..<2 {
       try normal.blocking.rename(to: "n\(UUID())")
-      #expect(try normal.writerInteger("PRAGMA synchronous") == 1)
+      #expect(try normal.requireFile().backend.writerInteger("PRAGMA synchronous") == 1)
       try full.blocking.rename(to: "f\(UUID())")
-      #expect(try full.writerInteger("PRAGMA synchronous") == 2)
+      #expect(try full.requireFile().backend.writerInteger("PRAGMA synchronous") == 2)
     }
     // A store opened first as normal: a full instance after it still syncs.
     let path2 = dir.file("normal-first.db")
     let first = try SessionStore(path: path2, options: .init(durability: .normal))
     let second = try SessionStore(path: path2, options: .init(durability: .full))
     try second.blocking.logIn(as: "alice")
-    #expect(try second.writerInteger("PRAGMA synchronous") == 2)
-    #expect(try first.writerInteger("PRAGMA synchronous") == 1)
+    #expect(try second.requireFile().backend.writerInteger("PRAGMA synchronous") == 2)
+    #expect(try first.requireFile().backend.writerInteger("PRAGMA synchronous") == 1)
   }
 
   /// The `fsync`/`fdatasync` calls on the `-wal` of writes made by another process, under

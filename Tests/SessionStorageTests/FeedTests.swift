@@ -79,7 +79,7 @@ import Testing
     // The shell commits and exits; the last commit of the burst is seen too, with no
     // further write to help.
     try await ProcessRunner.sqlite3(
-      store.path,
+      store.requireFile().path,
       "UPDATE session SET username = 'shell1'; UPDATE session SET is_logged_in = 1; "
         + "UPDATE session SET username = 'shell2', is_logged_in = 0;")
     let received = try await collector.value

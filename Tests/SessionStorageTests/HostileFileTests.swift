@@ -108,7 +108,7 @@ import Testing
     let link = dir.file("link.db")
     try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
     let store = try SessionStore(path: link)
-    #expect(store.path == target)
+    #expect(try store.requireFile().path == target)
     #expect(try store.state.username == "alice")
     let changes = try store.changes(from: .now)
     try await ProcessRunner.sqlite3(target, "UPDATE session SET username = 'bob'")

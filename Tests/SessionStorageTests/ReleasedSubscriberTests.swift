@@ -50,7 +50,7 @@ import Testing
       try await store.logOut()
       #expect(try await TestSupport.first(start == .beginning ? 3 : 1, of: first).last?.cursor == Cursor(3))
     }
-    #expect(store.database.beacon.listenerCount == 0)
+    #expect(try store.requireFile().backend.database.beacon.listenerCount == 0)
     // Two commits that nobody in this process is woken for.
     try await shell("UPDATE session SET username = 'carol'; UPDATE session SET is_logged_in = 1")
     #expect(try store.bounds().head == Cursor(5))
@@ -67,7 +67,7 @@ import Testing
     try await store.rename(to: "bob")
     try await store.logOut()
     let backup = dir.file("backup.db")
-    _ = try store.backup(to: backup)
+    _ = try store.requireFile().backup(to: backup)
     // A subscriber at 3 reads 4 and 5 in one page and goes.
     do {
       let first = try follow.changes(of: store, after: Cursor(3))
@@ -75,7 +75,7 @@ import Testing
       try await store.rename(to: "erin")
       #expect(try await TestSupport.first(2, of: first).map(\.cursor) == [Cursor(4), Cursor(5)])
     }
-    #expect(store.database.beacon.listenerCount == 0)
+    #expect(try store.requireFile().backend.database.beacon.listenerCount == 0)
     // Another process puts the backup back: the log ends at 3 again.
     let restore = try await ProcessRunner.runDetached(
       ProcessRunner.product("sessionctl"), ["--db", path, "restore", backup], environment: ["HOME": dir.path])

@@ -18,8 +18,8 @@ import Testing
   @Test func aFullDatabaseFailsTheWriteClearlyAndRecovers() throws {
     let store = try SessionStore(path: path)
     try store.blocking.logIn(as: "alice")
-    let pages = try #require(try store.writerInteger("PRAGMA page_count"))
-    #expect(try store.writerInteger("PRAGMA max_page_count = \(pages)") == pages)
+    let pages = try #require(try store.requireFile().backend.writerInteger("PRAGMA page_count"))
+    #expect(try store.requireFile().backend.writerInteger("PRAGMA max_page_count = \(pages)") == pages)
     // Each change row is small; a long name fills the last page quickly.
     var failure: SessionStorageError?
     for index in 0..<500 where failure == nil {
@@ -36,7 +36,7 @@ import Testing
     #expect(try store.history(from: .beginning, limit: 1000).last?.after.username == store.state.username)
     #expect(try store.check().allSatisfy { $0.verdict == .passed })
 
-    _ = try store.writerInteger("PRAGMA max_page_count = 1073741823")
+    _ = try store.requireFile().backend.writerInteger("PRAGMA max_page_count = 1073741823")
     let next = try #require(try store.blocking.rename(to: "back"))
     #expect(next.cursor == head.next)
     #expect(try store.check().allSatisfy { $0.verdict == .passed })

@@ -20,7 +20,7 @@ import Testing
 
   /// The kept cursors, read in one statement (a concurrent compaction cannot split it).
   func cursors(_ store: SessionStore) throws -> [Int64] {
-    try store.log.reader.withLock { connection in
+    try store.requireFile().backend.log.reader.withLock { connection in
       try connection.query("SELECT seq FROM session_changes ORDER BY seq") { statement in
         var cursors: [Int64] = []
         while try statement.step() { cursors.append(statement.int64(at: 0)) }
@@ -32,7 +32,7 @@ import Testing
   /// Whether SQLite's clock, as `compact(olderThan:)` reads it, shows a later millisecond
   /// than the time recorded for `cursor`.
   func clockHasPassed(_ cursor: Int64, _ store: SessionStore) throws -> Bool {
-    try store.log.reader.withLock { connection in
+    try store.requireFile().backend.log.reader.withLock { connection in
       try connection.scalarInt(
         "SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now') > at FROM session_changes WHERE seq = ?",
         [.integer(cursor)])
@@ -57,7 +57,7 @@ import Testing
 
   @Test func aNewFileHasNoPolicyAndKeepsEverything() throws {
     let store = try SessionStore(path: path)
-    #expect(try store.retention() == .off)
+    #expect(try store.requireFile().retention() == .off)
     for index in 0..<20 { try store.blocking.logIn(as: "u\(index)") }
     #expect(try cursors(store) == Array(1...20))
   }
@@ -65,9 +65,9 @@ import Testing
   @Test func keepLastKeepsExactlyTheNewestEntriesAfterEveryWrite() throws {
     let store = try SessionStore(path: path)
     for index in 0..<5 { try store.blocking.logIn(as: "a\(index)") }
-    let applied = try store.setRetention(Retention(keepLast: 3))
+    let applied = try store.requireFile().setRetention(Retention(keepLast: 3))
     #expect(applied.removed == 2)
-    #expect(try store.retention() == Retention(keepLast: 3))
+    #expect(try store.requireFile().retention() == Retention(keepLast: 3))
     #expect(try cursors(store) == [3, 4, 5])
     for index in 0..<10 {
       let entry = try #require(try store.blocking.rename(to: "b\(index)"))
@@ -82,7 +82,7 @@ import Testing
     try await insertOldRows(4)  // before the first write, so that the write's entry is the newest
     try await store.logIn(as: "alice")
     #expect(try cursors(store) == [1, 2, 3, 4, 5])
-    #expect(try store.setRetention(Retention(maxAge: .seconds(3600))).removed == 4)
+    #expect(try store.requireFile().setRetention(Retention(maxAge: .seconds(3600))).removed == 4)
     #expect(try cursors(store) == [5])
     try await store.rename(to: "bob")
     try await store.rename(to: "carol")
@@ -102,7 +102,7 @@ import Testing
 
   @Test func anEntryOlderThanMaxAgeGoesWithTheNextWrite() async throws {
     let store = try SessionStore(path: path)
-    try store.setRetention(Retention(keepLast: 100, maxAge: .seconds(1)))
+    try store.requireFile().setRetention(Retention(keepLast: 100, maxAge: .seconds(1)))
     try await store.logIn(as: "alice")
     try await store.rename(to: "bob")
     try await Task.sleep(for: .milliseconds(1200))
@@ -112,8 +112,8 @@ import Testing
 
   @Test func aPolicyOffKeepsEverythingAgain() throws {
     let store = try SessionStore(path: path)
-    try store.setRetention(Retention(keepLast: 1))
-    try store.setRetention(.off)
+    try store.requireFile().setRetention(Retention(keepLast: 1))
+    try store.requireFile().setRetention(.off)
     for index in 0..<5 { try store.blocking.logIn(as: "u\(index)") }
     #expect(try cursors(store) == [1, 2, 3, 4, 5])
   }
@@ -121,9 +121,9 @@ import Testing
   @Test func policiesThatWouldDeleteTheNewWriteAreRefused() async throws {
     let store = try SessionStore(path: path)
     for policy in [Retention(keepLast: 0), Retention(keepLast: -1), Retention(maxAge: .milliseconds(999))] {
-      #expect(throws: SessionStorageError.self) { try store.setRetention(policy) }
+      #expect(throws: SessionStorageError.self) { try store.requireFile().setRetention(policy) }
     }
-    #expect(try store.retention() == .off)
+    #expect(try store.requireFile().retention() == .off)
     // The table refuses them too, for the sqlite3 shell.
     await #expect(throws: SQLite3ShellError.self) {
       try await ProcessRunner.sqlite3(path, "UPDATE session_retention SET keep_last = 0")
@@ -135,7 +135,7 @@ import Testing
 
   @Test func theShellsWritesApplyThePolicyToo() async throws {
     let store = try SessionStore(path: path)
-    try store.setRetention(Retention(keepLast: 2))
+    try store.requireFile().setRetention(Retention(keepLast: 2))
     for index in 0..<6 {
       _ = try await ProcessRunner.sqlite3(path, "UPDATE session SET username = 'sh\(index)' WHERE id = 1")
     }
@@ -178,25 +178,25 @@ import Testing
       #expect(compaction?.code == .invalidArgument)
       #expect(compaction?.message.contains("at most 719528d") == true, "\(String(describing: compaction))")
       let policy = #expect(throws: SessionStorageError.self) {
-        try store.setRetention(Retention(maxAge: age))
+        try store.requireFile().setRetention(Retention(maxAge: age))
       }
       #expect(policy?.code == .invalidArgument)
       #expect(policy?.message.contains("at most 719528d") == true, "\(String(describing: policy))")
     }
     #expect(try cursors(store) == [2])
-    #expect(try store.retention() == .off)
-    #expect(try store.setRetention(Retention(maxAge: largest)).removed == 0)
+    #expect(try store.requireFile().retention() == .off)
+    #expect(try store.requireFile().setRetention(Retention(maxAge: largest)).removed == 0)
     try await store.rename(to: "bob")
     #expect(try cursors(store) == [2, 3])
 
-    let memory = try InMemorySessionStore(origin: "memory")
+    let memory = try SessionStore.inMemory(origin: "memory")
     try await memory.logIn(as: "alice")
     #expect(try memory.compact(olderThan: largest).removed == 0)
     for age in beyond {
       let compaction = #expect(throws: SessionStorageError.self) { try memory.compact(olderThan: age) }
       #expect(compaction?.code == .invalidArgument)
     }
-    #expect(memory.bounds() == FeedBounds(oldest: Cursor(1), head: Cursor(1)))
+    #expect(try memory.bounds() == FeedBounds(oldest: Cursor(1), head: Cursor(1)))
   }
 
   /// The age DELETE itself deletes nothing when SQLite cannot compute its cutoff (the date
@@ -204,13 +204,17 @@ import Testing
   @Test func anAgeWhoseCutoffSQLiteCannotComputeDeletesNothing() throws {
     let store = try SessionStore(path: path)
     try store.blocking.logIn(as: "alice")
-    #expect(try store.maintain(SessionStore.olderThanSQL, [.integer(Int64.max)]).removed == 0)
-    #expect(try store.maintain(SessionStore.olderThanSQL, [.integer(3_000_000 * 86_400_000)]).removed == 0)
+    #expect(
+      try store.requireFile().backend.maintain(SQLiteFile.olderThanSQL, [.integer(Int64.max)]).removed == 0)
+    #expect(
+      try store.requireFile().backend.maintain(SQLiteFile.olderThanSQL, [.integer(3_000_000 * 86_400_000)])
+        .removed
+        == 0)
     #expect(try cursors(store) == [1])
   }
 
   @Test func theInMemoryStoreCompactsByAgeAlike() async throws {
-    let store = try InMemorySessionStore(origin: "memory")
+    let store = try SessionStore.inMemory(origin: "memory")
     try await store.logIn(as: "alice")
     try await store.rename(to: "bob")
     #expect(try store.compact(olderThan: .seconds(3600)).removed == 0)
@@ -226,7 +230,7 @@ import Testing
   /// below 10), with no hole.
   @Test func keepLastHoldsUnderConcurrentWriterProcesses() async throws {
     let store = try SessionStore(path: path)
-    try store.setRetention(Retention(keepLast: 10))
+    try store.requireFile().setRetention(Retention(keepLast: 10))
     var writers: [ChildProcess] = []
     for index in 0..<4 {
       writers.append(

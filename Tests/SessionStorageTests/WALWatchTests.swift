@@ -21,11 +21,14 @@ import Testing
     let changes = try store.changes(from: .now)
     #expect(changes.wakeMode == .notifications(pollInterval: .seconds(3_600)))
     var iterator = changes.makeAsyncIterator()
+    let beacon = try store.requireFile().backend.beacon
     for name in ["bob", "carol", "dave"] {
-      let generation = store.beacon.generation
+      let generation = beacon.generation
       try await client.execute("UPDATE session SET username = '\(name)'")
       // The watcher wakes subscribers for it: nothing else can move the generation here.
-      let woken = await eventually(timeout: .seconds(90)) { store.beacon.generation > generation }
+      let woken = await eventually(timeout: .seconds(90)) {
+        beacon.generation > generation
+      }
       try #require(woken, "\(name)'s commit woke nobody (the -wal is not watched?)")
       let entry = try #require(try await iterator.next())
       #expect(entry.after.username == name)

@@ -10,8 +10,8 @@ import Testing
 /// What following opens, and that it all ends with the task: subscriptions, threads, connections.
 extension ViewModelTests {
   /// How many subscriptions (and iterators) a store's feed has registered for wake-ups.
-  func subscribers(_ store: some _SessionBackedStore) -> Int? {
-    (store._core.backend.feed.signal as? Beacon)?.listenerCount
+  func subscribers(_ store: SessionStore) -> Int? {
+    (store.backend.feed.signal as? Beacon)?.listenerCount
   }
 
   /// The threads of this process named `name`.
@@ -34,7 +34,7 @@ extension ViewModelTests {
   @Test func constructingThousandsOfViewModelsOpensNothing() throws {
     let dir = try TemporaryDirectory()
     let files = try (0..<16).map { try SessionStore(path: dir.file("session\($0).db")) }
-    let memory = InMemorySessionStore()
+    let memory = SessionStore.inMemory()
     let opened = Calls()
     let opener = SessionOpener {
       opened.add()
@@ -104,7 +104,7 @@ extension ViewModelTests {
   @Test func cancellingFollowEndsItsListenConnectionOnPostgres() async throws {
     let cluster = try await PostgresCluster.shared()
     let origin = "release-\(UInt32.random(in: 0...UInt32.max))"
-    let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: origin))
+    let store = try SessionStore(postgresURL: cluster.freshStoreURL(), options: .init(origin: origin))
     try await store.logIn(as: "alice")
     let listening = {
       try await cluster.psql(

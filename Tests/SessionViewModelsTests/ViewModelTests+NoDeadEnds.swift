@@ -83,7 +83,7 @@ extension ViewModelTests {
     let dir = try TemporaryDirectory()
     let store = try SessionStore(path: dir.file("session.db"))
     try await store.logIn(as: "alice")
-    _ = try store.backup(to: dir.file("backup.db"))
+    _ = try store.requireFile().backup(to: dir.file("backup.db"))
     // No retry within the test: only following again at once from a new snapshot passes.
     let model = ProfileViewModel(session: store, retryInterval: .seconds(3_600))
     try await whileFollowing(model) {
@@ -91,7 +91,7 @@ extension ViewModelTests {
       try await store.rename(to: "bob")
       try await store.rename(to: "carol")
       try await model.waitUntil { $0.greeting == "Hello, carol" }
-      _ = try store.restore(from: dir.file("backup.db"))
+      _ = try store.requireFile().restore(from: dir.file("backup.db"))
       try await model.waitUntil { $0.greeting == "Hello, alice" }
       #expect(model.phase == .following)
       #expect(model.lastChange?.cursor == Cursor(1))
@@ -109,11 +109,11 @@ extension ViewModelTests {
     final class Fault: Sendable {
       let broken = Atomic(true)
     }
-    let store = InMemorySessionStore()
+    let store = SessionStore.inMemory()
     let fault = Fault()
 
     func check() throws { if fault.broken.load(ordering: .relaxed) { throw Unreadable() } }
-    var state: SessionState { get throws { try check(); return store.state } }
+    var state: SessionState { get throws { try check(); return try store.state } }
     func snapshot() throws -> SessionSnapshot { try check(); return try store.snapshot() }
     func changes(from start: FeedStart) throws -> SessionSubscription {
       try check(); return try store.changes(from: start)
@@ -126,7 +126,7 @@ extension ViewModelTests {
       try check()
       return try store.history(from: start, limit: limit)
     }
-    func bounds() throws -> FeedBounds { try check(); return store.bounds() }
+    func bounds() throws -> FeedBounds { try check(); return try store.bounds() }
     func compact(keepingLast count: Int) throws -> CompactionResult { try store.compact(keepingLast: count) }
     func compact(before cursor: Cursor) throws -> CompactionResult { try store.compact(before: cursor) }
     func compact(olderThan age: Duration) throws -> CompactionResult { try store.compact(olderThan: age) }

@@ -10,7 +10,7 @@ import Testing
 /// What screens need: sign-in checks, refusals, the last change, sign-out that leaves the main actor free, waiting for a state.
 extension ViewModelTests {
   @Test func signingInChecksTheUsernameByTheLibrarysRules() async throws {
-    let store = InMemorySessionStore()
+    let store = SessionStore.inMemory()
     let signIn = SignInViewModel(session: store)
     #expect(signIn.usernameProblem == nil, "an empty field is not an error yet")
     #expect(!signIn.canSignIn)
@@ -21,7 +21,7 @@ extension ViewModelTests {
     #expect(!signIn.canSignIn)
     #expect(await signIn.signIn() == false)
     #expect(signIn.signInError == problem)
-    #expect(store.state.isLoggedIn == false, "nothing was written")
+    #expect(try store.state.isLoggedIn == false, "nothing was written")
 
     let profile = ProfileViewModel(session: store)
     try await whileFollowing(profile) {
@@ -54,7 +54,7 @@ extension ViewModelTests {
   }
 
   @Test func theLastChangeNamesItsOriginAndTime() async throws {
-    let store = try InMemorySessionStore(origin: "tests")
+    let store = try SessionStore.inMemory(origin: "tests")
     let model = ProfileViewModel(session: store)
     try await whileFollowing(model) {
       try await model.waitUntil { $0.phase == .following }
@@ -70,7 +70,7 @@ extension ViewModelTests {
     try await whileFollowing(later) {
       try await later.waitUntil { $0.phase == .following }
       #expect(later.lastChange?.cursor == Cursor(1))
-      #expect(later.lastChange?.time == store.state.updatedAt)
+      #expect(try later.lastChange?.time == store.state.updatedAt)
       #expect(later.lastChange?.origin == nil)
     }
   }
@@ -83,8 +83,8 @@ extension ViewModelTests {
     let cluster = try await PostgresCluster.shared()
     // The sign-out waits for as long as psql holds the row, however long a loaded machine
     // takes to get to the cancel; the lock timeout only bounds a test that fails before it.
-    let store = try PostgresSessionStore(
-      url: cluster.freshStoreURL(), options: .init(lockTimeout: .seconds(120)))
+    let store = try SessionStore(
+      postgresURL: cluster.freshStoreURL(), options: .init(lockTimeout: .seconds(120)))
     try await store.logIn(as: "alice")
     let model = ProfileViewModel(session: store)
     let name = "holder_" + String((0..<10).map { _ in "abcdefghijklmnopqrstuvwxyz".randomElement() ?? "a" })
@@ -93,7 +93,7 @@ extension ViewModelTests {
       try await model.waitUntil { $0.isLoggedIn }
       // psql holds the row until the test cancels its sleep (which rolls its transaction back);
       // its backend ends with the test, whatever happens.
-      let holder = Task { [schema = store.schema] in
+      let holder = Task { [schema = try store.requirePostgres().schema] in
         try? await cluster.psql(
           "SET application_name = '\(name)'; BEGIN; SELECT 1 FROM session FOR UPDATE; SELECT pg_sleep(600); COMMIT;",
           schema: schema)
@@ -237,7 +237,7 @@ extension ViewModelTests {
   }
 
   @Test func waitingForAStateWakesOnEveryChangeAndTimesOut() async throws {
-    let model = SignInViewModel(session: InMemorySessionStore())
+    let model = SignInViewModel(session: SessionStore.inMemory())
     let checks = Checks()
     let waiting = Task {
       try await model.waitUntil {

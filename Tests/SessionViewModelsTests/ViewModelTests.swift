@@ -27,9 +27,9 @@ import Testing
   }
 
   @Test func greetingReadsAnInMemoryStore() throws {
-    let store = InMemorySessionStore()
+    let store = SessionStore.inMemory()
     try store.blocking.logIn(as: "ada")
-    #expect(GreetingViewModel(session: store.state).greeting == "Hello, ada")
+    #expect(try GreetingViewModel(session: store.state).greeting == "Hello, ada")
   }
 
   /// The stores a view model can be handed; the view models cannot tell them apart.
@@ -39,12 +39,12 @@ import Testing
     /// A new, empty store of this kind (and what keeps its file alive).
     func make() async throws -> (any SessionRepository, TemporaryDirectory?) {
       switch self {
-      case .memory: return (InMemorySessionStore(), nil)
+      case .memory: return (SessionStore.inMemory(), nil)
       case .sqlite:
         let dir = try TemporaryDirectory()
         return (try SessionStore(path: dir.file("session.db")), dir)
       case .postgres:
-        return (try await PostgresSessionStore(url: PostgresCluster.shared().freshStoreURL()), nil)
+        return (try await SessionStore(postgresURL: PostgresCluster.shared().freshStoreURL()), nil)
       }
     }
   }
@@ -114,14 +114,15 @@ import Testing
   /// The same view models, handed a PostgreSQL store: they follow a change made in `psql`.
   @Test func profileAndGreetingFollowAPsqlUpdateOnPostgres() async throws {
     let cluster = try await PostgresCluster.shared()
-    let store = try PostgresSessionStore(url: cluster.freshStoreURL(), options: .init(origin: "app"))
+    let store = try SessionStore(postgresURL: cluster.freshStoreURL(), options: .init(origin: "app"))
     try await store.logIn(as: "alice")
     let model = ProfileViewModel(session: store)
     try await whileFollowing(model) {
       try await model.waitUntil { $0.greeting == "Hello, alice" }
       #expect(GreetingViewModel(session: try store.state).greeting == "Hello, alice")
 
-      _ = try await cluster.psql("UPDATE session SET username = 'dave'", schema: store.schema)
+      _ = try await cluster.psql(
+        "UPDATE session SET username = 'dave'", schema: store.requirePostgres().schema)
       try await model.waitUntil { $0.greeting == "Hello, dave" && $0.lastChange?.origin == "external" }
       #expect(GreetingViewModel(session: try store.state).greeting == "Hello, dave")
 

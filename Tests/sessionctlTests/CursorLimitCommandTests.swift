@@ -4,7 +4,7 @@ import Testing
 /// A feed row inserted by hand with a cursor at the ends of Int64 never crashes a command:
 /// every command exits with a documented status and says what is wrong.
 @Suite(.serialized, .timeLimit(.minutes(10))) struct CursorLimitCommandTests {
-  /// The statuses the article "The sessionctl command line" documents.
+  /// The statuses the sessionctl manual (docs/sessionctl.md) documents.
   static let documented: Set<Int32> = [0, 1, 64, 65, 66, 67, 130, 143]
 
   /// A store with changes 1 and 2 (alice logs in, then out) and one row at `seq` inserted

@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// The `console` blocks of the article "The sessionctl command line" are one session: run here
+/// The `console` blocks of the sessionctl manual (docs/sessionctl.md) are one session: run here
 /// in order, in a new home shown as `/home/demo`, with the built `sessionctl` first on the
 /// `PATH`, each command prints what the article shows (stdout and stderr together, as a
 /// terminal shows them) and exits with the status of its `(exit N)` line, else 0. The session
@@ -16,7 +16,7 @@ import Testing
 /// this run printed it, to paste into the article.
 @Suite(.timeLimit(.minutes(10))) struct ExampleTests {
   static let article = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-    .appendingPathComponent("../../Sources/SessionStorage/Documentation.docc/CommandLine.md").standardized
+    .appendingPathComponent("../../docs/sessionctl.md").standardized
     .path
 
   /// One command of a transcript: the text after `$ ` (and after `> ` on the lines that go on

@@ -5,13 +5,13 @@ import Testing
 @testable import sessionctl
 
 /// The library's `Codable` conformances and descriptions are sessionctl's lines: one
-/// definition of each shape, checked against the examples of the README and of the article
-/// "The sessionctl command line".
+/// definition of each shape, checked against the examples of the README and of the sessionctl
+/// manual (docs/sessionctl.md).
 @Suite struct LibraryFormsTests {
   /// The README and the article: every JSON change and snapshot line they show, and each
   /// change's text line.
   static let examples: String = [
-    "../../README.md", "../../Sources/SessionStorage/Documentation.docc/CommandLine.md",
+    "../../README.md", "../../docs/sessionctl.md",
   ]
   .map { path in
     let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(path)

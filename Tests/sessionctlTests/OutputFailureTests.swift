@@ -226,7 +226,7 @@ import Testing
     #expect(ran(snapshotFirst).isEmpty)
   }
 
-  /// The resume recipe of the article "The sessionctl command line" on a state file that
+  /// The resume recipe of the sessionctl manual (docs/sessionctl.md) on a state file that
   /// fills up (`ulimit -f`): the line cut off is removed again, so the file ends on a whole
   /// line, the recipe's `--since` is the last change printed, and resuming from it runs the
   /// command for every later change once, and once more for the change whose line was lost

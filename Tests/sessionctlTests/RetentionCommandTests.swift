@@ -35,7 +35,7 @@ import Testing
     let db = sandbox.path("s.db")
     #expect(try await sandbox.run(db: db, ["retention", "--keep", "3"]).status == 0)
     let store = try SessionStore(path: db, options: .init(origin: "app"))
-    #expect(try store.retention() == Retention(keepLast: 3))
+    #expect(try store.requireFile().retention() == Retention(keepLast: 3))
     for index in 0..<8 { try await store.logIn(as: "user\(index)") }
     #expect(try store.history().map(\.cursor.value) == [6, 7, 8])
   }
@@ -44,7 +44,7 @@ import Testing
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
     let store = try SessionStore(path: db, options: .init(origin: "app"))
-    try store.setRetention(Retention(keepLast: 2, maxAge: .seconds(90)))
+    try store.requireFile().setRetention(Retention(keepLast: 2, maxAge: .seconds(90)))
     #expect(try await sandbox.run(db: db, ["retention"]).stdout == "keep last  2\nmax age    90s\n")
     for name in ["a", "b", "c", "d", "e"] {
       #expect(try await sandbox.run(db: db, ["login", name]).status == 0)

@@ -105,7 +105,7 @@ import Testing
 
   /// The driver on a seed drawn afresh on every run of the suite, so that CI tries seeds
   /// nobody chose: 500 steps on SQLite, 60 on PostgreSQL (what fits the suite's time; longer
-  /// runs are in Development.md). A failure names the seed; `SESSIONSTORAGE_CHAOS_SEED=N
+  /// runs are in CONTRIBUTING.md). A failure names the seed; `SESSIONSTORAGE_CHAOS_SEED=N
   /// swift test --filter ChaosTests` replays it.
   @Test(arguments: Backend.allCases)
   func chaosOnASeedNobodyChose(backend: Backend) async throws {

@@ -31,7 +31,7 @@ enum Opener {
   ///
   /// Runs under the registry's lock, so two instances opening one file at once cannot
   /// both open connections. Nothing here waits on a store's own lock.
-  static func open(_ requested: String, _ options: SessionStore.Options) throws -> (
+  static func open(_ requested: String, _ options: SessionStore.FileOptions) throws -> (
     path: String, database: SharedDatabase, applied: [Migration]
   ) {
     try FileSystem.requireNoUnexpandedTilde(requested)  // before anything is made for it
@@ -59,7 +59,7 @@ enum Opener {
   /// Opens a file this process does not have open yet: the first connection inspects it
   /// (writing nothing), then it is migrated unless `readOnly`, then the reader opens.
   private static func make(
-    _ path: String, _ identity: FileSystem.Identity, _ options: SessionStore.Options
+    _ path: String, _ identity: FileSystem.Identity, _ options: SessionStore.FileOptions
   ) throws -> (
     SharedDatabase, [Migration]
   ) {
@@ -102,7 +102,7 @@ enum Opener {
   /// A file whose schema was changed by hand is refused for writing; a read-only open
   /// returns the refusal instead, so that ``SessionStore/check()`` can report it (every
   /// other read throws it).
-  private static func openInspected(_ path: String, _ options: SessionStore.Options) throws -> (
+  private static func openInspected(_ path: String, _ options: SessionStore.FileOptions) throws -> (
     Connection, Migrator.Inspection, Connection.Mode, SessionStorageError?
   ) {
     func inspected(_ mode: Connection.Mode) throws -> (
@@ -139,7 +139,7 @@ enum Opener {
   /// With the `inspection` this connection made of the file, a file it found up to date and
   /// no other connection changed since is not inspected again.
   private static func prepareWriter(
-    _ connection: Connection, _ options: SessionStore.Options, inspection: Migrator.Inspection? = nil
+    _ connection: Connection, _ options: SessionStore.FileOptions, inspection: Migrator.Inspection? = nil
   ) throws -> [Migration] {
     guard !connection.isReadOnly else {
       throw FileSystem.denial(connection.path, writing: true)
@@ -158,7 +158,7 @@ enum Opener {
 
   /// Gives a file opened by read-only instances its writer, for a writable instance.
   /// Returns the migrations applied (none: read-only opens refuse pending migrations).
-  private static func addWriter(to shared: SharedDatabase, _ options: SessionStore.Options) throws
+  private static func addWriter(to shared: SharedDatabase, _ options: SessionStore.FileOptions) throws
     -> [Migration]
   {
     let path = shared.path

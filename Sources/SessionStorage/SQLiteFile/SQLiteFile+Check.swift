@@ -1,68 +1,6 @@
 import FeedKit
 
-/// One verification of a store's `check()`.
-public enum StoreCheck: String, Sendable, Hashable, CaseIterable {
-  /// SQLite's `PRAGMA integrity_check`.
-  case integrity
-  /// The migration records, their checksums and `user_version`.
-  case migrations
-  /// The tables, indexes and triggers (and, on PostgreSQL, the functions) are exactly the
-  /// ones the applied migrations create.
-  case schema
-  /// The session row is the state the newest change left.
-  case state
-  /// Every stored time is in the feed's format.
-  case times
-  /// Cursors have no hole above the compaction point, and the head never moved back.
-  case continuity
-  /// Every cursor lies between 1 and the largest integer.
-  case cursors
-  /// The stored username meets the rules of ``Username``.
-  case username
-}
-
-/// What one verification of a store's `check()` found: ``SessionStore/check()`` and
-/// `PostgresSessionStore.check()` return these alike.
-public struct CheckResult: Sendable, Hashable {
-  /// Whether a verification passed.
-  public enum Verdict: String, Sendable, Hashable {
-    /// Nothing wrong was found.
-    case passed
-    /// Something is wrong (or the verification could not run): ``CheckResult/detail`` says what.
-    case failed
-  }
-
-  /// Which verification ran.
-  public var check: StoreCheck
-  /// Whether it passed.
-  public var verdict: Verdict
-  /// What was found, in a sentence.
-  public var detail: String
-
-  /// Creates a result.
-  package init(_ check: StoreCheck, _ verdict: Verdict, detail: String) {
-    self.check = check
-    self.verdict = verdict
-    self.detail = detail
-  }
-
-  /// Runs one verification on its own: its verdict and detail, or, when it cannot run (a
-  /// table edited away by hand, a server error), a failure that gives the reason, so that
-  /// the other verifications still run.
-  package static func running(_ check: StoreCheck, _ body: () throws -> (passed: Bool, detail: String))
-    -> CheckResult
-  {
-    do {
-      let (passed, detail) = try body()
-      return CheckResult(check, passed ? .passed : .failed, detail: detail)
-    } catch {
-      let reason = (error as? SessionStorageError)?.message ?? "\(error)"
-      return CheckResult(check, .failed, detail: "could not check: \(reason)")
-    }
-  }
-}
-
-extension SessionStore {
+extension SQLiteFile {
   /// Verifies the file without writing: SQLite's integrity check, the migration records,
   /// that the schema is exactly the one the applied migrations create, that `session` is
   /// the state the newest change left (also after compaction deleted that change: the
@@ -72,7 +10,7 @@ extension SessionStore {
   ///
   /// Each verification runs on its own: one that cannot run (a table edited away by hand)
   /// fails with SQLite's reason, and the others still run.
-  public func check() throws -> [CheckResult] {
+  package func check() throws -> [CheckResult] {
     try log.reader.withLock { connection in
       try connection.transaction(.deferred) { () throws -> [CheckResult] in
         let item = CheckResult.running

@@ -210,27 +210,6 @@ enum Migrator {
   }
 }
 
-/// One schema step from `migrations/NNNN_name.sql` (or `migrations/postgres/NNNN_name.sql`
-/// for `SessionStoragePostgres`), embedded at build time.
-public struct Migration: Sendable, Equatable {
-  /// The number in the file name; migrations apply in this order.
-  public let version: Int
-  /// The file name without `.sql`.
-  public let name: String
-  /// SHA-256 of the file, hex; recorded when applied and compared on every open.
-  public let checksum: String
-  /// The SQL text.
-  package let sql: String
-
-  /// A migration as the EmbedMigrations plugin writes it.
-  package init(version: Int, name: String, checksum: String, sql: String) {
-    self.version = version
-    self.name = name
-    self.checksum = checksum
-    self.sql = sql
-  }
-}
-
 extension Migrator {
   /// Throws when `schema_migrations` (`ledger` rows), `PRAGMA user_version` and the tables
   /// present do not tell the same story, naming all three and the SQL that repairs the file.

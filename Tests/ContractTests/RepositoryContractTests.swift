@@ -6,9 +6,10 @@ import Testing
 
 @testable import SessionStorage
 
-/// One contract, three stores: `InMemorySessionStore` and `PostgresSessionStore` must behave
-/// like `SessionStore`. The PostgreSQL case runs against `PostgresCluster.shared()`, in a
-/// fresh schema per test.
+/// One contract, three backends: a store in memory and a store on PostgreSQL must behave
+/// like a store on a SQLite file. The PostgreSQL case runs against `PostgresCluster.shared()`,
+/// in a fresh schema per test. A target of its own: it is the one suite of the library that
+/// needs both backends' modules and a server.
 @Suite(.timeLimit(.minutes(10))) struct RepositoryContractTests {
   /// A store under test, with the maintenance calls the contract needs.
   struct Subject: Sendable {
@@ -30,13 +31,13 @@ import Testing
           repository: store, compact: { try store.compact(keepingLast: $0) },
           compactBefore: { try store.compact(before: $0) }, keep: dir)
       case .memory:
-        let store = try InMemorySessionStore(origin: origin)
+        let store = try SessionStore.inMemory(origin: origin)
         return Subject(
           repository: store, compact: { try store.compact(keepingLast: $0) },
           compactBefore: { try store.compact(before: $0) }, keep: nil)
       case .postgres:
-        let store = try PostgresSessionStore(
-          url: try await PostgresCluster.shared().freshStoreURL(), options: .init(origin: origin))
+        let store = try SessionStore(
+          postgresURL: try await PostgresCluster.shared().freshStoreURL(), options: .init(origin: origin))
         return Subject(
           repository: store, compact: { try store.compact(keepingLast: $0) },
           compactBefore: { try store.compact(before: $0) }, keep: nil)
@@ -213,8 +214,8 @@ import Testing
       store = try SessionStore(path: path, options: .init(readOnly: true))
     case .postgres:
       let url = try await PostgresCluster.shared().freshStoreURL()
-      _ = try PostgresSessionStore(url: url)
-      store = try PostgresSessionStore(url: url, options: .init(readOnly: true))
+      _ = try SessionStore(postgresURL: url)
+      store = try SessionStore(postgresURL: url, options: .init(readOnly: true))
     }
     for cancelled in [false, true] {
       let task = Task {
@@ -270,8 +271,8 @@ import Testing
 
   @Test func aPreviewStoreRoundsTheTimeItIsGiven() throws {
     let state = SessionState(username: "a", isLoggedIn: true, updatedAt: Date(timeIntervalSince1970: 1.23456))
-    #expect(InMemorySessionStore(state: state).state.updatedAt == Date(timeIntervalSince1970: 1.235))
-    #expect(InMemorySessionStore(state: state).origin == "memory")
+    #expect(try SessionStore.inMemory(state: state).state.updatedAt == Date(timeIntervalSince1970: 1.235))
+    #expect(SessionStore.inMemory(state: state).backend.origin == "memory")
   }
 }
 

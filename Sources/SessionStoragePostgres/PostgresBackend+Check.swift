@@ -1,7 +1,7 @@
 import FeedKit
 import SessionStorage
 
-extension PostgresSessionStore {
+extension PostgresBackend {
   /// Verifies the store without writing, in one read-only transaction: the migration
   /// records and their checksums, that the functions and triggers are the migrations' own
   /// (their bodies, settings and firing modes, not only their names), that the
@@ -13,7 +13,7 @@ extension PostgresSessionStore {
   ///
   /// Each verification runs on its own: one that cannot run fails with the server's
   /// reason, and the others still run.
-  public func check() throws -> [CheckResult] {
+  func check() throws -> [CheckResult] {
     try log.read(refusing: false) { connection in
       try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
       defer { try? connection.execute("ROLLBACK") }

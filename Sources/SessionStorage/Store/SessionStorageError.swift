@@ -1,10 +1,10 @@
 /// The one error type of every store: what went wrong, where, and the database's own words.
 ///
-/// ``SessionStore``, ``InMemorySessionStore`` and `PostgresSessionStore` throw it alike, so
-/// that an app (and `sessionctl`) maps failures to messages and exit codes in one place,
-/// whichever store it was handed. Most codes can come from any store that reaches a
-/// database; a few name a failure only one backend can meet (a file, a server), and their
-/// documentation says which. An app that runs on one backend never sees the others' codes.
+/// ``SessionStore`` throws it whichever backend holds it, so that an app (and `sessionctl`)
+/// maps failures to messages and exit codes in one place. Most codes can come from any
+/// backend that reaches a database; a few name a failure only a file can meet, and their
+/// documentation says so. A backend in another module adds its own codes (a server's
+/// `unavailable`, for one) as static members of ``Code``.
 public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConvertible {
   /// What kind of failure this is; stable, for programs to switch on (with a `default`:
   /// later versions may add codes) and to `catch`: `catch SessionStorageError.Code.busy`.
@@ -56,11 +56,11 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
     /// PostgreSQL, the role may not use the schema.
     public static let permissionDenied = Code(rawValue: "permissionDenied")
     /// Another connection (another process, the sqlite3 shell, a `psql` session) held the
-    /// write lock longer than the store's timeout (``SessionStore/Options/busyTimeout``,
-    /// `PostgresSessionStore.Options.lockTimeout`); nothing was written. Try again.
+    /// write lock longer than the store's timeout (``SessionStore/FileOptions/busyTimeout``,
+    /// or a server backend's lock timeout); nothing was written. Try again.
     public static let busy = Code(rawValue: "busy")
 
-    // MARK: SQLite files only (SessionStore)
+    // MARK: SQLite files only
 
     /// The file is not a SQLite database (or is empty, or is a directory).
     public static let notADatabase = Code(rawValue: "notADatabase")
@@ -78,57 +78,34 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
     public static let full = Code(rawValue: "full")
     /// The file was replaced or deleted while the store had it open; open it again.
     public static let fileReplaced = Code(rawValue: "fileReplaced")
-    /// The target of ``SessionStore/backup(to:overwrite:)`` exists, and overwriting it was
+    /// The target of ``SessionFile/backup(to:overwrite:)`` exists, and overwriting it was
     /// not asked for (or its `-wal` holds commits, its `-journal` a transaction); or a `-wal`,
     /// `-shm` or `-journal` left from another database sits beside the path of a backup or a
     /// new store, which SQLite would pair with the new file. Nothing was written.
     public static let fileExists = Code(rawValue: "fileExists")
     /// A backup failed its verification: a new copy (nothing is left at the target), or the
-    /// file given to ``SessionStore/restore(from:)`` (the store was not changed). The message
+    /// file given to ``SessionFile/restore(from:)`` (the store was not changed). The message
     /// names what failed: a verification of ``SessionStore/check()``, a pending migration,
     /// or a page size or text encoding that differs.
     public static let invalidBackup = Code(rawValue: "invalidBackup")
-    /// The file given to ``SessionStore/backup(to:overwrite:)`` or
-    /// ``SessionStore/restore(from:)`` is one of the store's own: the database file, its
+    /// The file given to ``SessionFile/backup(to:overwrite:)`` or
+    /// ``SessionFile/restore(from:)`` is one of the store's own: the database file, its
     /// `-wal`, `-shm` or `-journal` (whether it exists or not), or a name that leads to one of
     /// them through a symbolic link or a hard link. Nothing was touched.
     public static let storeFile = Code(rawValue: "storeFile")
-    /// The target of ``SessionStore/backup(to:overwrite:)`` exists and is not a regular file
+    /// The target of ``SessionFile/backup(to:overwrite:)`` exists and is not a regular file
     /// (a device such as `/dev/full`, a FIFO, a socket, a directory); it is never replaced,
     /// also with `overwrite`. Nothing was written.
     public static let notARegularFile = Code(rawValue: "notARegularFile")
     /// Any other SQLite or operating-system failure.
     public static let sqlite = Code(rawValue: "sqlite")
-
-    // MARK: PostgreSQL only (PostgresSessionStore)
-
-    /// The PostgreSQL server cannot be reached, or the connection to it was lost: the
-    /// server is down, starting up or shutting down, has no connection slot left, the host
-    /// name does not resolve, the connection timed out. The message says whether anything
-    /// was written (a write whose commit was sent but not confirmed says that its outcome is
-    /// unknown). Try again later; a server that turns the login away is ``refused`` instead.
-    public static let unavailable = Code(rawValue: "unavailable")
-    /// The PostgreSQL server refused the connection for a reason that waiting does not cure:
-    /// the database or the role does not exist, the role may not log in (`NOLOGIN`, no
-    /// `CONNECT` privilege, no `pg_hba.conf` entry), the password is missing or wrong, SSL is
-    /// required and the server offers none, or its certificate is not trusted. Unlike
-    /// ``unavailable``, subscriptions end with it: fix the URL, the role or the server first.
-    public static let refused = Code(rawValue: "refused")
-    /// Any other error the PostgreSQL server reported; the message carries the server's
-    /// words and its SQLSTATE.
-    public static let postgres = Code(rawValue: "postgres")
-    /// PostgreSQL's client library, libpq, cannot be loaded: it is not installed (the
-    /// package `libpq5` on Debian and Ubuntu, `libpq` with Homebrew), or it is older than
-    /// version 14. It is loaded when the first PostgreSQL store is opened; the message names
-    /// the library, the loader's reason and what to install.
-    public static let libraryMissing = Code(rawValue: "libraryMissing")
   }
 
   /// What kind of failure this is.
   public var code: Code
   /// A sentence for a person: what failed and why.
   public var message: String
-  /// The database file involved, when there is one; for a PostgreSQL store, its URL with
+  /// The database file involved, when there is one; for a server's store, its URL with
   /// any password replaced by `***`.
   public var path: String?
   /// SQLite's extended result code, when SQLite reported the failure.

@@ -53,7 +53,7 @@ final class SharedDatabase: Sendable {
   /// Composes connections the ``Opener`` opened (and migrated): the file's log, its writer
   /// (none for read-only instances), and the watcher that wakes subscribers.
   init(
-    _ path: String, _ identity: FileSystem.Identity, _ options: SessionStore.Options,
+    _ path: String, _ identity: FileSystem.Identity, _ options: SessionStore.FileOptions,
     reader: sending Connection, readerMode: Connection.Mode, writer: sending Connection?,
     refusal: SessionStorageError? = nil
   ) throws {
@@ -99,7 +99,7 @@ final class SharedDatabase: Sendable {
 
   /// Gives a file opened by read-only instances its writer, made by `open` under the
   /// writer's lock, unless a writable instance gave it one already.
-  func addWriter(_ options: SessionStore.Options, _ open: () throws -> sending Connection) throws {
+  func addWriter(_ options: SessionStore.FileOptions, _ open: () throws -> sending Connection) throws {
     try slot.writer.withLock { writer in
       guard writer == nil else { return }
       writer = Writer(connection: try open(), durability: options.durability)
@@ -110,7 +110,7 @@ final class SharedDatabase: Sendable {
   /// timeout (each instance keeps its own). While it waits for another process's lock, it
   /// gives up as soon as `isCancelled` says so.
   func withWriter<Result: Sendable>(
-    _ options: SessionStore.Options, isCancelled: (@Sendable () -> Bool)? = nil,
+    _ options: SessionStore.FileOptions, isCancelled: (@Sendable () -> Bool)? = nil,
     _ body: (Connection) throws -> Result
   ) throws -> Result {
     try slot.writer.withLock { writer in

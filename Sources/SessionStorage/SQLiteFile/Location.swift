@@ -27,7 +27,7 @@ extension SessionStore {
   ///   Application Support directory.
   ///
   /// The directory is named after the tool that administers it. It may not exist yet: open
-  /// the store with ``Options/createsMissingDirectories`` to create it (mode 0700), or get
+  /// the store with ``FileOptions/createsMissingDirectories`` to create it (mode 0700), or get
   /// an error that names it. Nobody chose this location on purpose, and another user may
   /// have planted the directory: ``requirePrivateDirectory(for:creatingMissing:)`` checks
   /// that only this user can change it.
@@ -98,10 +98,8 @@ extension SessionStore {
   /// directories are created with mode 0700: ``SessionStore/init(location:options:)`` does
   /// both.
   ///
-  /// The path may be a PostgreSQL URL (`postgresql://…` or `postgres://…`, as `sessionctl`
-  /// accepts in `--db` and `$SESSIONCTL_DB`): ``isPostgres`` says so, and
-  /// ``SessionStore/init(location:options:)`` refuses it; open it with
-  /// `PostgresSessionStore(url: location.path)` of `SessionStoragePostgres`.
+  /// `sessionctl` also takes a PostgreSQL URL in `--db` and `$SESSIONCTL_DB`; a SQLite store
+  /// refuses a location whose path is a URL (see ``init(location:options:)``).
   public struct Location: Sendable, Hashable {
     /// Which rule chose a location.
     public enum Source: Sendable, Hashable {
@@ -128,11 +126,13 @@ extension SessionStore {
       self.source = source
     }
 
-    /// Whether ``path`` is a PostgreSQL URL (`postgresql://` or `postgres://`, in any case)
-    /// rather than a file.
-    public var isPostgres: Bool {
-      let lowered = path.lowercased()
-      return lowered.hasPrefix("postgresql://") || lowered.hasPrefix("postgres://")
+    /// The scheme of ``path`` when it is a URL (`postgresql://…`): letters, digits, `+`, `-`
+    /// or `.` after a letter, then `://`.
+    package var urlScheme: String? {
+      guard let end = path.firstRange(of: "://"), let first = path.first, first.isLetter else { return nil }
+      let scheme = path[..<end.lowerBound]
+      let allowed = scheme.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }
+      return allowed ? String(scheme) : nil
     }
 
     /// Applies the rules: `named` when given, else `$SESSIONCTL_DB` when set and not empty,
@@ -184,12 +184,11 @@ extension SessionStore {
     /// For the default location: throws unless only this user (and root) can change the
     /// directories that lead to it, creating the missing ones first (mode 0700) when
     /// `creatingMissing` (see ``SessionStore/requirePrivateDirectory(for:creatingMissing:)``).
-    /// A named path, `$SESSIONCTL_DB` and a PostgreSQL URL pass unchecked: they are used as
-    /// given.
+    /// A named path and `$SESSIONCTL_DB` pass unchecked: they are used as given.
     /// - Throws: ``SessionStorageError``: `unsafeDirectory` naming the directory, and the
     ///   other errors of ``SessionStore/requirePrivateDirectory(for:creatingMissing:)``.
     public func requirePrivateDirectory(creatingMissing: Bool) throws(SessionStorageError) {
-      guard source == .defaultPath, !isPostgres else { return }
+      guard source == .defaultPath else { return }
       try SessionStore.requirePrivateDirectory(for: path, creatingMissing: creatingMissing)
     }
   }
@@ -198,20 +197,20 @@ extension SessionStore {
   /// `sessionctl` opens it: the default location only when only this user (and root) can
   /// change its directories, creating the missing ones (mode 0700) unless `readOnly`; a named
   /// path or `$SESSIONCTL_DB` as given, creating directories only when
-  /// ``Options/createsMissingDirectories`` asks.
+  /// ``FileOptions/createsMissingDirectories`` asks.
   /// - Parameters:
   ///   - location: where the store is.
   ///   - options: as for ``init(path:options:)``.
-  /// - Throws: ``SessionStorageError``: `invalidArgument` for a PostgreSQL URL (open it with
-  ///   `PostgresSessionStore`), `unsafeDirectory` for a default location others can change,
+  /// - Throws: ``SessionStorageError``: `invalidArgument` for a path that is a URL
+  ///   (`scheme://…`: a server's store, which its backend's initializer opens), `unsafeDirectory` for a default location others can change,
   ///   and everything ``init(path:options:)`` throws.
-  public convenience init(location: Location, options: Options = Options()) throws {
-    guard !location.isPostgres else {
+  public convenience init(location: Location, options: FileOptions = FileOptions()) throws {
+    if let scheme = location.urlScheme {
       let rule = location.source == .environment ? "$\(Location.environmentVariable)" : "the path"
       throw SessionStorageError(
         .invalidArgument,
-        "\(rule) names a PostgreSQL database, not a file: open it with PostgresSessionStore(url:) "
-          + "of SessionStoragePostgres")
+        "\(rule) is a \(scheme):// URL, not a file: a SQLite store opens a file; open the URL with the "
+          + "initializer of the backend that serves it")
     }
     var options = options
     if location.source == .defaultPath {
@@ -247,7 +246,7 @@ extension SessionStore {
   ///   - path: the database file; it and the directories below the last existing one may
   ///     be missing.
   ///   - creatingMissing: whether the missing directories are created first (mode 0700, as
-  ///     ``Options/createsMissingDirectories`` does), after the existing ones passed; the
+  ///     ``FileOptions/createsMissingDirectories`` does), after the existing ones passed; the
   ///     whole chain is then checked again.
   /// - Throws: ``SessionStorageError``: `unsafeDirectory` naming the directory, its owner
   ///   and mode and what to do; `permissionDenied` when a directory cannot be inspected,

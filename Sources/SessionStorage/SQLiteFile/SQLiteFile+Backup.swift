@@ -15,7 +15,7 @@ internal import SystemKit
   import Darwin
 #endif
 
-extension SessionStore {
+extension SessionFile {
   /// What ``backup(to:overwrite:)`` wrote.
   public struct BackupResult: Sendable, Equatable {
     /// The backup file, as given.
@@ -48,7 +48,7 @@ extension SessionStore {
   /// The copy is SQLite's online backup API, run from the store's reader in one read
   /// transaction: it is the store as of one commit, never half of one. It is written into a
   /// new private file (mode 0600) beside `path`, verified — opened read-only as a store of
-  /// its own, and ``check()`` must pass — and only then linked into place (or, with
+  /// its own, and ``SessionStore/check()`` must pass — and only then linked into place (or, with
   /// `overwrite`, renamed over the old file). A failure leaves nothing at `path`, and an
   /// existing file there untouched.
   ///
@@ -68,7 +68,7 @@ extension SessionStore {
   ///   exists and `overwrite` is false, or a `-wal`, `-shm` or `-journal` beside it is not
   ///   its own (as above), `invalidBackup` when the copy failed its check (`corrupt` or
   ///   `invalidBackup` naming the store's path, not the backup's, when the store fails
-  ///   ``check()`` too: the copy is its pages as they are), `pathTooLong`
+  ///   ``SessionStore/check()`` too: the copy is its pages as they are), `pathTooLong`
   ///   when the path is longer than SQLite opens, `readOnly`, `notFound`, `full` or `sqlite`
   ///   when the file cannot be created; `notFound` for a path that begins with `~` and leads to nothing (`~`
   ///   is not expanded: only a shell does that).
@@ -138,7 +138,7 @@ extension SessionStore {
   /// Replaces the store's content with a backup's, while other processes keep it open.
   ///
   /// The backup is verified first: it must open as a store of this build's schema (not
-  /// newer, no pending migration), pass ``check()``, and have the store's page size and text
+  /// newer, no pending migration), pass ``SessionStore/check()``, and have the store's page size and text
   /// encoding; anything else is refused and the store is left untouched. The copy then runs SQLite's backup API *into* the store,
   /// through its writer, as one write transaction: every connection, in every process,
   /// sees the old content until the commit and the backup's after it. The file keeps its
@@ -156,9 +156,7 @@ extension SessionStore {
   ///   or text encoding (UTF-16: SQLite copies pages as they are);
   ///   `busy` when another writer held the lock past the busy timeout.
   public func restore(from backupPath: String) throws -> RestoreResult {
-    guard !options.readOnly else {
-      throw SessionStorageError(.readOnly, "the store was opened read-only", path: path)
-    }
+    try backend.requireWritable()
     try StoreFiles(of: path).refuse(backupPath, "the store was not changed")
     try FileSystem.requireNoUnexpandedTilde(backupPath, "the store was not changed")
     guard FileSystem.lexists(backupPath) else {
@@ -194,7 +192,7 @@ extension SessionStore {
           + "(\(copy)), then restore the copy",
         path: backupPath)
     }
-    let previousHead = try bounds().head
+    let previousHead = try log.bounds().head
     try database.withWriter(options) { writer in
       // A connection of its own (the verifying store's reader is behind its lock), read-only.
       let source = try Connection(path: backup.store.path, mode: .readOnly, busyTimeout: options.busyTimeout)
@@ -209,25 +207,25 @@ extension SessionStore {
         try writer.copyPages(from: source)
       }
     }
-    beacon.signal()  // this process's subscribers read again, and find what changed
+    backend.beacon.signal()  // this process's subscribers read again, and find what changed
     let (head, entries) = try Self.summary(of: log).counts
     return RestoreResult(
       path: path, source: backupPath, previousHead: previousHead, head: head, entries: entries)
   }
 
-  /// Opens `path` read-only as a store of its own and requires ``check()`` to pass; returns
+  /// Opens `path` read-only as a store of its own and requires ``SessionStore/check()`` to pass; returns
   /// it (for reading) and its head and entry count. A refusal of the open or a failed check
   /// throws with the message `describe` makes of the failure, naming the file `shown`.
   /// A `privateCopy` (a backup's staged file, which nothing else writes) is read as
   /// immutable: no lock, and no `-wal` or `-shm` made beside it.
   private static func verifiedBackup(
     _ path: String, origin: String, shown: String, privateCopy: Bool = false, _ describe: (String) -> String
-  ) throws -> (store: SessionStore, summary: Summary) {
-    let store: SessionStore
+  ) throws -> (store: SQLiteFile, summary: Summary) {
+    let store: SQLiteFile
     do {
-      var options = Options(origin: origin, readOnly: true)
+      var options = SessionStore.FileOptions(origin: origin, readOnly: true)
       options.readsPrivateCopy = privateCopy
-      store = try SessionStore(path: path, options: options)
+      store = try SQLiteFile(path: path, options: options)
     } catch var error as SessionStorageError {
       if error.code == .needsMigration {
         error.code = .invalidBackup
@@ -266,7 +264,7 @@ extension SessionStore {
   }
 
   /// Why a copy of this store failed its verification, told of the store when the store
-  /// itself fails ``check()`` (a corrupt store gives a corrupt copy), naming the store's
+  /// itself fails ``SessionStore/check()`` (a corrupt store gives a corrupt copy), naming the store's
   /// path; else `copyFailure`, which is the copy's own (a disk that failed to write it).
   private func storeFailure(else copyFailure: SessionStorageError) -> SessionStorageError {
     let repair =
@@ -274,7 +272,7 @@ extension SessionStore {
       + "(`sessionctl restore FILE`), or rescue what is left with the sqlite3 shell's `.recover`"
     let failed: [CheckResult]
     do {
-      failed = try check().filter { $0.verdict == .failed }
+      failed = try backend.check().filter { $0.verdict == .failed }
     } catch var error as SessionStorageError {
       error.message = "the store cannot be read, so nothing was written: \(error.message)"
       error.path = path

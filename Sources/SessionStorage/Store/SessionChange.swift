@@ -18,9 +18,9 @@ public struct SessionChange: Sendable, Hashable, CustomStringConvertible {
   /// for `Jos\u{E9}`), or the same text as a BLOB. The file recorded a change, but Swift,
   /// which compares strings by canonical equivalence, sees the same name before and after.
   /// The library itself never writes such a change: a write that would change only those
-  /// bytes is a no-op, in ``SessionStore`` and ``InMemorySessionStore`` alike.
+  /// bytes is a no-op, in a file and in memory alike.
   ///
-  /// Derived on each access (``SessionEvent/between(_:_:)``), not stored: a page of history
+  /// Derived on each access (from the states before and after), not stored: a page of history
   /// builds no event a reader does not ask for.
   public var events: [SessionEvent] { SessionEvent.between(before, after) }
 
@@ -197,7 +197,7 @@ public enum SessionEvent: Sendable, Hashable, Codable, CustomStringConvertible {
 
   /// The events between two states, in the order a reader expects: sign-out of the old
   /// state, the rename, sign-in of the new state. One change may carry several.
-  public static func between(_ before: SessionState, _ after: SessionState) -> [SessionEvent] {
+  package static func between(_ before: SessionState, _ after: SessionState) -> [SessionEvent] {
     var events: [SessionEvent] = []
     if before.isLoggedIn && !after.isLoggedIn { events.append(.loggedOut(username: before.username)) }
     if before.username != after.username {

@@ -46,7 +46,7 @@ public struct Retention: Sendable, Hashable, CustomStringConvertible {
   }
 
   /// A duration in the largest of `d`, `h`, `m`, `s` that divides it, else in milliseconds.
-  public static func format(_ duration: Duration) -> String {
+  package static func format(_ duration: Duration) -> String {
     let ms = duration.milliseconds
     if ms == 0 { return "0s" }
     for (unit, size) in [("d", Int64(86_400_000)), ("h", 3_600_000), ("m", 60_000), ("s", 1000)]
@@ -71,7 +71,7 @@ public struct Retention: Sendable, Hashable, CustomStringConvertible {
   }
 }
 
-extension SessionStore {
+extension SessionFile {
   /// The retention policy stored in the file.
   public func retention() throws -> Retention {
     try log.reader.withLock { connection in
@@ -96,8 +96,9 @@ extension SessionStore {
     var deletes: [(String, [SQLiteValue])] = [
       ("DELETE FROM session_changes WHERE seq <= (SELECT max(seq) FROM session_changes) - ?", [keep])
     ]
-    if policy.maxAge != nil { deletes.append((Self.olderThanSQL, [age])) }
-    return try maintain(
+    if policy.maxAge != nil { deletes.append((SQLiteFile.olderThanSQL, [age])) }
+    try backend.requireWritable()
+    return try backend.maintain(
       first: ("UPDATE session_retention SET keep_last = ?, max_age_ms = ? WHERE id = 1", [keep, age]),
       deleting: deletes)
   }

@@ -7,13 +7,13 @@
 /// The feed's time format, ISO-8601 UTC with milliseconds (`2026-11-29T20:14:35.689Z`), as
 /// SQLite's `strftime('%Y-%m-%dT%H:%M:%fZ')` writes it. Parsed by hand: exactly this format,
 /// no other ISO-8601 variant, whatever the locale.
-public enum Timestamp {
+package enum Timestamp {
   /// Now, formatted.
   static func now() -> String { format(Date()) }
 
   /// `date` formatted, to the nearest millisecond: a time read from the file went through
   /// a `Double`, and rounding prints it as the text it was read from.
-  public static func format(_ date: Date) -> String {
+  package static func format(_ date: Date) -> String {
     let (seconds, milliseconds) = millisecondParts(date)
     let days = (seconds - seconds.modulo(86_400)) / 86_400
     let secondOfDay = Int(seconds.modulo(86_400))
@@ -28,7 +28,7 @@ public enum Timestamp {
 
   /// `date` to the nearest millisecond, as the file keeps times: the very `Date` that
   /// ``parse(_:)`` returns for ``format(_:)``'s text of it. A store without a file
-  /// (``InMemorySessionStore``) rounds its times with it, so that both stores' times compare alike.
+  /// (``SessionStore/inMemory(state:)``) rounds its times with it, so that both stores' times compare alike.
   package static func rounded(_ date: Date) -> Date {
     let (seconds, milliseconds) = millisecondParts(date)
     // The same arithmetic as `parse`, so that the two give equal values.
@@ -60,7 +60,7 @@ public enum Timestamp {
 
   /// Parses `YYYY-MM-DDTHH:MM:SSZ` or `YYYY-MM-DDTHH:MM:SS.mmmZ`; nil for anything else
   /// (e.g. typed by hand).
-  public static func parse(_ text: String) -> Date? {
+  package static func parse(_ text: String) -> Date? {
     // A native string's UTF-8 is contiguous: read in place, with no copy per time read (a
     // page of history reads two hundred).
     text.utf8.withContiguousStorageIfAvailable(parse) ?? Array(text.utf8).withUnsafeBufferPointer(parse)

@@ -7,87 +7,8 @@ import FeedKit
   import Foundation
 #endif
 
-/// Persists who is signed in in a SQLite file, and turns every committed change into one
-/// entry of an ordered, resumable feed, whichever process or tool made it.
-///
-/// A store is `Sendable`: share one instance between tasks and threads. It holds two
-/// connections (a writer and a reader) and, while anyone subscribes, a watcher that
-/// notices commits of other processes.
-///
-/// Its writes are `async` (``logIn(as:)``, ``logOut()``, ``rename(to:)``) and run off the
-/// caller's actor; ``blocking`` has the same writes for code that may block its thread.
-public final class SessionStore: _SessionBackedStore, SessionBackend {
-  /// How durable a commit is.
-  public enum Durability: Sendable, Hashable {
-    /// `synchronous=FULL`: a commit survives power loss. The default.
-    case full
-    /// `synchronous=NORMAL`: faster; the last commits may be lost on power loss (never on a crash).
-    case normal
-
-    /// The value of `PRAGMA synchronous`.
-    var pragmaValue: String {
-      switch self {
-      case .full: "FULL"
-      case .normal: "NORMAL"
-      }
-    }
-  }
-
-  /// How a store opens its file.
-  public struct Options: Sendable {
-    /// How durable a commit is.
-    public var durability: Durability
-    /// How long a write waits for another writer before failing with `SQLITE_BUSY`.
-    public var busyTimeout: Duration
-    /// The origin recorded on this store's writes; `external` is reserved.
-    public var origin: String
-    /// Open without writing: no creation, no migration, no writes.
-    public var readOnly: Bool
-    /// How often the cross-process watcher re-checks the file when no file event came: the
-    /// safety net behind inotify, and the only mechanism where inotify cannot be set up.
-    /// Instances on one file share one watcher: the first instance's interval applies.
-    public var safetyPollInterval: Duration
-    /// Whether a store that creates its file also creates the missing directories above it,
-    /// with mode 0700 (only the owner may enter). Off by default: a mistyped path is an
-    /// error that names the missing directory, not a new directory tree.
-    /// ``SessionStore/init(location:options:)`` turns it on for the default location.
-    public var createsMissingDirectories: Bool
-    /// Whether the file is a private copy that nothing else has open or writes (a backup
-    /// being verified): read-only, it is read as immutable, taking no lock and making no
-    /// `-wal` or `-shm` beside it.
-    var readsPrivateCopy = false
-
-    /// Creates options; the origin defaults to the process's name.
-    public init(
-      durability: Durability = .full, busyTimeout: Duration = .seconds(5),
-      origin: String = ProcessInfo.processInfo.processName, readOnly: Bool = false,
-      safetyPollInterval: Duration = .seconds(1), createsMissingDirectories: Bool = false
-    ) {
-      self.durability = durability
-      self.busyTimeout = busyTimeout
-      self.origin = origin
-      self.readOnly = readOnly
-      self.safetyPollInterval = safetyPollInterval
-      self.createsMissingDirectories = createsMissingDirectories
-    }
-  }
-
-  /// The database file (a symbolic link is resolved to its target when the store opens).
-  public let path: String
-  /// The options it was opened with.
-  public let options: Options
-  /// The migrations this open applied (empty when the file was up to date).
-  public let appliedMigrations: [Migration]
-  /// The connections shared with every other instance on the same file in this process.
-  let database: SharedDatabase
-
-  /// The file's feed, shared with the other instances on it.
-  package var feed: Feed<SessionChange, SessionState> { database.feed }
-  var log: SessionLog { database.log }
-  /// The wake-up signal of the file's subscribers (a restore wakes them; tests count wake-ups).
-  var beacon: Beacon { database.beacon }
-
-  /// Opens the store at `path`, creating it (mode 0600) and applying pending migrations.
+extension SessionStore {
+  /// Opens the SQLite file at `path`, creating it (mode 0600) and applying pending migrations.
   ///
   /// Instances opened on one file in one process — by the same path, a symbolic link or a
   /// relative path — share one writer, one reader and one cross-process watcher; the file
@@ -100,21 +21,48 @@ public final class SessionStore: _SessionBackedStore, SessionBackend {
   /// than created in a directory named `~`. To open the file `sessionctl` uses, resolve it
   /// with ``Location/resolve(named:environment:)`` and open it with ``init(location:options:)``.
   /// - Throws: ``SessionStorageError``: a missing directory (unless
-  ///   ``Options/createsMissingDirectories``), a path that begins with `~` and leads to
+  ///   ``FileOptions/createsMissingDirectories``), a path that begins with `~` and leads to
   ///   nothing (`notFound`), a file that is not a database, someone else's
   ///   database, a newer schema, mismatching migrations, a missing file in read-only mode,
   ///   a missing file with a `-wal`, `-shm` or `-journal` of another database beside it
   ///   (`fileExists`).
   ///   Such a file is left byte-identical. `invalidOrigin` for an origin that is empty, longer
   ///   than 64 characters, holds a control character or is `external`.
-  public init(path: String, options: Options = Options()) throws {
+  public convenience init(path: String, options: FileOptions = FileOptions()) throws {
+    self.init(backend: try SQLiteFile(path: path, options: options))
+  }
+}
+
+/// The SQLite file backend of ``SessionStore``: the file's connections (shared with every
+/// other store on the same file in this process), its feed, and its writes.
+package final class SQLiteFile: SessionBackend {
+  /// The database file (a symbolic link is resolved to its target when the store opens).
+  let path: String
+  /// The options it was opened with.
+  let options: SessionStore.FileOptions
+  /// The migrations this open applied (empty when the file was up to date).
+  package let appliedMigrations: [Migration]
+  /// The connections shared with every other instance on the same file in this process.
+  let database: SharedDatabase
+
+  /// The file's feed, shared with the other instances on it.
+  package var feed: Feed<SessionChange, SessionState> { database.feed }
+  var log: SessionLog { database.log }
+  /// The wake-up signal of the file's subscribers (a restore wakes them; tests count wake-ups).
+  var beacon: Beacon { database.beacon }
+
+  /// Opens the file at `path` (see ``SessionStore/init(path:options:)``).
+  init(path: String, options: SessionStore.FileOptions) throws {
     try Origin.validate(options.origin)
     self.options = options
     (self.path, database, appliedMigrations) = try Opener.open(path, options)
   }
 
-  /// This store, as the shared public behaviour sees it.
-  public var _core: _SessionStoreCore { _SessionStoreCore(self) }
+  package var place: String { path }
+
+  package var origin: String { options.origin }
+
+  package var isReadOnly: Bool { options.readOnly }
 
   package func currentState() throws -> SessionState { try log.state() }
 
@@ -128,21 +76,13 @@ public final class SessionStore: _SessionBackedStore, SessionBackend {
     try database.withWriter(options) { try $0.scalarInt(sql) }
   }
 
-  package func requireWritable() throws {
-    guard !options.readOnly else {
-      throw SessionStorageError(.readOnly, "the store was opened read-only", path: path)
-    }
-  }
-
   /// Runs the write as one conditional UPDATE in an IMMEDIATE transaction and returns the
   /// entry its trigger wrote, or the state and head that transaction found when nothing
-  /// changed. A read-only instance refuses it, also when it shares its connections with a
-  /// writable one. A wait for another connection's write lock stops as soon as
+  /// changed. A wait for another connection's write lock stops as soon as
   /// `isCancelled` says so, and throws `CancellationError`.
   package func commit(_ write: SessionWrite, isCancelled: @escaping @Sendable () -> Bool) throws
     -> WriteOutcome
   {
-    try requireWritable()
     let (sql, bindings) = write.statement(origin: options.origin)
     let outcome: WriteOutcome
     do {
