@@ -74,7 +74,7 @@ enum Command: Equatable {
   /// `sessionbench child-pg-subscriber --postgres URL --schema NAME` (BENCHMARKS.md).
   static let childPostgresSubscriber = CommandSpec(
     "child-pg-subscriber",
-    abstract: "A PostgresSessionStore subscriber in another process (pg-deliver-remote).",
+    abstract: "A PostgreSQL store's subscriber in another process (pg-deliver-remote).",
     options: [childServer, childSchema], isHidden: true)
   /// `sessionbench child-pg-raw-listener --postgres URL --schema NAME` (BENCHMARKS.md).
   static let childPostgresRawListener = CommandSpec(

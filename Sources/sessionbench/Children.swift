@@ -128,7 +128,7 @@ enum ChildSubscriber {
 /// The child processes of `pg-deliver-remote`; same output as ``ChildSubscriber``.
 enum PostgresChildren {
   /// `sessionbench child-pg-subscriber --postgres URL --schema NAME`: a
-  /// `PostgresSessionStore` on the schema and `changes(from: .now)`.
+  /// a store on the schema (`SessionStore(postgresURL:)`) and `changes(from: .now)`.
   static func subscriber(server: String, schema: String) throws -> Never {
     let store = try SessionStore(
       postgresURL: PostgresSchemas.url(server, schema: schema), options: .init(origin: "sessionbench-child"))

@@ -4,7 +4,7 @@ import SessionStoragePostgres
 import Synchronization
 import ToolingKit
 
-/// `pg-write`, `pg-read`, `pg-deliver-remote`: ``PostgresSessionStore`` against raw libpq
+/// `pg-write`, `pg-read`, `pg-deliver-remote`: a store on PostgreSQL against raw libpq
 /// doing the same statements, on the server of ``PostgresServer``, each scenario in fresh
 /// schemas of its own (``PostgresSchemas``).
 enum PostgresScenarios {
@@ -101,7 +101,7 @@ enum PostgresScenarios {
 
 /// A `pg-*` scenario's scratch space on the server: two fresh schemas, one for our store and
 /// one for the baseline, so that a listener on one channel never wakes for the other's
-/// writes. Both get the store's schema by opening a `PostgresSessionStore` on them (the
+/// writes. Both get the store's schema by opening a store on them (the
 /// migrations); after that only raw libpq calls touch the baseline's. Both are dropped
 /// (`DROP SCHEMA … CASCADE`) when this is dropped.
 final class PostgresSchemas {

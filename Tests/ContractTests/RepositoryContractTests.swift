@@ -269,6 +269,34 @@ import Testing
     #expect(try store.history(from: .beginning, limit: 1).first?.time == entry.time)
   }
 
+  /// `check()` is every store's: after writes, a compaction and more writes it passes on
+  /// every backend, and each runs at least the verifications every backend can make.
+  @Test(arguments: Kind.allCases)
+  func checkPassesAfterWritesAndCompaction(_ kind: Kind) async throws {
+    let subject = try await kind.make()
+    let store = try #require(subject.repository as? SessionStore)
+    try await store.logIn(as: "alice")
+    try await store.rename(to: "bob")
+    try await store.logOut()
+    try store.compact(keepingLast: 1)
+    try await store.logIn(as: "carol")
+    let results = try store.check()
+    #expect(results.filter { $0.verdict == .failed }.isEmpty, "\(results)")
+    #expect(Set(results.map(\.check)).isSuperset(of: [.state, .continuity, .cursors, .username]))
+    withExtendedLifetime(subject) {}
+  }
+
+  /// A store in memory whose state is not what its newest entry left fails `check()`'s
+  /// state verification: the check reads what is there, it does not assume it.
+  @Test func checkInMemoryFindsAStateTheFeedDidNotLeave() async throws {
+    let store = SessionStore.inMemory()
+    try await store.logIn(as: "alice")
+    let memory = try #require(store.backend as? MemoryBackend)
+    memory.replaceState(SessionState(username: "mallory", isLoggedIn: true, updatedAt: Date()))
+    let state = try #require(try store.check().first { $0.check == .state })
+    #expect(state.verdict == .failed, "\(state)")
+  }
+
   @Test func aPreviewStoreRoundsTheTimeItIsGiven() throws {
     let state = SessionState(username: "a", isLoggedIn: true, updatedAt: Date(timeIntervalSince1970: 1.23456))
     #expect(try SessionStore.inMemory(state: state).state.updatedAt == Date(timeIntervalSince1970: 1.235))

@@ -7,8 +7,8 @@ import ToolingKit
 @testable import SessionStorage
 
 /// One contract, proven by difference: random sequences of every public operation,
-/// with edge arguments, applied to a fresh `SessionStore` (the reference) and a fresh
-/// `InMemorySessionStore`; every returned value, thrown error and feed entry must be the same,
+/// with edge arguments, applied to a fresh store on a SQLite file (the reference) and a fresh
+/// store in memory; every returned value, thrown error and feed entry must be the same,
 /// times aside (both must keep times to the millisecond).
 ///
 /// A fixed set of seeds runs in CI. `DIFFERENTIAL_SEEDS=N swift test --filter DifferentialTests`
@@ -72,8 +72,8 @@ import ToolingKit
     var memory: Outcome
 
     var description: String {
-      "step \(step.map(String.init) ?? "open"): \(operation)\n  SessionStore:         \(sqlite)\n"
-        + "  InMemorySessionStore: \(memory)"
+      "step \(step.map(String.init) ?? "open"): \(operation)\n  file:      \(sqlite)\n"
+        + "  in memory: \(memory)"
     }
   }
 

@@ -67,6 +67,10 @@ final class MemoryBackend: SessionBackend {
 
   func currentState() -> SessionState { log.current.withLock { $0.state } }
 
+  /// Sets the state without an entry, as no write can: for the test that `check()` reads
+  /// what is there.
+  func replaceState(_ state: SessionState) { log.current.withLock { $0.state = state } }
+
   /// None: a write never waits, and runs on its caller's task.
   var writeQueue: DispatchQueue? { nil }
 
@@ -145,7 +149,7 @@ extension MemoryBackend {
   }
 }
 
-/// The in-memory log behind ``InMemorySessionStore``.
+/// The in-memory log behind ``MemoryBackend``.
 final class MemoryLog: FeedSource {
   struct Contents {
     var state: SessionState

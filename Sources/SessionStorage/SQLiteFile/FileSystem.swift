@@ -104,7 +104,7 @@ enum FileSystem {
   }
 
   /// Throws when the directory a new file would go into is missing: the store creates
-  /// files, not directories (unless ``SessionStore/Options/createsMissingDirectories`` asked).
+  /// files, not directories (unless ``SessionStore/FileOptions/createsMissingDirectories`` asked).
   static func requireDirectory(of path: String) throws {
     let directory = parent(of: path)
     guard !directory.isEmpty else { return }

@@ -110,7 +110,7 @@ package final class SQLiteFile: SessionBackend {
   /// the same name, or the same text as a BLOB (stored by another client), which Swift's
   /// `String` equality takes for the same name — the trigger compares bytes and writes an
   /// entry with no events; the transaction is rolled back (``OnlyBytesChanged``), as
-  /// ``InMemorySessionStore`` makes no entry for it. It costs nothing on the common path:
+  /// a store in memory makes no entry for it. It costs nothing on the common path:
   /// the entry is read anyway. What the write found is that entry's "before", at the cursor
   /// below it (AUTOINCREMENT numbers the entry one past the head).
   private func committed(_ sql: SQL, _ bindings: [SQLiteValue], isCancelled: @escaping @Sendable () -> Bool)

@@ -115,7 +115,7 @@ final class SharedDatabase: Sendable {
   ) throws -> Result {
     try slot.writer.withLock { writer in
       guard let current = writer else {
-        throw SessionStorageError(.readOnly, "the store was opened read-only", path: path)
+        throw SessionStorageError.openedReadOnly(path)
       }
       // A write into a file that was replaced or deleted would be lost to everyone else.
       try log.file.requireSameFile()
