@@ -288,9 +288,7 @@ private struct WatchLoop: Sendable {
       var fds: [pollfd] = []
       if stopFD >= 0 { fds.append(pollfd(fd: stopFD, events: Int16(POLLIN), revents: 0)) }
       if events >= 0 { fds.append(pollfd(fd: events, events: Int16(POLLIN), revents: 0)) }
-      guard let ready = try? retryingOnInterrupt({ poll(&fds, nfds_t(fds.count), slice) }) else {
-        return .stop
-      }
+      let ready = pollForInput(&fds, milliseconds: slice, stopped: { stopPipe.isRequested })
       if stopFD >= 0, fds[0].revents != 0 { return .stop }
       if ready > 0 { return .event }
       remaining -= slice

@@ -232,7 +232,7 @@ private struct ListenLoop: Sendable {
     if socket >= 0 { fds.append(pollfd(fd: socket, events: Int16(POLLIN), revents: 0)) }
     // Without a stop pipe (no descriptor left), the flag is looked at every 50 ms.
     let slice = stopFD >= 0 ? milliseconds : min(milliseconds, 50)
-    guard let ready = try? retryingOnInterrupt({ poll(&fds, nfds_t(fds.count), slice) }) else { return .stop }
+    let ready = pollForInput(&fds, milliseconds: slice, stopped: { stop.isRequested })
     if stopFD >= 0, fds[0].revents != 0 { return .stop }
     if stop.isRequested { return .stop }
     return ready > 0 ? .readable : .timeout

@@ -137,6 +137,25 @@ package func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) throws(Errno) {
   }
 }
 
+/// Waits up to `milliseconds` (at least 0) for input on `descriptors`, as `poll(2)` does
+/// (again after an interruption), and returns how many have some. When `poll` itself fails
+/// (`ENOMEM`: the kernel could not allocate its tables), it waits the time out instead, in
+/// naps of at most 50 ms that end early once `stopped` says so, and returns 0: a watcher
+/// that checks on a schedule keeps its schedule, with no event to hurry it, rather than
+/// stop watching.
+package func pollForInput(_ descriptors: inout [pollfd], milliseconds: Int32, stopped: () -> Bool) -> Int32 {
+  if let ready = try? retryingOnInterrupt({ poll(&descriptors, nfds_t(descriptors.count), milliseconds) }) {
+    return ready
+  }
+  var left = max(milliseconds, 0)
+  while left > 0, !stopped() {
+    let nap = min(left, 50)
+    usleep(UInt32(nap) * 1_000)
+    left -= nap
+  }
+  return 0
+}
+
 /// Turns the `errno` of a failed system call into a sentence that names the limit that
 /// was reached and how to raise it, for errors and wake-mode reasons.
 package enum SystemLimits {

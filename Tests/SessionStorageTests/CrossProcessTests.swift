@@ -36,6 +36,31 @@ import Testing
     #expect(try await child.wait(timeout: .seconds(30)) == 0)
   }
 
+  /// A subscriber whose every `poll(2)` fails (`ENOMEM`, injected with strace) cannot see
+  /// file events, and still receives each change of another process, at the safety poll:
+  /// the watcher waits the interval out instead of ending.
+  @Test func aSubscriberWhosePollFailsStillReceivesChanges() async throws {
+    guard Strace.isAvailable else {
+      Issue.record("strace is not installed (.ci/run installs it)")
+      return
+    }
+    let store = try SessionStore(path: path, options: .init(origin: "parent"))
+    let child = try await ChildProcess(
+      Strace.executable,
+      ["-f", "-qq", "-o", "/dev/null", "-e", "inject=poll:error=ENOMEM", Self.torture]
+        + ["subscribe", "--db", path, "--count", "2", "--safety-poll", "0.2"],
+      environment: ["PATH": "/usr/bin:/bin"], stdout: .pipe, stderr: .file(dir.file("stderr-strace")))
+    #expect(try await child.readLine(timeout: .seconds(60)) == "ready")
+    let cursors = try await [store.logIn(as: "alice"), store.logOut()].map {
+      try #require($0).cursor.description
+    }
+    // The safety poll runs every 0.2 s; the limits are hang guards for a loaded machine.
+    var lines: [String?] = []
+    for _ in 0..<2 { lines.append(try await child.readLine(timeout: .seconds(60))) }
+    #expect(lines == cursors.map { "\($0) parent" })
+    #expect(try await child.wait(timeout: .seconds(30)) == 0)
+  }
+
   @Test func weSeeAChildProcessWrites() async throws {
     let store = try SessionStore(path: path)
     let changes = try store.changes(from: .now)
