@@ -1,8 +1,4 @@
-import Dispatch
-import FeedKit
 import SessionStorage
-import Synchronization
-internal import SystemKit
 
 #if canImport(FoundationEssentials)
   import FoundationEssentials
@@ -11,7 +7,7 @@ internal import SystemKit
 #endif
 
 extension SessionStore {
-  /// How a store connects.
+  /// How a store on PostgreSQL connects.
   public struct PostgresOptions: Sendable {
     /// The origin recorded on this store's writes; `external` is reserved. The server shows
     /// the store's connections as `<origin>/writer`, `<origin>/reader` and
