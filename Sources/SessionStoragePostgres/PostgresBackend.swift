@@ -18,6 +18,7 @@ final class PostgresBackend: SessionBackend {
   /// The migrations this open applied (empty when the schema was up to date).
   let appliedMigrations: [Migration]
 
+  /// The server, database and schema of the store, from its URL.
   let server: PostgresPlace
   /// The writer connection; nil for a read-only store.
   private let writer: Mutex<PQConnection?>

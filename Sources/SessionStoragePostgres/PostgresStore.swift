@@ -100,4 +100,11 @@ public struct PostgresLocation: Sendable, Hashable {
   /// percent-encoded, or a `password` parameter; or the `password` of a key/value string)
   /// replaced by `***`: what a store prints of its URL.
   public static func redacted(_ url: String) -> String { PostgresPasswords.redacted(url) }
+
+  /// Whether `text` names a PostgreSQL database rather than a file: it begins with
+  /// `postgresql://` or `postgres://`, in any case (as `sessionctl --db` tells them apart).
+  package static func isURL(_ text: String) -> Bool {
+    let lowered = text.lowercased()
+    return lowered.hasPrefix("postgresql://") || lowered.hasPrefix("postgres://")
+  }
 }

@@ -26,10 +26,7 @@ extension SessionStore.Location {
 
   /// Whether ``path`` is a PostgreSQL URL (`postgresql://` or `postgres://`, in any case)
   /// rather than a file.
-  var isPostgres: Bool {
-    let lowered = path.lowercased()
-    return lowered.hasPrefix("postgresql://") || lowered.hasPrefix("postgres://")
-  }
+  var isPostgres: Bool { PostgresLocation.isURL(path) }
 
   /// Refuses a PostgreSQL URL for a command that works on a SQLite file.
   /// - Throws: ``CLIError`` (exit 1) naming the command and what to use instead.

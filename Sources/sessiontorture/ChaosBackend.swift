@@ -22,7 +22,7 @@ enum ChaosBackend {
   /// `schema` is set to `schema` (each run gets a schema of its own); else a file.
   /// Returns the name the driver's stores, processes and `sessionctl` open.
   static func of(_ db: String, schema: String) throws -> (backend: ChaosBackend, name: String) {
-    guard isURL(db) else { return (.sqlite, db) }
+    guard PostgresLocation.isURL(db) else { return (.sqlite, db) }
     guard !db.contains("schema=") else {
       throw TortureFailure(
         "--db names its own schema: the chaos driver makes a schema of its own for every run, give the "
@@ -38,12 +38,6 @@ enum ChaosBackend {
   }
 
   var isPostgres: Bool { if case .postgres = self { true } else { false } }
-
-  /// Whether `db` is a PostgreSQL URL rather than a file, as `sessionctl --db` tells them.
-  static func isURL(_ db: String) -> Bool {
-    let lowered = db.lowercased()
-    return lowered.hasPrefix("postgresql://") || lowered.hasPrefix("postgres://")
-  }
 
   /// Opens an instance on `name` (a path or the store's URL).
   func open(

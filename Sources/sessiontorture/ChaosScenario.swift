@@ -91,7 +91,7 @@ struct ChaosScenario: TortureScenario {
 
   /// Whether `--db` names a PostgreSQL server (`postgresql://…`): each run then gets a
   /// schema of its own there, dropped when the run passes.
-  var isPostgres: Bool { ChaosBackend.isURL(path) }
+  var isPostgres: Bool { PostgresLocation.isURL(path) }
 
   /// `--db` as reports print it: a URL's passwords replaced by `***`.
   var shownPath: String { isPostgres ? PostgresLocation.redacted(path) : path }

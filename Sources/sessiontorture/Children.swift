@@ -49,7 +49,7 @@ enum Children {
   private static func writable(
     _ path: String, origin: String, durability: SessionStore.Durability = .full
   ) throws -> SessionStore {
-    ChaosBackend.isURL(path)
+    PostgresLocation.isURL(path)
       ? try SessionStore(postgresURL: path, options: .init(origin: origin))
       : try SessionStore(path: path, options: .init(durability: durability, origin: origin))
   }
@@ -84,7 +84,7 @@ enum Children {
   {
     let poll = safetyPoll.map { Duration.milliseconds(Int64($0 * 1000)) } ?? .seconds(1)
     let store: any SessionRepository =
-      ChaosBackend.isURL(path)
+      PostgresLocation.isURL(path)
       ? try SessionStore(postgresURL: path, options: .init(readOnly: true, safetyPollInterval: poll))
       : try SessionStore(path: path, options: .init(readOnly: true, safetyPollInterval: poll))
     let changes = try store.changes(from: .now)
