@@ -335,4 +335,24 @@ import Testing
     }
     #expect(files.map(sandbox.contents) == before, "the planted store and its files are as they were")
   }
+
+  /// A path shaped like a URL is a file when its "scheme" is a directory that exists
+  /// (`data://s.db` is `s.db` in `data:`), and refused as a URL, creating nothing, when it
+  /// is not.
+  @Test func aPathShapedLikeAURLIsAFileWhenItsDirectoryExists() async throws {
+    let sandbox = try Sandbox()
+    let work = sandbox.path("work")
+    try FileManager.default.createDirectory(atPath: work + "/data:", withIntermediateDirectories: true)
+    let login = try await sandbox.runProgram(
+      "/bin/sh", ["-c", #"cd "$0" && exec "$1" --db data://s.db login alice"#, work, Sandbox.sessionctl],
+      environment: sandbox.environment)
+    #expect(login.status == 0, "\(login.stderr)")
+    #expect(sandbox.exists(work + "/data:/s.db"))
+    let refused = try await sandbox.runProgram(
+      "/bin/sh", ["-c", #"cd "$0" && exec "$1" --db other://s.db login alice"#, work, Sandbox.sessionctl],
+      environment: sandbox.environment)
+    #expect(refused.status != 0)
+    #expect(refused.stderr.contains("other:// URL, not a file"), "\(refused.stderr)")
+    #expect(!sandbox.exists(work + "/other:"))
+  }
 }

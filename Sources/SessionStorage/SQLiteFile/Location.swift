@@ -127,12 +127,13 @@ extension SessionStore {
     }
 
     /// The scheme of ``path`` when it is a URL (`postgresql://…`): letters, digits, `+`, `-`
-    /// or `.` after a letter, then `://`.
+    /// or `.` after a letter, then `://`, and no directory `SCHEME:` in the current directory
+    /// (`data://s.db` is the file `s.db` in the directory `data:` when that exists).
     package var urlScheme: String? {
       guard let end = path.firstRange(of: "://"), let first = path.first, first.isLetter else { return nil }
       let scheme = path[..<end.lowerBound]
       let allowed = scheme.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }
-      return allowed ? String(scheme) : nil
+      return allowed && !FileSystem.lexists(scheme + ":") ? String(scheme) : nil
     }
 
     /// Applies the rules: `named` when given, else `$SESSIONCTL_DB` when set and not empty,
@@ -202,8 +203,9 @@ extension SessionStore {
   ///   - location: where the store is.
   ///   - options: as for ``init(path:options:)``.
   /// - Throws: ``SessionStorageError``: `invalidArgument` for a path that is a URL
-  ///   (`scheme://…`: a server's store, which its backend's initializer opens), `unsafeDirectory` for a default location others can change,
-  ///   and everything ``init(path:options:)`` throws.
+  ///   (`scheme://…`: a server's store, which its backend's initializer opens),
+  ///   `unsafeDirectory` for a default location others can change, and everything
+  ///   ``init(path:options:)`` throws.
   public convenience init(location: Location, options: FileOptions = FileOptions()) throws {
     if let scheme = location.urlScheme {
       let rule = location.source == .environment ? "$\(Location.environmentVariable)" : "the path"
