@@ -1,5 +1,4 @@
 import FeedKit
-internal import SystemKit
 
 /// What a compaction did, whichever store made it, so that code written against one store
 /// reads another's alike.
@@ -30,7 +29,7 @@ package enum Deletion: Sendable {
 extension FeedBounds {
   /// Throws `cursorAhead` for a compaction before a cursor beyond the one the next change
   /// would get: nothing there was ever handed out.
-  package func requireCompactable(before cursor: Cursor) throws {
+  func requireCompactable(before cursor: Cursor) throws {
     if let next = head.next, cursor > next { throw FeedError.cursorAhead(requested: cursor, head: head) }
   }
 }
