@@ -44,18 +44,21 @@ package struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
     }
   }
 
-  /// Every entry after `start`, once, in order, as it commits.
+  /// Every entry after `start` that `include` accepts (every one when it is nil), once, in
+  /// order, as it commits.
   /// - Throws: ``FeedError`` for a cursor that is compacted or ahead of the log; the source's error.
-  package func changes(from start: FeedStart) throws -> FeedSubscription<Change, Snapshot> {
+  package func changes(
+    from start: FeedStart, where include: (@Sendable (FeedEntry<Change>) -> Bool)? = nil
+  ) throws -> FeedSubscription<Change, Snapshot> {
     let listener = listen()
     if start == .now {
       // The head and the entry there, read together: reads check that the log keeps it.
       let (_, cursor, last) = try source.snapshot()
-      return FeedSubscription(feed: self, cursor: cursor, listener: listener, last: last)
+      return FeedSubscription(feed: self, cursor: cursor, listener: listener, last: last, include: include)
     }
     let cursor = try resolve(start, bounds: source.bounds())
     return FeedSubscription(
-      feed: self, cursor: cursor, listener: listener, last: try entry(at: cursor, for: start))
+      feed: self, cursor: cursor, listener: listener, last: try entry(at: cursor, for: start), include: include)
   }
 
   /// The current state and every change after it, with no gap and no duplicate.
@@ -80,8 +83,8 @@ package struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
   }
 
   /// The state now, then each new state as changes commit; consecutive equal states are dropped.
-  /// - Parameter state: the state after an entry (for sessions, `\.change.after`).
-  package func values(_ state: @escaping @Sendable (FeedEntry<Change>) -> Snapshot) -> FeedValues<
+  /// - Parameter state: the state after an entry, given the state before it.
+  package func values(_ state: @escaping @Sendable (Snapshot, FeedEntry<Change>) -> Snapshot) -> FeedValues<
     Change, Snapshot
   >
   where Snapshot: Equatable {
@@ -95,6 +98,20 @@ package struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
     // only a given time is checked (one more row read).
     guard case .afterEntry = start else { return try read(after: cursor, limit: limit) }
     return try read(after: cursor, last: entry(at: cursor, for: start), limit: limit)
+  }
+
+  /// Up to `limit` entries after `start` that `include` accepts, without waiting: the log
+  /// is read page by page, from `start` towards the head, until `limit` are found.
+  package func history(
+    from start: FeedStart, limit: Int, where include: @Sendable (FeedEntry<Change>) -> Bool
+  ) throws -> [FeedEntry<Change>] {
+    var found: [FeedEntry<Change>] = []
+    var page = try history(from: start, limit: pageSize)
+    while true {
+      found.append(contentsOf: page.lazy.filter(include).prefix(limit - found.count))
+      guard found.count < limit, page.count == pageSize, let last = page.last else { return found }
+      page = try read(after: last.cursor, last: last, limit: pageSize)
+    }
   }
 
   /// The entry at the cursor a start resumes after, when the log still holds it, so that

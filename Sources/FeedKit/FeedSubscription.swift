@@ -23,12 +23,19 @@ public struct FeedSubscription<Change: Sendable, Snapshot: Sendable>: AsyncSeque
   let listener: WakeListener
   /// The entry at ``cursor``, when the log held it at the start: reads check it stays.
   let last: FeedEntry<Change>?
+  /// Which entries it delivers; nil for all. The others are read and passed over, so the
+  /// cursors stay the log's.
+  let include: (@Sendable (FeedEntry<Change>) -> Bool)?
 
-  init(feed: Feed<Change, Snapshot>, cursor: Cursor, listener: WakeListener, last: FeedEntry<Change>? = nil) {
+  init(
+    feed: Feed<Change, Snapshot>, cursor: Cursor, listener: WakeListener, last: FeedEntry<Change>? = nil,
+    include: (@Sendable (FeedEntry<Change>) -> Bool)? = nil
+  ) {
     self.feed = feed
     self.cursor = cursor
     self.listener = listener
     self.last = last
+    self.include = include
   }
 
   /// How this subscription learns of other processes' commits. A subscription never waits
@@ -38,7 +45,7 @@ public struct FeedSubscription<Change: Sendable, Snapshot: Sendable>: AsyncSeque
 
   /// Starts reading after ``cursor``.
   public func makeAsyncIterator() -> Iterator {
-    Iterator(feed: feed, cursor: cursor, listener: listener, last: last)
+    Iterator(feed: feed, cursor: cursor, listener: listener, last: last, include: include)
   }
 
   /// Pulls pages after the last delivered cursor, and waits on the signal when caught up.
@@ -55,12 +62,17 @@ public struct FeedSubscription<Change: Sendable, Snapshot: Sendable>: AsyncSeque
     /// page (it reached the head): once its entries are delivered there is nothing more to
     /// read until a wake-up past it, so the next call waits without reading again.
     private var caughtUpAt: UInt64?
+    private let include: (@Sendable (Element) -> Bool)?
 
-    init(feed: Feed<Change, Snapshot>, cursor: Cursor, listener: WakeListener, last: Element?) {
+    init(
+      feed: Feed<Change, Snapshot>, cursor: Cursor, listener: WakeListener, last: Element?,
+      include: (@Sendable (Element) -> Bool)?
+    ) {
       self.feed = feed
       self.cursor = cursor
       self.listener = listener
       self.last = last
+      self.include = include
     }
 
     /// The next entry, waiting for one to commit; nil once the task is cancelled, and from
@@ -70,6 +82,7 @@ public struct FeedSubscription<Change: Sendable, Snapshot: Sendable>: AsyncSeque
         if let entry = buffer.popFirst() {
           cursor = entry.cursor
           last = entry
+          if let include, !include(entry) { continue }
           return entry
         }
         if let generation = caughtUpAt {
@@ -121,8 +134,8 @@ public struct SnapshotSubscription<Change: Sendable, Snapshot: Sendable>: Sendab
   /// The states after ``state``: each new state as changes commit, consecutive equal states
   /// dropped, re-reading a snapshot where the cursor was compacted away. For a screen that
   /// showed ``state`` already and must not read the state a second time.
-  /// - Parameter state: the state after an entry (for sessions, `\.change.after`).
-  public func values(_ state: @escaping @Sendable (FeedEntry<Change>) -> Snapshot) -> FeedValues<
+  /// - Parameter state: the state after an entry, given the state before it.
+  public func values(_ state: @escaping @Sendable (Snapshot, FeedEntry<Change>) -> Snapshot) -> FeedValues<
     Change, Snapshot
   >
   where Snapshot: Equatable {
@@ -142,7 +155,7 @@ public struct FeedValues<Change: Sendable, Value: Equatable & Sendable>: AsyncSe
   public typealias Failure = any Error
 
   let feed: Feed<Change, Value>
-  let state: @Sendable (FeedEntry<Change>) -> Value
+  let state: @Sendable (Value, FeedEntry<Change>) -> Value
   /// A snapshot already read and shown: iteration follows the changes after it instead of
   /// reading one (and does not deliver its state again).
   let start: SnapshotSubscription<Change, Value>?
@@ -153,13 +166,13 @@ public struct FeedValues<Change: Sendable, Value: Equatable & Sendable>: AsyncSe
   /// Reads a snapshot, then follows the changes after it.
   public struct Iterator: AsyncIteratorProtocol {
     let feed: Feed<Change, Value>
-    let state: @Sendable (FeedEntry<Change>) -> Value
+    let state: @Sendable (Value, FeedEntry<Change>) -> Value
     private var changes: FeedSubscription<Change, Value>.Iterator?
     private var last: Value?
     private var ended = false
 
     init(
-      feed: Feed<Change, Value>, state: @escaping @Sendable (FeedEntry<Change>) -> Value,
+      feed: Feed<Change, Value>, state: @escaping @Sendable (Value, FeedEntry<Change>) -> Value,
       start: SnapshotSubscription<Change, Value>?
     ) {
       self.feed = feed
@@ -199,7 +212,10 @@ public struct FeedValues<Change: Sendable, Value: Equatable & Sendable>: AsyncSe
         do {
           guard let entry = try await iterator.next(isolation: actor) else { return nil }
           changes = iterator
-          if let value = distinct(state(entry)) { return value }
+          // `last` is the state now: a snapshot delivered it, and a state equal to it is the
+          // only one ever dropped.
+          guard let current = last else { continue }
+          if let value = distinct(state(current, entry)) { return value }
         } catch is FeedError {
           changes = nil
         }

@@ -63,6 +63,15 @@ final class PostgresBackend: SessionBackend {
 
   func currentState() throws -> SessionState { try log.snapshot().state }
 
+  func roster() throws -> SessionRoster {
+    let (state, cursor, _) = try log.snapshot()
+    let accounts = state.username.map {
+      [Account(id: AccountID(1), username: $0, isLoggedIn: state.isLoggedIn, updatedAt: state.updatedAt, cursor: cursor)]
+    }
+    return SessionRoster(
+      accounts: accounts ?? [], activeID: accounts.map { _ in AccountID(1) }, activeSince: state.updatedAt, cursor: cursor)
+  }
+
   var place: String { server.described }
 
   var origin: String { options.origin }
@@ -83,7 +92,11 @@ final class PostgresBackend: SessionBackend {
   {
     let token = String(Int64.random(in: 1...Int64.max))
     let outcome = try withWriter { connection in
-      try PostgresWrite(write: write, origin: options.origin, token: token).commit(on: connection)
+      switch write.action {
+      case .logIn, .logOut(nil), .rename(nil, _) where write.condition == nil: break
+      default: throw SessionStorageError(.invalidArgument, "PostgreSQL stores hold one account")
+      }
+      return try PostgresWrite(write: write, origin: options.origin, token: token).commit(on: connection)
     }
     if outcome.entry != nil { beacon.signal() }  // this process's subscribers need no NOTIFY round trip
     return outcome

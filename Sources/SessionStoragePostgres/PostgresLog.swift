@@ -41,9 +41,10 @@ enum PostgresTables {
   /// The entry in a row of ``changeColumns``.
   static func entry(_ row: [String?]) -> SessionEntry {
     SessionEntry(
-      seq: integer(row[0]), at: Timestamp.stored(row[1]), origin: row[2], oldUsername: row[3],
+      seq: integer(row[0]), at: Timestamp.stored(row[1]), origin: row[2], account: 1, oldUsername: row[3],
       newUsername: row[4],
-      oldIsLoggedIn: row[5] == "t", newIsLoggedIn: row[6] == "t", oldUpdatedAt: Timestamp.stored(row[7]))
+      oldIsLoggedIn: row[5] == "t", newIsLoggedIn: row[6] == "t", oldUpdatedAt: Timestamp.stored(row[7]),
+      wasActive: row[3] != nil, isActive: row[4] != nil)
   }
 
   /// The state and head in a row of ``snapshotSQL``.

@@ -22,10 +22,10 @@ package struct PostgresWrite {
   /// nothing), then the row it found in the columns of ``PostgresTables/snapshotSQL``.
   /// (`package`: sessionbench's raw baseline runs the same statement.)
   package var statement: (sql: String, values: [String?]) {
-    switch write {
-    case .login(let name): (Self.loginSQL, [origin, token, name])
-    case .logout: (Self.logoutSQL, [origin, token])
-    case .rename(let name): (Self.renameSQL, [origin, token, name])
+    switch write.action {
+    case .logIn(let name): (Self.loginSQL, [origin, token, name])
+    case .rename(nil, let name): (Self.renameSQL, [origin, token, name])
+    default: (Self.logoutSQL, [origin, token])
     }
   }
 
@@ -58,10 +58,10 @@ package struct PostgresWrite {
   /// that numbers entries was dropped by hand).
   private func isMine(_ entry: SessionEntry) -> Bool {
     guard entry.origin == origin else { return false }
-    switch write {
-    case .login(let name): return entry.after.username == name && entry.after.isLoggedIn
-    case .logout: return !entry.after.isLoggedIn
-    case .rename(let name): return entry.after.username == name
+    switch write.action {
+    case .logIn(let name): return entry.after.username == name && entry.after.isLoggedIn
+    case .rename(nil, let name): return entry.after.username == name
+    default: return !entry.after.isLoggedIn
     }
   }
 
@@ -143,9 +143,9 @@ package struct PostgresWrite {
     do {
       try connection.execute("COMMIT")
     } catch let error as SessionStorageError where connection.isBroken {
-      return .committed(try outcome(of: entry, on: connection, lost: error, backend: backend))
+      return .committed([try outcome(of: entry, on: connection, lost: error, backend: backend)])
     }
-    return .committed(entry)
+    return .committed([entry])
   }
 
   /// Whether `entry` committed, found on a new connection after the old one (whose server

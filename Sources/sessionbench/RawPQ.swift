@@ -131,7 +131,7 @@ final class RawPQWriter {
     try connection.exec("BEGIN")
     // The store's own UPDATE (it returns the change; its first column is the new head).
     let (sql, values) = PostgresWrite(
-      write: signIn ? .login(username) : .logout, origin: origin, token: String(token)
+      write: signIn ? try .logIn(username) : try .logOut(), origin: origin, token: String(token)
     ).statement
     let libpq = connection.libpq
     let head = try connection.query(sql, values.map { $0 ?? "" }) { result in

@@ -165,12 +165,17 @@ final class ChangeCommand: Sendable {
 }
 
 extension SessionEvent {
-  /// The word of `SESSION_EVENTS`: `login`, `logout` or `rename`, as `watch` lines say.
+  /// The word of `SESSION_EVENTS`: `add`, `login`, `logout`, `rename`, `activate`,
+  /// `deactivate` or `remove`, as `watch` lines say.
   var word: String {
     switch self {
+    case .added: "add"
     case .loggedIn: "login"
     case .loggedOut: "logout"
     case .usernameChanged: "rename"
+    case .activated: "activate"
+    case .deactivated: "deactivate"
+    case .removed: "remove"
     }
   }
 }

@@ -30,7 +30,7 @@ extension SessionCtl {
       let location = try context.location()
       let name = try Username.validated(username)  // before the file is created
       let store = try context.openForWriting(location)
-      return try context.printWrite(try store.blocking.outcome(of: .login(name))) {
+      return try context.printWrite(try store.blocking.outcome(of: .logIn(name))) {
         "already logged in as \(Presenter.display(name))"
       }
     }
@@ -44,7 +44,7 @@ extension SessionCtl {
 
     func runBlocking(_ context: CommandContext) throws -> ExitCode {
       let store = try context.openForWriting(try context.location())
-      return try context.printWrite(try store.blocking.outcome(of: .logout)) { "nobody is logged in" }
+      return try context.printWrite(try store.blocking.outcome(of: .logOut())) { "nobody is logged in" }
     }
   }
 
@@ -68,7 +68,7 @@ extension SessionCtl {
       let location = try context.location()
       let name = try Username.validated(username)
       let store = try context.openForWriting(location)
-      return try context.printWrite(try store.blocking.outcome(of: .rename(name))) {
+      return try context.printWrite(try store.blocking.outcome(of: .rename(to: name))) {
         "the username is already \(Presenter.display(name))"
       }
     }
@@ -81,9 +81,10 @@ extension CommandContext {
   /// commit could have moved).
   func printWrite(_ outcome: WriteOutcome, reason: () -> String) throws -> ExitCode {
     switch outcome {
-    case .committed(let entry):
-      commitment.record("the change is committed all the same, at cursor \(entry.cursor)")
-      try output.write(presenter.change(entry))
+    case .committed(let entries):
+      guard let last = entries.last else { return .success }
+      commitment.record("the change is committed all the same, at cursor \(last.cursor)")
+      for entry in entries { try output.write(presenter.change(entry)) }
     case .unchanged(let found):
       try output.write(presenter.noChange(reason(), found))
     }

@@ -107,7 +107,7 @@ import Testing
   @Test func valuesStartWithTheSnapshotAndDropRepeats() async throws {
     let log = ArrayLog()
     log.append(7)
-    var values = log.feed.values(\.change).makeAsyncIterator()
+    var values = log.feed.values { $1.change }.makeAsyncIterator()
     #expect(try await values.next() == 7)
     for value in [7, 7, 8, 8, 9] { log.append(value) }
     #expect(try await values.next() == 8)
@@ -117,7 +117,7 @@ import Testing
   @Test func valuesRecoverFromCompactionWithAFreshSnapshot() async throws {
     let log = ArrayLog()
     log.append(1)
-    var values = log.feed.values(\.change).makeAsyncIterator()
+    var values = log.feed.values { $1.change }.makeAsyncIterator()
     #expect(try await values.next() == 1)
     for value in 2...5 { log.append(value) }
     log.compact(before: Cursor(5))
@@ -156,7 +156,7 @@ import Testing
     log.append(1)
     #expect(try await iterator.next() == nil, "a live task gets nothing from an ended iterator")
 
-    nonisolated(unsafe) var values = log.feed.values(\.change).makeAsyncIterator()
+    nonisolated(unsafe) var values = log.feed.values { $1.change }.makeAsyncIterator()
     let cancelledValues = Task {
       withUnsafeCurrentTask { $0?.cancel() }
       return try await values.next()

@@ -51,7 +51,7 @@ import Testing
   @Test func valuesTakeANewSnapshotWhenTheLogIsRewrittenUpToTheirCursor() async throws {
     let log = ArrayLog()
     for value in 1...5 { log.append(value) }
-    var values = log.feed.values(\.change).makeAsyncIterator()
+    var values = log.feed.values { $1.change }.makeAsyncIterator()
     #expect(try await values.next() == 5)
     log.rewrite(after: Cursor(3), with: [40, 50])
     log.beacon.signal()

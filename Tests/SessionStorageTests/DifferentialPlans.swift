@@ -489,6 +489,10 @@ func describe(_ event: SessionEvent) -> String {
   case .loggedIn(let username): return "login \(name(username))"
   case .loggedOut(let username): return "logout \(name(username))"
   case .usernameChanged(let from, let to): return "rename \(name(from)) → \(name(to))"
+  case .added(let username): return "add \(name(username))"
+  case .activated(let username): return "activate \(name(username))"
+  case .deactivated(let username): return "deactivate \(name(username))"
+  case .removed(let username): return "remove \(name(username))"
   }
 }
 

@@ -130,9 +130,39 @@ extension ViewModelTests {
     func compact(keepingLast count: Int) throws -> CompactionResult { try store.compact(keepingLast: count) }
     func compact(before cursor: Cursor) throws -> CompactionResult { try store.compact(before: cursor) }
     func compact(olderThan age: Duration) throws -> CompactionResult { try store.compact(olderThan: age) }
-    func logIn(as username: String) async throws -> SessionEntry? { try await store.logIn(as: username) }
-    func logOut() async throws -> SessionEntry? { try await store.logOut() }
-    func rename(to username: String) async throws -> SessionEntry? { try await store.rename(to: username) }
+    func roster() throws -> SessionRoster { try check(); return try store.roster() }
+    func changes(from start: FeedStart, account: AccountID) throws -> SessionSubscription {
+      try check(); return try store.changes(from: start, account: account)
+    }
+    func history(from start: FeedStart, limit: Int, account: AccountID) throws -> [SessionEntry] {
+      try check(); return try store.history(from: start, limit: limit, account: account)
+    }
+    func logIn(as username: String, expecting condition: WriteCondition?) async throws -> SessionEntry? {
+      try await store.logIn(as: username, expecting: condition)
+    }
+    func logOut(expecting condition: WriteCondition?) async throws -> SessionEntry? {
+      try await store.logOut(expecting: condition)
+    }
+    func logOut(_ username: String, expecting condition: WriteCondition?) async throws -> SessionEntry? {
+      try await store.logOut(username, expecting: condition)
+    }
+    func logOutAll(expecting condition: WriteCondition?) async throws -> [SessionEntry] {
+      try await store.logOutAll(expecting: condition)
+    }
+    func rename(to username: String, expecting condition: WriteCondition?) async throws -> SessionEntry? {
+      try await store.rename(to: username, expecting: condition)
+    }
+    func rename(_ username: String, to newName: String, expecting condition: WriteCondition?) async throws
+      -> SessionEntry?
+    {
+      try await store.rename(username, to: newName, expecting: condition)
+    }
+    func switchTo(_ username: String, expecting condition: WriteCondition?) async throws -> SessionEntry? {
+      try await store.switchTo(username, expecting: condition)
+    }
+    func remove(_ username: String, expecting condition: WriteCondition?) async throws -> SessionEntry? {
+      try await store.remove(username, expecting: condition)
+    }
   }
 
   @Test func aSessionThatCannotBeReadIsShownAsUnavailableAndReadAgain() async throws {

@@ -81,20 +81,23 @@ import Testing
     username: nil, isLoggedIn: false, updatedAt: Date(timeIntervalSince1970: 0))
   static let after = SessionState(username: "alice", isLoggedIn: true, updatedAt: time)
   static let entry = SessionEntry(
-    cursor: Cursor(7), time: time, origin: "sessionctl", change: SessionChange(before: before, after: after))
+    cursor: Cursor(7), time: time, origin: "sessionctl",
+    change: SessionChange(account: AccountID(1), before: before, after: after, wasActive: false, isActive: true))
 
   @Test func changeLine() throws {
     #expect(
       Presenter(json: true).change(Self.entry)
-        == #"{"type":"change","cursor":7,"at":"2026-05-28T20:26:40.689Z","origin":"sessionctl","#
-        + #""events":[{"type":"usernameChanged","from":null,"to":"alice"},{"type":"loggedIn","username":"alice"}],"#
+        == #"{"type":"change","cursor":7,"at":"2026-05-28T20:26:40.689Z","origin":"sessionctl","account":1,"#
+        + #""events":[{"type":"added","username":"alice"},{"type":"loggedIn","username":"alice"},"#
+        + #"{"type":"activated","username":"alice"}],"#
         + #""before":{"username":null,"isLoggedIn":false,"updatedAt":"1970-01-01T00:00:00.000Z"},"#
-        + #""after":{"username":"alice","isLoggedIn":true,"updatedAt":"2026-05-28T20:26:40.689Z"}}"#)
+        + #""after":{"username":"alice","isLoggedIn":true,"updatedAt":"2026-05-28T20:26:40.689Z"},"#
+        + #""wasActive":false,"isActive":true}"#)
     #expect(
       Presenter(json: false).change(Self.entry)
-        == "7  2026-05-28T20:26:40.689Z  sessionctl  rename (none) → alice, login alice")
+        == "7  2026-05-28T20:26:40.689Z  sessionctl  add alice, login alice, activate alice")
     #expect(
-      Self.entry.description == "7  2026-05-28T20:26:40.689Z  sessionctl  rename (none) → alice, login alice")
+      Self.entry.description == "7  2026-05-28T20:26:40.689Z  sessionctl  add alice, login alice, activate alice")
   }
 
   @Test func eventsOfEveryKind() throws {
@@ -128,10 +131,12 @@ import Testing
     let other = SessionEntry(
       cursor: Cursor(12), time: Self.time, origin: "external",
       change: SessionChange(
-        before: Self.after, after: SessionState(username: "alice", isLoggedIn: false, updatedAt: Self.time)))
+        account: AccountID(1), before: Self.after,
+        after: SessionState(username: "alice", isLoggedIn: false, updatedAt: Self.time), wasActive: true,
+        isActive: true))
     #expect(
       [Self.entry, other].map { $0.line(cursorWidth: 2, originWidth: 10) } == [
-        "7   2026-05-28T20:26:40.689Z  sessionctl  rename (none) → alice, login alice",
+        "7   2026-05-28T20:26:40.689Z  sessionctl  add alice, login alice, activate alice",
         "12  2026-05-28T20:26:40.689Z  external    logout alice",
       ])
   }

@@ -9,9 +9,10 @@ internal import SystemKit
 #endif
 
 extension SessionStore {
-  /// A store in this process's memory, holding `state` (its time rounded to the
-  /// millisecond) with an empty feed, whose writes record the origin `memory`: for tests
-  /// and previews.
+  /// A store in this process's memory with an empty feed, whose writes record the origin
+  /// `memory`: for tests and previews. A `state` with a username makes a roster of one
+  /// account (identifier 1), active, in that state; one without a username, an empty roster
+  /// (signed out, whatever its `isLoggedIn` says). Its time is rounded to the millisecond.
   ///
   /// Not a mock: it keeps the file's contract, result for result and error for error. It
   /// validates usernames and origins by the same rules, skips no-op writes (a name that
@@ -65,37 +66,50 @@ final class MemoryBackend: SessionBackend {
   /// None: memory has no schema.
   var appliedMigrations: [Migration] { [] }
 
-  func currentState() -> SessionState { log.current.withLock { $0.state } }
+  func currentState() -> SessionState { log.current.withLock { $0.roster.state } }
 
-  /// Sets the state without an entry, as no write can: for the test that `check()` reads
-  /// what is there.
-  func replaceState(_ state: SessionState) { log.current.withLock { $0.state = state } }
+  func roster() -> SessionRoster { log.current.withLock { $0.roster } }
+
+  /// Sets the active account's state without an entry, as no write can: for the test that
+  /// `check()` reads what is there.
+  func replaceState(_ state: SessionState) {
+    log.current.withLock { log in
+      guard let index = log.roster.accounts.firstIndex(where: { $0.id == log.roster.activeID }) else { return }
+      log.roster.accounts[index].username = state.username ?? ""
+      log.roster.accounts[index].isLoggedIn = state.isLoggedIn
+    }
+  }
 
   /// None: a write never waits, and runs on its caller's task.
   var writeQueue: DispatchQueue? { nil }
 
-  /// Applies `write` under the log's lock; nothing here can wait, so `isCancelled` is not
-  /// asked (the shared `async` writes check the task before they start).
+  /// Plans `write` and applies it under the log's lock; nothing here can wait, so
+  /// `isCancelled` is not asked (the shared `async` writes check the task before they start).
   func commit(_ write: SessionWrite, isCancelled: @escaping @Sendable () -> Bool) throws
     -> WriteOutcome
   {
     let outcome = try log.current.withLock { log throws -> WriteOutcome in
-      guard let after = write.applied(to: log.state) else {
-        return .unchanged(SessionSnapshot(state: log.state, cursor: log.head))
+      let planned = try write.plan(on: log)
+      guard !planned.isEmpty else {
+        return .unchanged(SessionSnapshot(state: log.roster.state, cursor: log.roster.cursor))
       }
-      guard let next = log.head.next else {
+      guard Int64.max - log.roster.cursor.value >= planned.count else {
         throw SessionStorageError(
           .cursorsExhausted,
-          "the feed's cursor reached the largest integer (\(log.head)); no change can follow")
+          "the feed's cursor reached the largest integer (\(log.roster.cursor)); no change can follow")
       }
       let now = Timestamp.rounded(Date())  // to the millisecond, as the file keeps times
-      let state = SessionState(username: after.username, isLoggedIn: after.isLoggedIn, updatedAt: now)
-      log.head = next
-      let entry = SessionEntry(
-        cursor: log.head, time: now, origin: origin, change: SessionChange(before: log.state, after: state))
-      log.state = state
-      log.entries.append(entry)
-      return .committed(entry)
+      var entries: [SessionEntry] = []
+      for plan in planned {
+        let id = plan.account ?? log.nextID
+        if plan.account == nil { log.nextID = AccountID(id.value + 1) }
+        let cursor = Cursor(log.roster.cursor.value + 1)
+        let entry = SessionEntry(cursor: cursor, time: now, origin: origin, change: plan.change(account: id, at: now))
+        log.roster = log.roster.applying(entry)
+        entries.append(entry)
+      }
+      log.entries.append(contentsOf: entries)
+      return .committed(entries)
     }
     if outcome.entry != nil { beacon.signal() }
     return outcome
@@ -113,37 +127,48 @@ final class MemoryBackend: SessionBackend {
       }
       log.entries.removeFirst(removed)
       return CompactionResult(
-        removed: removed, bounds: FeedBounds(oldest: log.entries.first?.cursor, head: log.head))
+        removed: removed, bounds: FeedBounds(oldest: log.entries.first?.cursor, head: log.roster.cursor))
     }
   }
 }
 
 extension MemoryBackend {
-  /// The verifications that apply to memory, on one consistent view of the log: the state
-  /// is the newest entry's "after", cursors follow one another up to the head, lie between
-  /// 1 and the largest integer, and the username meets the rules.
+  /// The verifications that apply to memory, on one consistent view of the log: each
+  /// account's state is the one its newest kept change left, cursors follow one another up
+  /// to the head, lie between 1 and the largest integer, and the usernames meet the rules.
   func check() -> [CheckResult] {
     let contents = log.current.withLock { $0 }
     let entries = contents.entries
+    let roster = contents.roster
     return [
       .running(.state) {
-        guard let newest = entries.last, newest.cursor == contents.head else {
-          return (true, "no kept change to compare with")
+        let differing = roster.accounts.filter { account in
+          guard let newest = entries.last(where: { $0.change.account == account.id }) else { return false }
+          return newest.change.after != account.state
         }
-        return (newest.change.after == contents.state, "the state is the one the newest change left")
+        return (
+          differing.isEmpty,
+          differing.isEmpty
+            ? "every account is in the state its newest kept change left"
+            : "\(differing.map { "'\($0.username.escapedForTerminal)'" }.joined(separator: ", ")) not in the state "
+              + "the newest change left"
+        )
       },
       .running(.continuity) {
         let holes = zip(entries, entries.dropFirst()).filter { $0.1.cursor.value != $0.0.cursor.value + 1 }
-        let ahead = entries.last.map { $0.cursor > contents.head } ?? false
-        return (holes.isEmpty && !ahead, "\(entries.count) entries up to head \(contents.head), no hole")
+        let ahead = entries.last.map { $0.cursor > roster.cursor } ?? false
+        return (holes.isEmpty && !ahead, "\(entries.count) entries up to head \(roster.cursor), no hole")
       },
       .running(.cursors) {
         let low = entries.first.map { $0.cursor.value < 1 } ?? false
-        return (!low && contents.head.next != nil, "every cursor is at least 1 and below the largest integer")
+        return (!low && roster.cursor.next != nil, "every cursor is at least 1 and below the largest integer")
       },
       .running(.username) {
-        guard let name = contents.state.username else { return (true, "no username") }
-        return (try Username.validated(name) == name, "username is valid")
+        let invalid = roster.accounts.filter { (try? Username.validated($0.username)) != $0.username }
+        return (
+          invalid.isEmpty,
+          invalid.isEmpty ? "\(roster.accounts.count) valid usernames" : "\(invalid.count) invalid usernames"
+        )
       },
     ]
   }
@@ -151,19 +176,33 @@ extension MemoryBackend {
 
 /// The in-memory log behind ``MemoryBackend``.
 final class MemoryLog: FeedSource {
-  struct Contents {
-    var state: SessionState
+  struct Contents: RosterReading {
+    var roster: SessionRoster
     var entries: [SessionEntry] = []
-    var head = Cursor.zero
+    /// The identifier the next new account gets.
+    var nextID: AccountID
+
+    func head() -> Cursor { roster.cursor }
+    func activeAccount() -> Account? { roster.active }
+    func account(named username: String) -> Account? { roster.account(named: username) }
+    func accountCount() -> Int { roster.accounts.count }
+    func signedIn() -> [Account] { roster.accounts.filter(\.isLoggedIn) }
   }
 
   let current: Mutex<Contents>
 
-  /// A log holding `state`, its time rounded to the millisecond as the file keeps times.
+  /// A log holding `state` (see ``SessionStore/inMemory(state:)``), its time rounded to the
+  /// millisecond as the file keeps times.
   init(state: SessionState) {
-    var state = state
-    state.updatedAt = Timestamp.rounded(state.updatedAt)
-    current = Mutex(Contents(state: state))
+    let time = Timestamp.rounded(state.updatedAt)
+    let accounts = state.username.map {
+      [Account(id: AccountID(1), username: $0, isLoggedIn: state.isLoggedIn, updatedAt: time, cursor: .zero)]
+    }
+    current = Mutex(
+      Contents(
+        roster: SessionRoster(
+          accounts: accounts ?? [], activeID: accounts.map { _ in AccountID(1) }, activeSince: time, cursor: .zero),
+        nextID: AccountID(accounts == nil ? 1 : 2)))
   }
 
   func entries(after cursor: Cursor, limit: Int) -> [SessionEntry] {
@@ -174,12 +213,12 @@ final class MemoryLog: FeedSource {
   }
 
   func bounds() -> FeedBounds {
-    current.withLock { FeedBounds(oldest: $0.entries.first?.cursor, head: $0.head) }
+    current.withLock { FeedBounds(oldest: $0.entries.first?.cursor, head: $0.roster.cursor) }
   }
 
   func snapshot() -> (state: SessionState, cursor: Cursor, last: SessionEntry?) {
     current.withLock { log in
-      (log.state, log.head, log.entries.last.flatMap { $0.cursor == log.head ? $0 : nil })
+      (log.roster.state, log.roster.cursor, log.entries.last.flatMap { $0.cursor == log.roster.cursor ? $0 : nil })
     }
   }
 }

@@ -66,6 +66,8 @@ package final class SQLiteFile: SessionBackend {
 
   package func currentState() throws -> SessionState { try log.state() }
 
+  package func roster() throws -> SessionRoster { try log.roster() }
+
   /// The file's write queue: `async` writes of every instance on the file wait there for
   /// the one writer connection, off their callers' actors.
   package var writeQueue: DispatchQueue? { database.writeQueue }
@@ -76,108 +78,123 @@ package final class SQLiteFile: SessionBackend {
     try database.withWriter(options) { try $0.scalarInt(sql) }
   }
 
-  /// Runs the write as one conditional UPDATE in an IMMEDIATE transaction and returns the
-  /// entry its trigger wrote, or the state and head that transaction found when nothing
-  /// changed. A wait for another connection's write lock stops as soon as
-  /// `isCancelled` says so, and throws `CancellationError`.
+  /// Plans the write on what an IMMEDIATE transaction reads, applies the plan and records
+  /// its entries in that transaction, and returns them, or the state and head that
+  /// transaction found when the write changes nothing. A wait for another connection's write
+  /// lock stops as soon as `isCancelled` says so, and throws `CancellationError`.
   package func commit(_ write: SessionWrite, isCancelled: @escaping @Sendable () -> Bool) throws
     -> WriteOutcome
   {
-    let (sql, bindings) = write.statement(origin: options.origin)
     let outcome: WriteOutcome
     do {
-      outcome = try committed(sql, bindings, isCancelled: isCancelled)
-    } catch let bytesOnly as OnlyBytesChanged {
-      return .unchanged(bytesOnly.found)
+      outcome = try database.withWriter(options, isCancelled: isCancelled) { connection in
+        // The schema may have been changed since the open.
+        try Migrator.verifiedWrite(connection) { try RosterWrite(connection: connection, origin: options.origin).run(write) }
+      }
     } catch let error as SessionStorageError where error.code == .busy && isCancelled() {
       throw CancellationError()
     }
     if let entry = outcome.entry { database.wake(after: entry) }
     return outcome
   }
-
-  /// Thrown inside the write's transaction to roll back an entry with no events; it holds
-  /// the state and head the transaction found before its UPDATE.
-  private struct OnlyBytesChanged: Error {
-    let found: SessionSnapshot
-  }
-
-  /// Runs the write's UPDATE in an IMMEDIATE transaction and returns the entry its trigger
-  /// wrote, or, when the UPDATE changed nothing, the state and head read in the same
-  /// transaction (the write lock is still held: that is the state the write saw).
-  ///
-  /// When only the username's bytes would change — the file holds another normalization of
-  /// the same name, or the same text as a BLOB (stored by another client), which Swift's
-  /// `String` equality takes for the same name — the trigger compares bytes and writes an
-  /// entry with no events; the transaction is rolled back (``OnlyBytesChanged``), as
-  /// a store in memory makes no entry for it. It costs nothing on the common path:
-  /// the entry is read anyway. What the write found is that entry's "before", at the cursor
-  /// below it (AUTOINCREMENT numbers the entry one past the head).
-  private func committed(_ sql: SQL, _ bindings: [SQLiteValue], isCancelled: @escaping @Sendable () -> Bool)
-    throws -> WriteOutcome
-  {
-    try database.withWriter(options, isCancelled: isCancelled) { connection in
-      // The schema may have been changed since the open.
-      try Migrator.verifiedWrite(connection) { () throws -> WriteOutcome in
-        let before = connection.totalChanges
-        do {
-          try connection.run(sql, bindings)
-        } catch var error as SessionStorageError
-          where error.code == .full && (try? SessionTables.bounds(on: connection))?.head.next == nil
-        {
-          // AUTOINCREMENT has no number left: say why instead of "database or disk is full".
-          // (A head that cannot be read counts as exhausted: only the message changes.)
-          error.code = .cursorsExhausted
-          error.message = try SessionTables.cursorProblem(on: connection) ?? error.message
-          throw error
-        }
-        guard connection.changes > 0 else {
-          return .unchanged(
-            SessionSnapshot(
-              state: try SessionTables.state(on: connection),
-              cursor: try SessionTables.bounds(on: connection).head))
-        }
-        // Only the entry this transaction wrote is this write's, never an older one: the
-        // feed trigger must have inserted a row besides the session's (trigger programs
-        // count in the total; an added trigger is refused by the schema check above).
-        guard connection.totalChanges - before >= 2, let entry = try SessionTables.newest(on: connection)
-        else {
-          throw SessionStorageError(
-            .tamperedSchema,
-            "the write changed the session but the feed recorded no entry for it: the session_feed trigger "
-              + "is missing or was changed. Nothing was written; restore the file from a backup, or re-create "
-              + "the trigger session_feed with its SQL in migrations/0001_session_and_feed.sql",
-            path: path)
-        }
-        guard entry.change.hasEvents else {
-          throw OnlyBytesChanged(
-            found: SessionSnapshot(state: entry.change.before, cursor: Cursor(entry.cursor.value - 1)))
-        }
-        return .committed(entry)
-      }
-    }
-  }
 }
 
-extension SessionWrite {
-  /// The conditional UPDATE for this write by `origin`: it changes the row only when the
-  /// values differ, names the writer (the origin is bound last), and bumps the write token
-  /// so the trigger records that origin instead of `external`.
-  func statement(origin: String) -> (sql: SQL, bindings: [SQLiteValue]) {
-    switch self {
-    case .login(let name): (Self.loginSQL, [.text(name), .text(origin)])
-    case .logout: (Self.logoutSQL, [.text(origin)])
-    case .rename(let name): (Self.renameSQL, [.text(name), .text(origin)])
+/// One write of the library inside its IMMEDIATE transaction: the reads its plan needs, and
+/// the statements that apply the plan and record its entries. While it runs, the
+/// `session_writer` row names its origin, so the triggers that record other clients' edits
+/// leave the feed to it.
+struct RosterWrite: RosterReading {
+  let connection: Connection
+  let origin: String
+
+  func head() throws -> Cursor { try SessionTables.bounds(on: connection).head }
+
+  func activeAccount() throws -> Account? { try SessionTables.accounts(SessionTables.activeAccountSQL, on: connection).first }
+
+  /// The account stored with exactly these bytes, or else one whose name Swift takes for the
+  /// same (another normalization, stored by another client): the same answer a store in
+  /// memory gives.
+  func account(named username: String) throws -> Account? {
+    if let exact = try SessionTables.accounts(SessionTables.accountNamedSQL, [.text(username)], on: connection).first {
+      return exact
     }
+    return try SessionTables.accounts(SessionTables.accountsSQL, on: connection).first { $0.username == username }
+  }
+
+  func accountCount() throws -> Int { Int(try connection.scalarInt(SessionTables.accountCountSQL) ?? 0) }
+
+  func signedIn() throws -> [Account] { try SessionTables.accounts(SessionTables.signedInSQL, on: connection) }
+
+  /// Plans `write` and applies it.
+  func run(_ write: SessionWrite) throws -> WriteOutcome {
+    let planned = try write.plan(on: self)
+    let head = try head()
+    guard !planned.isEmpty else {
+      return .unchanged(SessionSnapshot(state: try SessionTables.state(on: connection), cursor: head))
+    }
+    guard Int64.max - head.value >= planned.count else {
+      throw SessionStorageError(
+        .cursorsExhausted, try SessionTables.cursorProblem(on: connection) ?? "the feed's cursors are exhausted",
+        path: connection.path)
+    }
+    let time = Timestamp.rounded(Date())
+    let stamp = SQLiteValue.text(Timestamp.format(time))
+    try connection.run(Self.claimSQL, [.text(origin)])
+    var entries: [SessionEntry] = []
+    for (index, plan) in planned.enumerated() {
+      let cursor = Cursor(head.value + 1 + Int64(index))
+      let id: AccountID
+      switch (plan.account, plan.after) {
+      case (nil, let after?):
+        try connection.run(
+          Self.insertSQL, [.text(after.username), .integer(after.isLoggedIn ? 1 : 0), stamp, .integer(cursor.value)])
+        id = AccountID(connection.lastInsertRowID)
+      case (let existing?, let after?):
+        id = existing
+        try connection.run(
+          Self.updateSQL,
+          [.text(after.username), .integer(after.isLoggedIn ? 1 : 0), stamp, .integer(cursor.value), .integer(id.value)])
+      case (let existing?, nil):
+        id = existing
+        try connection.run(Self.deleteSQL, [.integer(id.value)])
+      case (nil, nil):
+        continue
+      }
+      if plan.wasActive != plan.isActive {
+        try connection.run(Self.pointSQL, [plan.isActive ? .integer(id.value) : .null, stamp])
+      }
+      let change = plan.change(account: id, at: time)
+      try connection.run(
+        Self.recordSQL,
+        [
+          stamp, .text(origin), .integer(id.value), change.before.username.map(SQLiteValue.text) ?? .null,
+          change.after.username.map(SQLiteValue.text) ?? .null, .integer(change.before.isLoggedIn ? 1 : 0),
+          .integer(change.after.isLoggedIn ? 1 : 0), .text(Timestamp.format(change.before.updatedAt)),
+          .integer(change.wasActive ? 1 : 0), .integer(change.isActive ? 1 : 0),
+        ])
+      guard connection.lastInsertRowID == cursor.value else {
+        throw SessionStorageError(
+          .corrupt,
+          "the feed numbered the change \(connection.lastInsertRowID), not \(cursor) as its newest cursor says: "
+            + "sqlite_sequence was edited by hand; nothing was written",
+          path: connection.path)
+      }
+      entries.append(SessionEntry(cursor: cursor, time: time, origin: origin, change: change))
+    }
+    try connection.run(Self.releaseSQL)
+    return .committed(entries)
   }
 
   // Built once; each connection prepares them once (see ``SQL``).
-  private static let stamp = "write_token = write_token + 1"
-  private static let loginSQL = SQL(
-    "UPDATE session SET username = ?1, is_logged_in = 1, updated_by = ?2, \(stamp) "
-      + "WHERE id = 1 AND (username IS NOT ?1 OR is_logged_in IS NOT 1)")
-  private static let logoutSQL = SQL(
-    "UPDATE session SET is_logged_in = 0, updated_by = ?1, \(stamp) WHERE id = 1 AND is_logged_in IS NOT 0")
-  private static let renameSQL = SQL(
-    "UPDATE session SET username = ?1, updated_by = ?2, \(stamp) WHERE id = 1 AND username IS NOT ?1")
+  private static let claimSQL = SQL("UPDATE session_writer SET origin = ? WHERE id = 1")
+  private static let releaseSQL = SQL("UPDATE session_writer SET origin = NULL WHERE id = 1")
+  private static let insertSQL = SQL(
+    "INSERT INTO accounts (username, is_logged_in, updated_at, seq) VALUES (?, ?, ?, ?)")
+  private static let updateSQL = SQL(
+    "UPDATE accounts SET username = ?, is_logged_in = ?, updated_at = ?, seq = ? WHERE id = ?")
+  private static let deleteSQL = SQL("DELETE FROM accounts WHERE id = ?")
+  private static let pointSQL = SQL("UPDATE active_account SET account_id = ?, updated_at = ? WHERE id = 1")
+  private static let recordSQL = SQL(
+    "INSERT INTO session_changes (at, origin, account_id, old_username, new_username, old_is_logged_in, "
+      + "new_is_logged_in, old_updated_at, was_active, is_active) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 }

@@ -115,7 +115,16 @@ final class SessionLog: FeedSource {
   /// Prepared once per connection: the watcher reads it on every file event.
   static let dataVersionSQL = SQL("PRAGMA data_version")
 
-  /// The current state.
+  /// The roster and its cursor, read in one transaction.
+  func roster() throws -> SessionRoster {
+    try readable()
+    try file.requireSameFile()
+    return try reader.withLock { connection in
+      try connection.transaction(.deferred) { try SessionTables.roster(on: connection) }
+    }
+  }
+
+  /// The active account's state.
   func state() throws -> SessionState {
     try readable()
     return try reader.withLock { try SessionTables.state(on: $0) }

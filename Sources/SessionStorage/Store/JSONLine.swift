@@ -154,14 +154,19 @@ extension SessionState {
 }
 
 extension SessionEvent {
-  /// `{"type":"loggedIn","username":…}`, `{"type":"loggedOut","username":…}` or
-  /// `{"type":"usernameChanged","from":…,"to":…}`, `null` for no username.
+  /// `{"type":"loggedIn","username":…}` (and `added`, `loggedOut`, `activated`,
+  /// `deactivated`, `removed` alike) or `{"type":"usernameChanged","from":…,"to":…}`, `null`
+  /// for no username.
   package var json: JSONValue {
     switch self {
+    case .added(let username): ["type": "added", "username": .string(username)]
     case .loggedIn(let username): ["type": "loggedIn", "username": .string(username)]
     case .loggedOut(let username): ["type": "loggedOut", "username": .string(username)]
     case .usernameChanged(let from, let to):
       ["type": "usernameChanged", "from": .string(from), "to": .string(to)]
+    case .activated(let username): ["type": "activated", "username": .string(username)]
+    case .deactivated(let username): ["type": "deactivated", "username": .string(username)]
+    case .removed(let username): ["type": "removed", "username": .string(username)]
     }
   }
 }
@@ -182,18 +187,20 @@ extension SessionSnapshot {
 }
 
 extension FeedEntry where Change == SessionChange {
-  /// `{"type":"change","cursor":N,"at":…,"origin":…,"events":[…],"before":{…},"after":{…}}`.
+  /// `{"type":"change","cursor":N,"at":…,"origin":…,"account":N,"events":[…],"before":{…},
+  /// "after":{…},"wasActive":…,"isActive":…}`.
   package var json: JSONValue {
     [
       "type": "change", "cursor": .int(cursor.value), "at": .string(Timestamp.format(time)),
-      "origin": .string(origin), "events": .array(change.events.map(\.json)), "before": change.before.json,
-      "after": change.after.json,
+      "origin": .string(origin), "account": .int(change.account.value), "events": .array(change.events.map(\.json)),
+      "before": change.before.json, "after": change.after.json, "wasActive": .bool(change.wasActive),
+      "isActive": .bool(change.isActive),
     ]
   }
 
   /// The line `sessionctl watch --json` (and `history --json`) prints for this entry, byte
   /// for byte, without the newline:
-  /// `{"type":"change","cursor":7,"at":"2026-11-29T20:33:36.256Z","origin":"sessionctl","events":[…],"before":{…},"after":{…}}`.
+  /// `{"type":"change","cursor":7,"at":"2026-11-29T20:33:36.256Z","origin":"sessionctl","account":2,"events":[…],"before":{…},"after":{…},"wasActive":false,"isActive":true}`.
   ///
   /// Members come in that order, with no spaces; control and format characters in a
   /// username or origin are written as `\uXXXX` escapes (`\u202e`), everything else as

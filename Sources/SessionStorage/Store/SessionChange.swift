@@ -4,14 +4,25 @@
   import Foundation
 #endif
 
-/// One committed change of the session: the states before and after, and what it means.
-/// Its feed entry (``SessionEntry``) adds the cursor, time and origin.
+/// One committed change of one account: its state before and after, whether it was and is
+/// the active account, and what that means. Its feed entry (``SessionEntry``) adds the
+/// cursor, time and origin.
+///
+/// A state with no username stands for "not in the roster": ``before`` of an account's
+/// first change, ``after`` of its removal.
 public struct SessionChange: Sendable, Hashable, CustomStringConvertible {
-  /// The state before the change.
+  /// The account the change concerns.
+  public let account: AccountID
+  /// The account's state before the change (no username: it was not in the roster).
   public let before: SessionState
-  /// The state after the change.
+  /// The account's state after the change (no username: it left the roster).
   public let after: SessionState
-  /// The typed events derived from ``before`` and ``after``.
+  /// Whether the account was the active one before the change.
+  public let wasActive: Bool
+  /// Whether the account is the active one after the change.
+  public let isActive: Bool
+
+  /// The typed events derived from the states and the active flags.
   ///
   /// Empty when another client (the sqlite3 shell, another program) changed only the bytes
   /// of the username: stored another Unicode normalization of the same name (`Jose\u{301}`
@@ -20,24 +31,41 @@ public struct SessionChange: Sendable, Hashable, CustomStringConvertible {
   /// The library itself never writes such a change: a write that would change only those
   /// bytes is a no-op, in a file and in memory alike.
   ///
-  /// Derived on each access (from the states before and after), not stored: a page of history
-  /// builds no event a reader does not ask for.
-  public var events: [SessionEvent] { SessionEvent.between(before, after) }
+  /// Derived on each access, not stored: a page of history builds no event a reader does
+  /// not ask for.
+  public var events: [SessionEvent] { SessionEvent.between(self) }
 
-  /// Creates a change; its events are derived from the two states.
-  public init(before: SessionState, after: SessionState) {
+  /// Creates a change; its events are derived from the states and flags.
+  public init(account: AccountID, before: SessionState, after: SessionState, wasActive: Bool, isActive: Bool) {
+    self.account = account
     self.before = before
     self.after = after
+    self.wasActive = wasActive
+    self.isActive = isActive
   }
 
-  /// Whether ``events`` is not empty, without building them: the login state or the
-  /// username (as Swift compares it) differs, which is what each event stands for.
-  var hasEvents: Bool { before.isLoggedIn != after.isLoggedIn || before.username != after.username }
+  /// The account's username: after the change, or before it for a removal.
+  public var username: String? { after.username ?? before.username }
 
-  /// The events, `, `-separated: `rename alice → bob, login bob`.
+  /// Whether ``events`` is not empty, without building them.
+  var hasEvents: Bool {
+    before.isLoggedIn != after.isLoggedIn || before.username != after.username || wasActive != isActive
+  }
+
+  /// The events, `, `-separated: `add bob, login bob, activate bob`.
   public var description: String {
     let events = events
     return events.isEmpty ? "(no event)" : events.map(\.description).joined(separator: ", ")
+  }
+
+  /// The active account's state after this change, given `state`, the one before it: the
+  /// change's ``after`` when it leaves its account active, no username when it ends the
+  /// active account's turn, else `state` unchanged. ``SessionStore/values()`` folds the feed
+  /// with it.
+  public func activeState(after state: SessionState, at time: Date) -> SessionState {
+    if isActive { return after }
+    if wasActive { return SessionState(username: nil, isLoggedIn: false, updatedAt: time) }
+    return state
   }
 }
 
@@ -85,28 +113,35 @@ extension FeedEntry where Change == SessionChange {
   /// schema, its times read by ``Timestamp/stored(_:)``: the same decoding for the SQLite
   /// and the PostgreSQL store.
   package init(
-    seq: Int64, at time: Date, origin: String?, oldUsername: String?, newUsername: String?,
-    oldIsLoggedIn: Bool, newIsLoggedIn: Bool, oldUpdatedAt: Date
+    seq: Int64, at time: Date, origin: String?, account: Int64, oldUsername: String?, newUsername: String?,
+    oldIsLoggedIn: Bool, newIsLoggedIn: Bool, oldUpdatedAt: Date, wasActive: Bool, isActive: Bool
   ) {
     self.init(
       cursor: Cursor(seq), time: time, origin: origin ?? Origin.external,
       change: SessionChange(
+        account: AccountID(account),
         before: SessionState(username: oldUsername, isLoggedIn: oldIsLoggedIn, updatedAt: oldUpdatedAt),
-        after: SessionState(username: newUsername, isLoggedIn: newIsLoggedIn, updatedAt: time)))
+        after: SessionState(username: newUsername, isLoggedIn: newIsLoggedIn, updatedAt: time),
+        wasActive: wasActive, isActive: isActive))
   }
 }
 
 extension FeedEntry: Codable where Change == SessionChange {
-  private enum CodingKeys: String, CodingKey { case type, cursor, at, origin, events, before, after }
+  private enum CodingKeys: String, CodingKey {
+    case type, cursor, at, origin, account, events, before, after, wasActive, isActive
+  }
 
-  /// Decodes a change line. Its events are derived from `before` and `after` again; a line
+  /// Decodes a change line. Its events are derived from the states and flags again; a line
   /// whose `events` say otherwise is refused.
   public init(from decoder: any Decoder) throws {
     let container = try decoder.container(keyedBy: CodingKeys.self)
     try container.expectType("change", forKey: .type)
     let change = SessionChange(
+      account: try container.decode(AccountID.self, forKey: .account),
       before: try container.decode(SessionState.self, forKey: .before),
-      after: try container.decode(SessionState.self, forKey: .after))
+      after: try container.decode(SessionState.self, forKey: .after),
+      wasActive: try container.decode(Bool.self, forKey: .wasActive),
+      isActive: try container.decode(Bool.self, forKey: .isActive))
     guard try container.decode([SessionEvent].self, forKey: .events) == change.events else {
       throw DecodingError.dataCorruptedError(
         forKey: .events, in: container,
@@ -126,10 +161,19 @@ extension FeedEntry: Codable where Change == SessionChange {
 extension SnapshotSubscription where Change == SessionChange, Snapshot == SessionState {
   /// Each state after the snapshot's `state`, consecutive equal states dropped: for a view
   /// model that showed that state already (one read), then follows from its `cursor`.
-  public var values: SessionValues { values(\.change.after) }
+  public var values: SessionValues { values(SessionChange.activeStateAfter) }
 }
 
-/// Who is signed in: the content of the `session` row.
+extension SessionChange {
+  /// The active account's state after `entry`, given the one before it: how the feed's
+  /// values fold entries.
+  package static let activeStateAfter: @Sendable (SessionState, SessionEntry) -> SessionState = { state, entry in
+    entry.change.activeState(after: state, at: entry.time)
+  }
+}
+
+/// An account's username, login state and time: the active account's in ``SessionStore/state``
+/// (the `session` view of the file), any account's in a ``SessionChange``.
 ///
 /// Prints like `sessionctl`'s lines (`alice, logged in, updated 2026-11-29T20:33:33.897Z`)
 /// and encodes as its JSON state object:
@@ -182,54 +226,84 @@ extension KeyedDecodingContainer {
   }
 }
 
-/// What a change means, derived from the states before and after it.
+/// What a change means, derived from the states and active flags before and after it.
 ///
-/// Prints as `sessionctl` does (`login alice`, `logout alice`, `rename alice → bob`) and
-/// encodes as its JSON: `{"type":"loggedIn","username":"alice"}`,
-/// `{"type":"loggedOut","username":…}`, `{"type":"usernameChanged","from":…,"to":…}`.
+/// Prints as `sessionctl` does (`add alice`, `login alice`, `logout alice`,
+/// `rename alice → bob`, `activate alice`, `deactivate alice`, `remove alice`) and encodes
+/// as its JSON: `{"type":"added","username":"alice"}`, `{"type":"loggedIn","username":…}`,
+/// `{"type":"loggedOut","username":…}`, `{"type":"usernameChanged","from":…,"to":…}`,
+/// `{"type":"activated","username":…}`, `{"type":"deactivated","username":…}`,
+/// `{"type":"removed","username":…}`.
 public enum SessionEvent: Sendable, Hashable, Codable, CustomStringConvertible {
-  /// The user signed in (the username may be nil when a shell user set only `is_logged_in`).
+  /// The account joined the roster.
+  case added(username: String?)
+  /// The account signed in (the username may be nil in a 1.x entry where a shell user set
+  /// only `is_logged_in`).
   case loggedIn(username: String?)
-  /// The user signed out; the username is the one that was signed in.
+  /// The account signed out; the username is the one that was signed in.
   case loggedOut(username: String?)
   /// The username changed, whatever the login state.
   case usernameChanged(from: String?, to: String?)
+  /// The account became the active one.
+  case activated(username: String?)
+  /// The account stopped being the active one and stays in the roster, none active in its
+  /// place (only an edit by hand of the active pointer does this).
+  case deactivated(username: String?)
+  /// The account left the roster; when it was active, none is active after it.
+  case removed(username: String?)
 
-  /// The events between two states, in the order a reader expects: sign-out of the old
-  /// state, the rename, sign-in of the new state. One change may carry several.
-  package static func between(_ before: SessionState, _ after: SessionState) -> [SessionEvent] {
+  /// The events of `change`, in the order a reader expects: the account joins, signs out,
+  /// is renamed, signs in, becomes active or stops being so, leaves. One change may carry
+  /// several: a first login is `added`, `loggedIn`, `activated`.
+  package static func between(_ change: SessionChange) -> [SessionEvent] {
+    let (before, after) = (change.before, change.after)
+    let joins = before.username == nil && after.username != nil
+    let leaves = before.username != nil && after.username == nil
     var events: [SessionEvent] = []
+    if joins { events.append(.added(username: after.username)) }
     if before.isLoggedIn && !after.isLoggedIn { events.append(.loggedOut(username: before.username)) }
-    if before.username != after.username {
+    if before.username != after.username, !joins, !leaves {
       events.append(.usernameChanged(from: before.username, to: after.username))
     }
     if !before.isLoggedIn && after.isLoggedIn { events.append(.loggedIn(username: after.username)) }
+    if !change.wasActive && change.isActive { events.append(.activated(username: after.username)) }
+    if change.wasActive && !change.isActive && !leaves { events.append(.deactivated(username: after.username)) }
+    if leaves { events.append(.removed(username: before.username)) }
     return events
   }
 
-  /// `login alice`, `logout alice` or `rename alice → bob`.
+  /// `add alice`, `login alice`, `logout alice`, `rename alice → bob`, `activate alice`,
+  /// `deactivate alice` or `remove alice`.
   public var description: String {
     switch self {
+    case .added(let username): "add \(username.escapedForTerminal)"
     case .loggedIn(let username): "login \(username.escapedForTerminal)"
     case .loggedOut(let username): "logout \(username.escapedForTerminal)"
     case .usernameChanged(let from, let to): "rename \(from.escapedForTerminal) → \(to.escapedForTerminal)"
+    case .activated(let username): "activate \(username.escapedForTerminal)"
+    case .deactivated(let username): "deactivate \(username.escapedForTerminal)"
+    case .removed(let username): "remove \(username.escapedForTerminal)"
     }
   }
 
   private enum CodingKeys: String, CodingKey { case type, username, from, to }
 
-  /// Decodes one of the three JSON shapes.
+  /// Decodes one of the JSON shapes.
   public init(from decoder: any Decoder) throws {
     let container = try decoder.container(keyedBy: CodingKeys.self)
     let type = try container.decode(String.self, forKey: .type)
+    func username() throws -> String? { try container.decodeIfPresent(String.self, forKey: .username) }
     switch type {
-    case "loggedIn": self = .loggedIn(username: try container.decodeIfPresent(String.self, forKey: .username))
-    case "loggedOut":
-      self = .loggedOut(username: try container.decodeIfPresent(String.self, forKey: .username))
+    case "added": self = .added(username: try username())
+    case "loggedIn": self = .loggedIn(username: try username())
+    case "loggedOut": self = .loggedOut(username: try username())
     case "usernameChanged":
       self = .usernameChanged(
         from: try container.decodeIfPresent(String.self, forKey: .from),
         to: try container.decodeIfPresent(String.self, forKey: .to))
+    case "activated": self = .activated(username: try username())
+    case "deactivated": self = .deactivated(username: try username())
+    case "removed": self = .removed(username: try username())
     default:
       throw DecodingError.dataCorruptedError(
         forKey: .type, in: container, debugDescription: "unknown event type \"\(type)\"")

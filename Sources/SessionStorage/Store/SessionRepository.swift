@@ -46,10 +46,67 @@ public protocol SessionRepository: Sendable {
   @discardableResult func compact(before cursor: Cursor) throws -> CompactionResult
   /// Deletes the oldest entries up to the first one younger than `age`.
   @discardableResult func compact(olderThan age: Duration) throws -> CompactionResult
-  /// Signs in as `username`; nil when already signed in as that user.
-  @discardableResult func logIn(as username: String) async throws -> SessionEntry?
-  /// Signs out, keeping the username; nil when nobody was signed in.
-  @discardableResult func logOut() async throws -> SessionEntry?
-  /// Changes the username, keeping the login state; nil when it is unchanged.
-  @discardableResult func rename(to username: String) async throws -> SessionEntry?
+  /// Every account, which one is active, and its cursor, read in one transaction.
+  func roster() throws -> SessionRoster
+  /// A live subscription to the changes after `start` that concern `account`.
+  func changes(from start: FeedStart, account: AccountID) throws -> SessionSubscription
+  /// Up to `limit` changes concerning `account` after `start`, oldest first.
+  func history(from start: FeedStart, limit: Int, account: AccountID) throws -> [SessionEntry]
+  /// Signs in as `username`: an existing account signs in and becomes active, a new one
+  /// joins signed in and active; nil when it was already signed in and active.
+  @discardableResult func logIn(as username: String, expecting condition: WriteCondition?) async throws
+    -> SessionEntry?
+  /// Signs out the active account, keeping it in the roster and active; nil when none was
+  /// signed in.
+  @discardableResult func logOut(expecting condition: WriteCondition?) async throws -> SessionEntry?
+  /// Signs out the named account; nil when it was signed out.
+  @discardableResult func logOut(_ username: String, expecting condition: WriteCondition?) async throws
+    -> SessionEntry?
+  /// Signs out every account, one entry each.
+  @discardableResult func logOutAll(expecting condition: WriteCondition?) async throws -> [SessionEntry]
+  /// Renames the active account, keeping its login state; nil when the name is unchanged.
+  @discardableResult func rename(to username: String, expecting condition: WriteCondition?) async throws
+    -> SessionEntry?
+  /// Renames the named account.
+  @discardableResult func rename(_ username: String, to newName: String, expecting condition: WriteCondition?)
+    async throws -> SessionEntry?
+  /// Makes the named account active, changing no login state; nil when it was active.
+  @discardableResult func switchTo(_ username: String, expecting condition: WriteCondition?) async throws
+    -> SessionEntry?
+  /// Takes the named account out of the roster; none is active after removing the active one.
+  @discardableResult func remove(_ username: String, expecting condition: WriteCondition?) async throws
+    -> SessionEntry?
+}
+
+extension SessionRepository {
+  /// Signs in as `username`, unconditionally.
+  @discardableResult public func logIn(as username: String) async throws -> SessionEntry? {
+    try await logIn(as: username, expecting: nil)
+  }
+
+  /// Signs out the active account, unconditionally.
+  @discardableResult public func logOut() async throws -> SessionEntry? { try await logOut(expecting: nil) }
+
+  /// Renames the active account, unconditionally.
+  @discardableResult public func rename(to username: String) async throws -> SessionEntry? {
+    try await rename(to: username, expecting: nil)
+  }
+
+  /// Makes the named account active, unconditionally.
+  @discardableResult public func switchTo(_ username: String) async throws -> SessionEntry? {
+    try await switchTo(username, expecting: nil)
+  }
+
+  /// Removes the named account, unconditionally.
+  @discardableResult public func remove(_ username: String) async throws -> SessionEntry? {
+    try await remove(username, expecting: nil)
+  }
+
+  /// Signs out the named account, unconditionally.
+  @discardableResult public func logOut(_ username: String) async throws -> SessionEntry? {
+    try await logOut(username, expecting: nil)
+  }
+
+  /// Signs out every account, unconditionally.
+  @discardableResult public func logOutAll() async throws -> [SessionEntry] { try await logOutAll(expecting: nil) }
 }

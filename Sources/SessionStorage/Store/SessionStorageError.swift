@@ -26,6 +26,17 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
     public static let invalidOrigin = Code(rawValue: "invalidOrigin")
     /// An argument out of its range, such as a negative limit or count; nothing was done.
     public static let invalidArgument = Code(rawValue: "invalidArgument")
+    /// A conditional write found the store (or its account) at another cursor than it
+    /// expected: another writer committed first. Nothing was written.
+    public static let conflict = Code(rawValue: "conflict")
+    /// A write named an account the roster does not hold; nothing was written.
+    public static let accountNotFound = Code(rawValue: "accountNotFound")
+    /// A write concerning the active account found none active; nothing was written.
+    public static let noActiveAccount = Code(rawValue: "noActiveAccount")
+    /// A rename chose the username of another account; nothing was written.
+    public static let usernameTaken = Code(rawValue: "usernameTaken")
+    /// A login would add an account past ``SessionRoster/limit``; nothing was written.
+    public static let rosterFull = Code(rawValue: "rosterFull")
     /// The feed's cursor reached the largest integer (`Int64.max`), so no further change
     /// can be numbered. The library counts from 1 and cannot get there: a row was inserted
     /// (or the sequence set) by hand. The message says how to repair the store.

@@ -2,7 +2,7 @@ import Dispatch
 import FeedKit
 import Synchronization
 
-/// Persists who is signed in, and turns every committed change into one entry of an
+/// Persists who is signed in — a roster of accounts, one of them active — and turns every committed change into one entry of an
 /// ordered, resumable feed, whichever process or tool made it.
 ///
 /// One type over three backends, each made by its own initializer:
@@ -15,8 +15,9 @@ import Synchronization
 ///
 /// Every backend keeps one contract — the same results, the same errors, the same feed —
 /// and a contract suite holds each to it. A store is `Sendable`: share one instance between
-/// tasks and threads. Its writes are `async` (``logIn(as:)``, ``logOut()``,
-/// ``rename(to:)``) and run off the caller's actor; ``blocking`` has the same writes for
+/// tasks and threads. Its writes are `async` (``logIn(as:expecting:)``,
+/// ``logOut(expecting:)``, ``switchTo(_:expecting:)``, ``remove(_:expecting:)`` and the
+/// others) and run off the caller's actor; ``blocking`` has the same writes for
 /// code that may block its thread.
 public final class SessionStore: SessionRepository {
   /// Where the session is kept.
@@ -31,7 +32,8 @@ public final class SessionStore: SessionRepository {
 
   // MARK: Reading and following
 
-  /// The current state.
+  /// The active account's state: its username and login state, or no username and signed
+  /// out when no account is active.
   public var state: SessionState {
     get throws { try backend.currentState() }
   }
@@ -59,8 +61,21 @@ public final class SessionStore: SessionRepository {
     try backend.feed.snapshotAndChanges()
   }
 
-  /// The state now, then each new state; consecutive equal states are dropped.
-  public func values() -> SessionValues { backend.feed.values(\.change.after) }
+  /// A live subscription to the changes after `start` that concern `account`, once, in
+  /// commit order; the cursors are the store's (the other accounts' entries are passed over).
+  /// - Throws: `FeedError` for a compacted cursor or one ahead of the log.
+  public func changes(from start: FeedStart = .now, account: AccountID) throws -> SessionSubscription {
+    try backend.feed.changes(from: start, where: { $0.change.account == account })
+  }
+
+  /// The active account's state now, then each new state (a switch delivers the newly
+  /// active account's); consecutive equal states are dropped.
+  public func values() -> SessionValues { backend.feed.values(SessionChange.activeStateAfter) }
+
+  /// Every account, which one is active, and the cursor of the newest change included, read
+  /// in one transaction: follow it with ``changes(from:)`` from `.after(roster.cursor)` and
+  /// ``SessionRoster/applying(_:)``.
+  public func roster() throws -> SessionRoster { try backend.roster() }
 
   /// Up to `limit` committed changes after `start`, oldest first, without waiting.
   /// - Throws: `FeedError` for a compacted cursor or one ahead of the log;
@@ -68,6 +83,15 @@ public final class SessionStore: SessionRepository {
   public func history(from start: FeedStart = .beginning, limit: Int = 100) throws -> [SessionEntry] {
     try SessionStorageError.requireNonNegative(limit, "the history limit")
     return try backend.feed.history(from: start, limit: limit)
+  }
+
+  /// Up to `limit` changes concerning `account` after `start`, oldest first, without waiting.
+  /// - Throws: as ``history(from:limit:)``.
+  public func history(from start: FeedStart = .beginning, limit: Int = 100, account: AccountID) throws
+    -> [SessionEntry]
+  {
+    try SessionStorageError.requireNonNegative(limit, "the history limit")
+    return try backend.feed.history(from: start, limit: limit, where: { $0.change.account == account })
   }
 
   /// The oldest kept cursor and the newest cursor.
@@ -120,38 +144,94 @@ public final class SessionStore: SessionRepository {
 
   // MARK: Writing
 
-  /// Signs in as `username` (validated, stored in Unicode NFC), off the caller's actor: the
-  /// main actor stays responsive while the commit is made durable or waits for another
-  /// writer's lock.
+  /// Signs in as `username` (validated, stored in Unicode NFC), off the caller's actor: an
+  /// account of that name signs in and becomes the active one; otherwise a new account joins
+  /// the roster, signed in and active. Other accounts stay as they are (signed in or not).
   ///
-  /// Cancelling the task before the write starts throws `CancellationError` (after the
-  /// username's validation) and writes nothing; so does cancelling it while the write waits
-  /// for a SQLite file's write lock, which stops the wait. A write that committed returns its
-  /// entry: cancellation never undoes an acknowledged change.
+  /// The main actor stays responsive while the commit is made durable or waits for another
+  /// writer's lock. Cancelling the task before the write starts throws `CancellationError`
+  /// (after the username's validation) and writes nothing; so does cancelling it while the
+  /// write waits for a SQLite file's write lock, which stops the wait. A write that committed
+  /// returns its entry: cancellation never undoes an acknowledged change.
   /// ``blocking`` offers the same writes for code that may block its thread.
-  /// - Returns: the committed change, or nil when already signed in as that user.
+  /// - Parameter condition: where the write expects the store (or the account) to be; when
+  ///   it is elsewhere, the write throws `conflict` and changes nothing.
+  /// - Returns: the committed change, or nil when that account was already signed in and active.
   /// - Throws: `SessionStorageError` (`invalidUsername` before anything is written;
-  ///   `readOnly` for a read-only store, cancelled or not; `busy` when another writer held
-  ///   the lock past the store's timeout, and nothing was written; a server backend's
-  ///   codes when its connection is lost, saying whether anything was written), or
-  ///   `CancellationError`.
+  ///   `conflict`; `rosterFull` for a new account past ``SessionRoster/limit``; `readOnly`
+  ///   for a read-only store, cancelled or not; `busy` when another writer held the lock past
+  ///   the store's timeout, and nothing was written; a server backend's codes when its
+  ///   connection is lost, saying whether anything was written), or `CancellationError`.
   @discardableResult
-  public func logIn(as username: String) async throws -> SessionEntry? {
-    try await outcome(of: .login(username: username)).entry
+  public func logIn(as username: String, expecting condition: WriteCondition? = nil) async throws
+    -> SessionEntry?
+  {
+    try await outcome(of: .logIn(username, expecting: condition)).entry
   }
 
-  /// Signs out, off the caller's actor; cancellation as for ``logIn(as:)``. The username is
-  /// kept, so an app can offer "continue as …"; the `loggedOut(username:)` event names them.
-  /// - Returns: the committed change, or nil when nobody was signed in.
+  /// Signs out the active account, off the caller's actor; cancellation as for
+  /// ``logIn(as:expecting:)``. The account stays in the roster and stays active, so an app
+  /// can offer "continue as …"; the `loggedOut(username:)` event names it.
+  /// - Returns: the committed change, or nil when no account is active or it was signed out.
   @discardableResult
-  public func logOut() async throws -> SessionEntry? { try await outcome(of: .logout).entry }
+  public func logOut(expecting condition: WriteCondition? = nil) async throws -> SessionEntry? {
+    try await outcome(of: .logOut(expecting: condition)).entry
+  }
 
-  /// Changes the username (validated, stored in Unicode NFC) and leaves the login state as it
-  /// is, off the caller's actor; cancellation as for ``logIn(as:)``.
-  /// - Returns: the committed change, or nil when the username is already `username`.
+  /// Signs out the account named `username`, active or not; it stays in the roster.
+  /// - Returns: the committed change, or nil when it was signed out.
+  /// - Throws: `accountNotFound` when no account has that name, and as ``logIn(as:expecting:)``.
   @discardableResult
-  public func rename(to username: String) async throws -> SessionEntry? {
-    try await outcome(of: .rename(to: username)).entry
+  public func logOut(_ username: String, expecting condition: WriteCondition? = nil) async throws -> SessionEntry? {
+    try await outcome(of: .logOut(username, expecting: condition)).entry
+  }
+
+  /// Signs out every signed-in account, in one transaction: one entry each, consecutive, by
+  /// account identifier. The active account stays active.
+  /// - Parameter condition: only ``WriteCondition/head(_:)``: `.account` names no account and
+  ///   is refused with `invalidArgument`.
+  /// - Returns: the committed changes; none when no account was signed in.
+  @discardableResult
+  public func logOutAll(expecting condition: WriteCondition? = nil) async throws -> [SessionEntry] {
+    try await outcome(of: .logOutAll(expecting: condition)).entries
+  }
+
+  /// Renames the active account (the new name validated, stored in Unicode NFC), keeping
+  /// its login state; cancellation as for ``logIn(as:expecting:)``.
+  /// - Returns: the committed change, or nil when the username is already `username`.
+  /// - Throws: `noActiveAccount` when no account is active; `usernameTaken` when another
+  ///   account has that name; and as ``logIn(as:expecting:)``.
+  @discardableResult
+  public func rename(to username: String, expecting condition: WriteCondition? = nil) async throws -> SessionEntry? {
+    try await outcome(of: .rename(to: username, expecting: condition)).entry
+  }
+
+  /// Renames the account named `username`, active or not.
+  /// - Throws: `accountNotFound`, `usernameTaken`, and as ``logIn(as:expecting:)``.
+  @discardableResult
+  public func rename(_ username: String, to newName: String, expecting condition: WriteCondition? = nil) async throws
+    -> SessionEntry?
+  {
+    try await outcome(of: .rename(username, to: newName, expecting: condition)).entry
+  }
+
+  /// Makes the account named `username` the active one, changing no login state: the one
+  /// active before stays signed in (or not) and in the roster.
+  /// - Returns: the committed change (its event is `activated`), or nil when it was active.
+  /// - Throws: `accountNotFound`, and as ``logIn(as:expecting:)``.
+  @discardableResult
+  public func switchTo(_ username: String, expecting condition: WriteCondition? = nil) async throws -> SessionEntry? {
+    try await outcome(of: .switchTo(username, expecting: condition)).entry
+  }
+
+  /// Takes the account named `username` out of the roster (signing it out when it was
+  /// signed in). Removing the active account leaves none active: no other account is
+  /// promoted. Its identifier is never given to another account.
+  /// - Returns: the committed change (`removed`, after `loggedOut` when it was signed in).
+  /// - Throws: `accountNotFound`, and as ``logIn(as:expecting:)``.
+  @discardableResult
+  public func remove(_ username: String, expecting condition: WriteCondition? = nil) async throws -> SessionEntry? {
+    try await outcome(of: .remove(username, expecting: condition)).entry
   }
 
   /// The same writes, blocking the calling thread until they commit: for command-line
@@ -193,8 +273,10 @@ package protocol SessionBackend: Sendable {
   var isReadOnly: Bool { get }
   /// The migrations this open applied (empty when the schema was up to date).
   var appliedMigrations: [Migration] { get }
-  /// The current state, by the cheapest read that sees every commit.
+  /// The active account's state, by the cheapest read that sees every commit.
   func currentState() throws -> SessionState
+  /// The roster and its cursor, read in one transaction.
+  func roster() throws -> SessionRoster
   /// Where an `async` write waits for the backend's writer, off its caller's actor; nil
   /// for a backend whose writes never wait, which runs them on the caller's task.
   var writeQueue: DispatchQueue? { get }
@@ -236,28 +318,56 @@ extension SessionStorageError {
 public struct BlockingWrites: Sendable {
   let backend: any SessionBackend
 
-  /// Signs in as `username` (validated, stored in Unicode NFC) and blocks until it commits.
-  /// - Returns: the committed change, or nil when already signed in as that user.
-  /// - Throws: ``SessionStorageError``, as the `async` `logIn(as:)` throws it
-  ///   (`invalidUsername` before anything is written, `readOnly`, `busy`, a server
-  ///   backend's connection errors).
+  /// Signs in as `username` and blocks until it commits (see ``SessionStore/logIn(as:expecting:)``).
+  /// - Returns: the committed change, or nil when that account was already signed in and active.
+  /// - Throws: ``SessionStorageError``, as the `async` write throws it.
   @discardableResult
-  public func logIn(as username: String) throws -> SessionEntry? {
-    try outcome(of: .login(username: username)).entry
+  public func logIn(as username: String, expecting condition: WriteCondition? = nil) throws -> SessionEntry? {
+    try outcome(of: .logIn(username, expecting: condition)).entry
   }
 
-  /// Signs out, keeping the username, and blocks until it commits.
-  /// - Returns: the committed change, or nil when nobody was signed in.
-  /// - Throws: ``SessionStorageError``, as ``logIn(as:)`` does.
+  /// Signs out the active account and blocks until it commits (see ``SessionStore/logOut(expecting:)``).
   @discardableResult
-  public func logOut() throws -> SessionEntry? { try outcome(of: .logout).entry }
+  public func logOut(expecting condition: WriteCondition? = nil) throws -> SessionEntry? {
+    try outcome(of: .logOut(expecting: condition)).entry
+  }
 
-  /// Changes the username, keeping the login state, and blocks until it commits.
-  /// - Returns: the committed change, or nil when the username is already `username`.
-  /// - Throws: ``SessionStorageError``, as ``logIn(as:)`` does.
+  /// Signs out the named account and blocks until it commits (see ``SessionStore/logOut(_:expecting:)``).
   @discardableResult
-  public func rename(to username: String) throws -> SessionEntry? {
-    try outcome(of: .rename(to: username)).entry
+  public func logOut(_ username: String, expecting condition: WriteCondition? = nil) throws -> SessionEntry? {
+    try outcome(of: .logOut(username, expecting: condition)).entry
+  }
+
+  /// Signs out every account and blocks until it commits (see ``SessionStore/logOutAll(expecting:)``).
+  @discardableResult
+  public func logOutAll(expecting condition: WriteCondition? = nil) throws -> [SessionEntry] {
+    try outcome(of: .logOutAll(expecting: condition)).entries
+  }
+
+  /// Renames the active account and blocks until it commits (see ``SessionStore/rename(to:expecting:)``).
+  @discardableResult
+  public func rename(to username: String, expecting condition: WriteCondition? = nil) throws -> SessionEntry? {
+    try outcome(of: .rename(to: username, expecting: condition)).entry
+  }
+
+  /// Renames the named account and blocks until it commits (see ``SessionStore/rename(_:to:expecting:)``).
+  @discardableResult
+  public func rename(_ username: String, to newName: String, expecting condition: WriteCondition? = nil) throws
+    -> SessionEntry?
+  {
+    try outcome(of: .rename(username, to: newName, expecting: condition)).entry
+  }
+
+  /// Makes the named account active and blocks until it commits (see ``SessionStore/switchTo(_:expecting:)``).
+  @discardableResult
+  public func switchTo(_ username: String, expecting condition: WriteCondition? = nil) throws -> SessionEntry? {
+    try outcome(of: .switchTo(username, expecting: condition)).entry
+  }
+
+  /// Removes the named account and blocks until it commits (see ``SessionStore/remove(_:expecting:)``).
+  @discardableResult
+  public func remove(_ username: String, expecting condition: WriteCondition? = nil) throws -> SessionEntry? {
+    try outcome(of: .remove(username, expecting: condition)).entry
   }
 
   /// Commits `write` and returns what it did as its transaction saw it: its entry, or the

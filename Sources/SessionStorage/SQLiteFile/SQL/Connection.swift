@@ -235,6 +235,9 @@ final class Connection {
   /// The number of rows the last INSERT, UPDATE or DELETE changed.
   var changes: Int { Int(sqlite3_changes(handle)) }
 
+  /// The rowid of the newest row this connection inserted.
+  var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
   /// Rows inserted, updated or deleted since the connection opened, trigger programs
   /// included.
   var totalChanges: Int64 { sqlite3_total_changes64(handle) }

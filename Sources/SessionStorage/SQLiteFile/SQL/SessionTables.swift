@@ -9,7 +9,16 @@
 enum SessionTables {
   static let stateSQL = SQL("SELECT username, is_logged_in, updated_at FROM session WHERE id = 1")
   static let changeColumns =
-    "seq, at, origin, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at"
+    "seq, at, origin, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at, "
+    + "account_id, was_active, is_active"
+  static let accountColumns = "id, username, is_logged_in, updated_at, seq"
+  static let accountsSQL = SQL("SELECT \(accountColumns) FROM accounts ORDER BY id")
+  static let accountNamedSQL = SQL("SELECT \(accountColumns) FROM accounts WHERE username = ?")
+  static let activeAccountSQL = SQL(
+    "SELECT \(accountColumns) FROM accounts WHERE id = (SELECT account_id FROM active_account WHERE id = 1)")
+  static let signedInSQL = SQL("SELECT \(accountColumns) FROM accounts WHERE is_logged_in = 1 ORDER BY id")
+  static let accountCountSQL = SQL("SELECT count(*) FROM accounts")
+  static let activePointerSQL = SQL("SELECT account_id, updated_at FROM active_account WHERE id = 1")
   static let pageSQL = SQL("SELECT \(changeColumns) FROM session_changes WHERE seq > ? ORDER BY seq LIMIT ?")
   static let newestSQL = SQL("SELECT \(changeColumns) FROM session_changes ORDER BY seq DESC LIMIT 1")
   static let boundsSQL = SQL(
@@ -87,8 +96,39 @@ enum SessionTables {
   static func entry(_ statement: Statement) -> SessionEntry {
     SessionEntry(
       seq: statement.int64(at: 0), at: statement.time(at: 1), origin: statement.lossyText(at: 2),
-      oldUsername: statement.lossyText(at: 3), newUsername: statement.lossyText(at: 4),
-      oldIsLoggedIn: statement.int64(at: 5) != 0, newIsLoggedIn: statement.int64(at: 6) != 0,
-      oldUpdatedAt: statement.time(at: 7))
+      account: statement.int64(at: 8), oldUsername: statement.lossyText(at: 3),
+      newUsername: statement.lossyText(at: 4), oldIsLoggedIn: statement.int64(at: 5) != 0,
+      newIsLoggedIn: statement.int64(at: 6) != 0, oldUpdatedAt: statement.time(at: 7),
+      wasActive: statement.int64(at: 9) != 0, isActive: statement.int64(at: 10) != 0)
+  }
+
+  /// The account in the current row of a statement selecting ``accountColumns``.
+  static func account(_ statement: Statement) -> Account {
+    Account(
+      id: AccountID(statement.int64(at: 0)), username: statement.lossyText(at: 1) ?? "",
+      isLoggedIn: statement.int64(at: 2) != 0, updatedAt: statement.time(at: 3), cursor: Cursor(statement.int64(at: 4)))
+  }
+
+  /// The accounts a statement selecting ``accountColumns`` returns.
+  static func accounts(_ sql: SQL, _ bindings: [SQLiteValue] = [], on connection: Connection) throws -> [Account] {
+    try connection.query(sql, bindings) { statement in
+      var accounts: [Account] = []
+      while try statement.step() { accounts.append(account(statement)) }
+      return accounts
+    }
+  }
+
+  /// The roster, read on `connection` (inside a transaction, for one consistent view).
+  static func roster(on connection: Connection) throws -> SessionRoster {
+    let accounts = try accounts(accountsSQL, on: connection)
+    let (activeID, since) = try connection.query(activePointerSQL) { statement -> (AccountID?, Date) in
+      guard try statement.step() else {
+        throw SessionStorageError(
+          .corrupt, "the active_account row is missing (was the table edited by hand?)", path: connection.path)
+      }
+      return (statement.isNull(at: 0) ? nil : AccountID(statement.int64(at: 0)), statement.time(at: 1))
+    }
+    return SessionRoster(
+      accounts: accounts, activeID: activeID, activeSince: since, cursor: try bounds(on: connection).head)
   }
 }

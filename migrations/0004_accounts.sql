@@ -1,0 +1,179 @@
+-- The roster: one row per account. `id` is the account's identifier; AUTOINCREMENT keeps
+-- identifiers from ever being reused, also after every account was removed. `seq` is the
+-- cursor of the newest change concerning the account.
+CREATE TABLE accounts (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  username TEXT NOT NULL UNIQUE,
+  is_logged_in INTEGER NOT NULL DEFAULT 0 CHECK (is_logged_in IN (0, 1)),
+  updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  seq INTEGER NOT NULL DEFAULT 0
+);
+
+-- Which account is active: exactly one row, id = 1; `account_id` NULL when none is.
+CREATE TABLE active_account (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  account_id INTEGER,
+  updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+
+-- While a write of the library runs, this row names its origin and the library records
+-- the write's feed entries itself; every committed state has it NULL, so the triggers
+-- below record any other client's edit, with the origin 'external'.
+CREATE TABLE session_writer (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  origin TEXT
+);
+
+INSERT INTO session_writer (id) VALUES (1);
+
+-- The session of a 1.x file becomes the first account, active, with its login state and
+-- the cursor of the newest change recorded; a session that never had a username becomes
+-- an empty roster.
+INSERT INTO accounts (id, username, is_logged_in, updated_at, seq)
+SELECT 1, username, is_logged_in, updated_at, (SELECT seq FROM session_feed_tip WHERE id = 1)
+FROM session WHERE id = 1 AND username IS NOT NULL;
+
+INSERT INTO active_account (id, account_id, updated_at)
+SELECT 1, CASE WHEN username IS NULL THEN NULL ELSE 1 END, updated_at FROM session WHERE id = 1;
+
+-- Every feed row names its account and whether that account was and is the active one.
+-- A 1.x row concerns the one session, active whenever it had a username.
+ALTER TABLE session_changes ADD COLUMN account_id INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE session_changes ADD COLUMN was_active INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE session_changes ADD COLUMN is_active INTEGER NOT NULL DEFAULT 0;
+UPDATE session_changes SET was_active = old_username IS NOT NULL, is_active = new_username IS NOT NULL;
+
+-- The 1.x session row gives way to a view of the active account, so that the shell's
+-- `SELECT * FROM session` and `UPDATE session SET is_logged_in = 0` keep working.
+DROP TABLE session;
+
+CREATE VIEW session AS
+SELECT 1 AS id, a.username AS username, coalesce(a.is_logged_in, 0) AS is_logged_in,
+  coalesce(a.updated_at, p.updated_at) AS updated_at
+FROM active_account p LEFT JOIN accounts a ON a.id = p.account_id
+WHERE p.id = 1;
+
+CREATE TRIGGER session_update INSTEAD OF UPDATE ON session
+BEGIN
+  SELECT RAISE(ABORT, 'no account is active: sign in with sessionctl login NAME, or UPDATE active_account')
+  WHERE (SELECT account_id FROM active_account WHERE id = 1) IS NULL;
+  UPDATE accounts SET username = NEW.username, is_logged_in = NEW.is_logged_in
+  WHERE id = (SELECT account_id FROM active_account WHERE id = 1)
+    AND (username IS NOT NEW.username OR is_logged_in IS NOT NEW.is_logged_in);
+END;
+
+CREATE TRIGGER session_refuse_insert INSTEAD OF INSERT ON session
+BEGIN
+  SELECT RAISE(ABORT, 'session shows the active account; INSERT INTO accounts to add one');
+END;
+
+CREATE TRIGGER session_refuse_delete INSTEAD OF DELETE ON session
+BEGIN
+  SELECT RAISE(ABORT, 'session shows the active account; DELETE FROM accounts to remove one');
+END;
+
+-- The roster's limit, also for rows typed by hand.
+CREATE TRIGGER accounts_limit BEFORE INSERT ON accounts
+WHEN (SELECT count(*) FROM accounts) >= 1000
+BEGIN
+  SELECT RAISE(ABORT, 'the roster holds 1000 accounts, its limit; delete one first');
+END;
+
+CREATE TRIGGER accounts_keep_id BEFORE UPDATE OF id ON accounts
+WHEN OLD.id IS NOT NEW.id
+BEGIN
+  SELECT RAISE(ABORT, 'an account''s id never changes; insert a new account instead');
+END;
+
+CREATE TRIGGER active_account_exists BEFORE UPDATE OF account_id ON active_account
+WHEN NEW.account_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM accounts WHERE id = NEW.account_id)
+BEGIN
+  SELECT RAISE(ABORT, 'active_account.account_id must be the id of an account, or NULL for none');
+END;
+
+CREATE TRIGGER active_account_refuse_insert BEFORE INSERT ON active_account
+BEGIN
+  SELECT RAISE(ABORT, 'the active_account table holds exactly one row; UPDATE it instead');
+END;
+
+CREATE TRIGGER active_account_refuse_delete BEFORE DELETE ON active_account
+BEGIN
+  SELECT RAISE(ABORT, 'the active_account row cannot be deleted; set account_id to NULL for none');
+END;
+
+CREATE TRIGGER session_writer_refuse_insert BEFORE INSERT ON session_writer
+BEGIN
+  SELECT RAISE(ABORT, 'the session_writer table holds exactly one row');
+END;
+
+CREATE TRIGGER session_writer_refuse_delete BEFORE DELETE ON session_writer
+BEGIN
+  SELECT RAISE(ABORT, 'the session_writer row cannot be deleted');
+END;
+
+-- Edits by other clients: each becomes one feed row, origin 'external', in the same
+-- transaction. The nested UPDATEs touch only columns these triggers do not watch.
+CREATE TRIGGER accounts_external_insert AFTER INSERT ON accounts
+WHEN (SELECT origin FROM session_writer WHERE id = 1) IS NULL
+BEGIN
+  INSERT INTO session_changes (
+    at, origin, account_id, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at,
+    was_active, is_active
+  ) VALUES (
+    strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'external', NEW.id, NULL, NEW.username, 0, NEW.is_logged_in,
+    strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 0, 0
+  );
+  UPDATE accounts SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+    seq = (SELECT max(seq) FROM session_changes)
+  WHERE id = NEW.id;
+END;
+
+CREATE TRIGGER accounts_external_update AFTER UPDATE OF username, is_logged_in ON accounts
+WHEN (SELECT origin FROM session_writer WHERE id = 1) IS NULL
+  AND (OLD.username IS NOT NEW.username OR OLD.is_logged_in IS NOT NEW.is_logged_in)
+BEGIN
+  INSERT INTO session_changes (
+    at, origin, account_id, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at,
+    was_active, is_active
+  ) SELECT
+    strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'external', NEW.id, OLD.username, NEW.username, OLD.is_logged_in,
+    NEW.is_logged_in, OLD.updated_at, account_id IS NEW.id, account_id IS NEW.id
+  FROM active_account WHERE id = 1;
+  UPDATE accounts SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+    seq = (SELECT max(seq) FROM session_changes)
+  WHERE id = NEW.id;
+END;
+
+CREATE TRIGGER accounts_external_delete AFTER DELETE ON accounts
+WHEN (SELECT origin FROM session_writer WHERE id = 1) IS NULL
+BEGIN
+  INSERT INTO session_changes (
+    at, origin, account_id, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at,
+    was_active, is_active
+  ) SELECT
+    strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'external', OLD.id, OLD.username, NULL, OLD.is_logged_in, 0,
+    OLD.updated_at, account_id IS OLD.id, 0
+  FROM active_account WHERE id = 1;
+  -- Nothing is promoted: the pointer to a removed account becomes NULL (the feed row above
+  -- records it; active_account_external leaves a pointer to a deleted account unrecorded).
+  UPDATE active_account SET account_id = NULL, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+  WHERE id = 1 AND account_id IS OLD.id;
+END;
+
+CREATE TRIGGER active_account_external AFTER UPDATE OF account_id ON active_account
+WHEN (SELECT origin FROM session_writer WHERE id = 1) IS NULL
+  AND OLD.account_id IS NOT NEW.account_id
+  AND (NEW.account_id IS NOT NULL OR EXISTS (SELECT 1 FROM accounts WHERE id = OLD.account_id))
+BEGIN
+  INSERT INTO session_changes (
+    at, origin, account_id, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at,
+    was_active, is_active
+  ) SELECT
+    strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'external', id, username, username, is_logged_in, is_logged_in,
+    updated_at, id IS OLD.account_id, id IS NEW.account_id
+  FROM accounts WHERE id = coalesce(NEW.account_id, OLD.account_id);
+  UPDATE accounts SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+    seq = (SELECT max(seq) FROM session_changes)
+  WHERE id = coalesce(NEW.account_id, OLD.account_id);
+  UPDATE active_account SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = 1;
+END;
