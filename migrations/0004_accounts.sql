@@ -53,13 +53,36 @@ SELECT 1 AS id, a.username AS username, coalesce(a.is_logged_in, 0) AS is_logged
 FROM active_account p LEFT JOIN accounts a ON a.id = p.account_id
 WHERE p.id = 1;
 
+-- With an active account, an UPDATE of the view updates it. With none, a username makes a
+-- new account of that name, active (as the 1.x row took a first username), recorded as one
+-- feed row: the triggers below stand aside while `session_writer` says 'external'.
 CREATE TRIGGER session_update INSTEAD OF UPDATE ON session
 BEGIN
-  SELECT RAISE(ABORT, 'no account is active: sign in with sessionctl login NAME, or UPDATE active_account')
-  WHERE (SELECT account_id FROM active_account WHERE id = 1) IS NULL;
+  SELECT RAISE(ABORT, 'no account is active: set a username too, and an account of that name joins, active')
+  WHERE (SELECT account_id FROM active_account WHERE id = 1) IS NULL AND NEW.username IS NULL
+    AND NEW.is_logged_in IS NOT 0;
   UPDATE accounts SET username = NEW.username, is_logged_in = NEW.is_logged_in
   WHERE id = (SELECT account_id FROM active_account WHERE id = 1)
     AND (username IS NOT NEW.username OR is_logged_in IS NOT NEW.is_logged_in);
+  UPDATE session_writer SET origin = 'external'
+  WHERE id = 1 AND NEW.username IS NOT NULL AND (SELECT account_id FROM active_account WHERE id = 1) IS NULL;
+  INSERT INTO accounts (username, is_logged_in, updated_at)
+  SELECT NEW.username, NEW.is_logged_in, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+  WHERE (SELECT origin FROM session_writer WHERE id = 1) IS 'external';
+  UPDATE active_account SET account_id = last_insert_rowid(), updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+  WHERE id = 1 AND (SELECT origin FROM session_writer WHERE id = 1) IS 'external';
+  INSERT INTO session_changes (
+    at, origin, account_id, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at,
+    was_active, is_active
+  ) SELECT
+    updated_at, 'external', id, NULL, username, 0, is_logged_in, updated_at, 0, 1
+  FROM accounts
+  WHERE id = (SELECT account_id FROM active_account WHERE id = 1)
+    AND (SELECT origin FROM session_writer WHERE id = 1) IS 'external';
+  UPDATE accounts SET seq = (SELECT max(seq) FROM session_changes)
+  WHERE id = (SELECT account_id FROM active_account WHERE id = 1)
+    AND (SELECT origin FROM session_writer WHERE id = 1) IS 'external';
+  UPDATE session_writer SET origin = NULL WHERE id = 1 AND origin IS 'external';
 END;
 
 CREATE TRIGGER session_refuse_insert INSTEAD OF INSERT ON session

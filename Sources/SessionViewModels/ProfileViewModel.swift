@@ -7,9 +7,9 @@ import SessionStorage
   import Foundation
 #endif
 
-/// A profile screen's state, following the session live: the greeting, the login state and
-/// the last change move as commits arrive, from this process, other processes or the
-/// sqlite3 shell.
+/// A profile screen's state, following the active account live: the greeting, the login
+/// state and the last change move as commits arrive, from this process, other processes or
+/// the sqlite3 shell; a switch to another account shows that account's greeting.
 ///
 /// Creating one opens nothing and reads nothing: SwiftUI runs a view's initializer, and so
 /// `State(initialValue: ProfileViewModel(session:))`, on every re-render of its parent and
@@ -59,8 +59,9 @@ public final class ProfileViewModel: ObservableViewModel {
   public private(set) var username: String?
   /// Whether the user is signed in (false until the first read).
   public private(set) var isLoggedIn = false
-  /// Who made the last change and when, from the entries the feed delivers (no second
-  /// subscription). Nil before the first read and for a session that never changed.
+  /// Who made the last change of the active account and when, from the entries the feed
+  /// delivers (no second subscription). Nil before the first read and for a session that
+  /// never changed.
   ///
   /// Until the first change after ``follow()`` started, it comes from the snapshot, which
   /// records when the state last changed but not who changed it: its
@@ -156,7 +157,8 @@ public final class ProfileViewModel: ObservableViewModel {
     }
   }
 
-  /// Signs out through the store, off the main actor; a failure is shown in ``writeError``.
+  /// Signs out the active account through the store, off the main actor; a failure is shown
+  /// in ``writeError``.
   /// The new state arrives through the feed like any other change.
   public func logOut() async {
     guard let session else {
@@ -220,13 +222,18 @@ public final class ProfileViewModel: ObservableViewModel {
       } catch {
         return .failed(error, showed: showed)
       }
-      show(start.state)
+      var state = start.state
+      show(state)
       lastChange = start.cursor == .zero ? nil : LastChange(snapshot: start)
       phase = .following
       showed = true
       do {
         for try await entry in start.changes {
-          show(entry.after)
+          // The active account's state: a switch shows the newly active account, a change
+          // of another account leaves the screen as it is.
+          guard entry.change.isActive || entry.change.wasActive else { continue }
+          state = entry.change.activeState(after: state, at: entry.time)
+          show(state)
           lastChange = LastChange(entry: entry)
           recurring = 0
         }

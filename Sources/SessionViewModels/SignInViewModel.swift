@@ -42,7 +42,9 @@ public final class SignInViewModel: ObservableViewModel {
   /// Whether ``signIn()`` would write: a valid username, and no sign-in under way.
   public var canSignIn: Bool { !isSigningIn && !username.isEmpty && Self.problem(with: username) == nil }
 
-  /// Checks ``username`` and signs in as it, off the main actor. A refusal or failure lands
+  /// Checks ``username`` and signs in as it, off the main actor: an account of that name
+  /// signs in and becomes the active one, or a new account joins the roster, signed in and
+  /// active; the other accounts stay signed in. A refusal or failure lands
   /// in ``signInError``; the new state reaches the screens that follow the session through
   /// the feed.
   /// - Returns: whether the session is signed in as the username now (also when it was

@@ -58,14 +58,14 @@ import Testing
     CrashedRefusal(name: "newer schema", sql: "PRAGMA user_version = 99", code: .newerSchema),
     CrashedRefusal(
       name: "newer migration record",
-      sql: "INSERT INTO schema_migrations VALUES (4, '0004_future', 'abc', '2030-01-01T00:00:00.000Z')",
+      sql: "INSERT INTO schema_migrations VALUES (5, '0005_future', 'abc', '2030-01-01T00:00:00.000Z')",
       code: .newerSchema),
     CrashedRefusal(
       name: "checksum mismatch", sql: "UPDATE schema_migrations SET checksum = 'deadbeef'",
       code: .checksumMismatch),
     CrashedRefusal(
       name: "foreign table", sql: "CREATE TABLE invoices (id INTEGER PRIMARY KEY)", code: .tamperedSchema),
-    CrashedRefusal(name: "trigger dropped", sql: "DROP TRIGGER session_feed", code: .tamperedSchema),
+    CrashedRefusal(name: "trigger dropped", sql: "DROP TRIGGER accounts_external_update", code: .tamperedSchema),
   ]
 
   /// A crash leaves commits in the `-wal`; a refused open must not checkpoint them into the

@@ -29,7 +29,7 @@ import Testing
     Edit(
       name: "a ledger checksum edited", sql: "UPDATE schema_migrations SET checksum = 'x' WHERE version = 1"),
     Edit(name: "user_version changed", sql: "PRAGMA user_version = 1"),
-    Edit(name: "the feed trigger dropped", sql: "DROP TRIGGER session_feed"),
+    Edit(name: "the feed trigger dropped", sql: "DROP TRIGGER accounts_external_update"),
     Edit(name: "a shell write", sql: "UPDATE session SET username = 'bob' WHERE id = 1"),
   ]
 
@@ -106,10 +106,10 @@ import Testing
     #expect(try Schema.rows(on: file) == Schema.expectedRows?[applied])
     #expect(try Schema.differences(on: file, applied: applied).isEmpty)
     let trigger = try #require(
-      try file.scalarText("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'session_feed'"))
+      try file.scalarText("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'accounts_external_update'"))
     let respaced = trigger.replacingOccurrences(of: "\n", with: "\n\t  ").replacingOccurrences(
       of: "BEGIN", with: "begin")
-    try file.execute("BEGIN IMMEDIATE; DROP TRIGGER session_feed; \(respaced); COMMIT")
+    try file.execute("BEGIN IMMEDIATE; DROP TRIGGER accounts_external_update; \(respaced); COMMIT")
     #expect(try Schema.rows(on: file) != Schema.expectedRows?[applied])
     #expect(try Schema.differences(on: file, applied: applied).isEmpty)
     #expect(try Schema.objects(on: file) == Schema.expected.get()[applied])

@@ -104,10 +104,10 @@ import Testing
     #expect(try store.state.username.map { Array($0.utf8) } == Array("Jos\u{E9}".utf8))
     try shell.run("UPDATE session SET username = 'Jose' || char(769)")
     #expect(try store.state.username.map { Array($0.utf8) } == Array("Jose\u{301}".utf8))
-    try shell.run("UPDATE session SET updated_at = 'not a time'")
+    try shell.run("UPDATE accounts SET updated_at = 'not a time'")
     #expect(try store.state.updatedAt == Date(timeIntervalSince1970: 0))
-    try shell.run("UPDATE session SET username = NULL")  // its trigger sets updated_at too
-    try shell.run("UPDATE session SET updated_at = '2026-11-29T20:14:35.689Z'")
+    try shell.run("UPDATE active_account SET account_id = NULL")  // its trigger sets updated_at too
+    try shell.run("UPDATE active_account SET updated_at = '2026-11-29T20:14:35.689Z'")
     let state = try store.state
     #expect(state.username == nil)
     #expect(state.updatedAt == Timestamp.parse("2026-11-29T20:14:35.689Z"))

@@ -22,16 +22,16 @@ import Testing
     try SessionStore(path: path, options: .init(origin: "test")).blocking.logIn(as: "alice")
   }
 
-  /// The SQL of migration 0001, as a user would copy it from the repository.
+  /// The SQL of migration 0004, as a user would copy it from the repository.
   static let migrationSQL: String = {
     let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-      .deletingLastPathComponent().appendingPathComponent("migrations/0001_session_and_feed.sql")
+      .deletingLastPathComponent().appendingPathComponent("migrations/0004_accounts.sql")
     return (try? String(contentsOf: source, encoding: .utf8)) ?? ""
   }()
 
-  /// The `CREATE TRIGGER session_feed … END;` statement of the migration.
+  /// The `CREATE TRIGGER accounts_external_update … END;` statement of the migration.
   static var feedTriggerSQL: String {
-    guard let start = migrationSQL.range(of: "CREATE TRIGGER session_feed"),
+    guard let start = migrationSQL.range(of: "CREATE TRIGGER accounts_external_update"),
       let end = migrationSQL.range(of: "END;", range: start.upperBound..<migrationSQL.endIndex)
     else { return "" }
     return String(migrationSQL[start.lowerBound..<end.upperBound])
@@ -47,17 +47,17 @@ import Testing
 
   static let tamperings: [Tampering] = [
     Tampering(
-      name: "trigger dropped", sql: "DROP TRIGGER session_feed", object: "trigger session_feed is missing"),
+      name: "trigger dropped", sql: "DROP TRIGGER accounts_external_update", object: "trigger accounts_external_update is missing"),
     Tampering(
       name: "trigger added",
-      sql: "CREATE TRIGGER sneaky AFTER UPDATE ON session BEGIN SELECT 1; END",
+      sql: "CREATE TRIGGER sneaky AFTER UPDATE ON accounts BEGIN SELECT 1; END",
       object: "trigger sneaky is not part of the schema"),
     Tampering(
       name: "trigger altered",
-      sql: "DROP TRIGGER session_feed; CREATE TRIGGER session_feed AFTER UPDATE ON session BEGIN "
+      sql: "DROP TRIGGER accounts_external_update; CREATE TRIGGER accounts_external_update AFTER UPDATE ON accounts BEGIN "
         + "INSERT INTO session_changes (at, origin, old_is_logged_in, new_is_logged_in, old_updated_at) "
         + "VALUES ('x', 'forged', 0, 0, 'x'); END",
-      object: "trigger session_feed differs"),
+      object: "trigger accounts_external_update differs"),
     Tampering(
       name: "guard trigger dropped", sql: "DROP TRIGGER session_refuse_delete",
       object: "trigger session_refuse_delete is missing"),
@@ -65,7 +65,7 @@ import Testing
       name: "index added", sql: "CREATE INDEX session_changes_at ON session_changes (at)",
       object: "index session_changes_at is not part of the schema"),
     Tampering(
-      name: "column added", sql: "ALTER TABLE session ADD COLUMN note TEXT", object: "table session differs"),
+      name: "column added", sql: "ALTER TABLE accounts ADD COLUMN note TEXT", object: "table accounts differs"),
     Tampering(
       name: "table dropped", sql: "DROP TABLE session_changes", object: "table session_changes is missing"),
     Tampering(
@@ -107,7 +107,7 @@ import Testing
     // Spacing and the case of keywords do not matter; the statement's meaning does.
     let respaced = sql.replacingOccurrences(of: "\n  ", with: "\n\t   ").replacingOccurrences(
       of: "CREATE TRIGGER", with: "create   trigger")
-    try await ProcessRunner.sqlite3(path, "DROP TRIGGER session_feed; \(respaced)")
+    try await ProcessRunner.sqlite3(path, "DROP TRIGGER accounts_external_update; \(respaced)")
     let store = try SessionStore(path: path)
     #expect(try store.check().allSatisfy { $0.verdict == .passed })
     try await ProcessRunner.sqlite3(path, "UPDATE session SET username = 'bob'")
@@ -125,10 +125,10 @@ import Testing
     let first = try #require(try await store.logIn(as: "alice"))
     #expect(first.cursor == Cursor(1))
     // Changed while the store is open: the write must not report change 1 as its own.
-    try await ProcessRunner.sqlite3(path, "DROP TRIGGER session_feed")
+    try await ProcessRunner.sqlite3(path, "DROP TRIGGER accounts_external_update")
     let error = try #require(throws: SessionStorageError.self) { try store.blocking.rename(to: "bob") }
     #expect(error.code == .tamperedSchema)
-    #expect(error.message.contains("session_feed"))
+    #expect(error.message.contains("accounts_external_update"))
     #expect(try await ProcessRunner.sqlite3(path, "SELECT username FROM session") == "alice\n")
   }
 }

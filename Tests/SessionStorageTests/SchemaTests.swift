@@ -64,7 +64,7 @@ import Testing
       name: "newer migration record",
       spoil: {
         try await ProcessRunner.sqlite3(
-          $0, "INSERT INTO schema_migrations VALUES (4, '0004_future', 'abc', '2030-01-01T00:00:00.000Z')")
+          $0, "INSERT INTO schema_migrations VALUES (5, '0005_future', 'abc', '2030-01-01T00:00:00.000Z')")
       }, code: .newerSchema, message: "0004_future"),
     Refusal(
       name: "checksum mismatch",
@@ -135,7 +135,9 @@ import Testing
       "SELECT seq, origin, old_username, new_username, old_is_logged_in, new_is_logged_in FROM session_changes"
     )
     #expect(rows == "1|external||mark|0|1\n")
-    #expect(try await ProcessRunner.sqlite3(path, "SELECT updated_by FROM session") == "external\n")
+    #expect(
+      try await ProcessRunner.sqlite3(path, "SELECT account_id, was_active, is_active FROM session_changes")
+        == "1|0|1\n")
   }
 
   @Test func aLibraryWriteNamesItsOrigin() async throws {
@@ -147,7 +149,8 @@ import Testing
     try makeClosedStore { try $0.blocking.logIn(as: "alice") }
     try await ProcessRunner.sqlite3(
       path, "UPDATE session SET username = username, is_logged_in = is_logged_in")
-    try await ProcessRunner.sqlite3(path, "UPDATE session SET updated_by = 'someone'")
+    try await ProcessRunner.sqlite3(path, "UPDATE accounts SET updated_at = updated_at, seq = seq")
+    try await ProcessRunner.sqlite3(path, "UPDATE active_account SET account_id = account_id")
     #expect(try await ProcessRunner.sqlite3(path, "SELECT count(*) FROM session_changes") == "1\n")
   }
 
@@ -155,11 +158,14 @@ import Testing
     try makeClosedStore()
     let delete = try await ProcessRunner.run("/usr/bin/sqlite3", [path, "DELETE FROM session"])
     #expect(delete.status != 0)
-    #expect(delete.stderr.contains("cannot be deleted"))
+    #expect(delete.stderr.contains("DELETE FROM accounts to remove one"))
     let insert = try await ProcessRunner.run(
       "/usr/bin/sqlite3", [path, "INSERT INTO session (id) VALUES (2)"])
     #expect(insert.status != 0)
     #expect(try await ProcessRunner.sqlite3(path, "SELECT count(*) FROM session") == "1\n")
+    for sql in ["DELETE FROM active_account", "INSERT INTO active_account (id) VALUES (2)"] {
+      #expect(try await ProcessRunner.run("/usr/bin/sqlite3", [path, sql]).status != 0, "\(sql)")
+    }
     let badState = try await ProcessRunner.run(
       "/usr/bin/sqlite3", [path, "UPDATE session SET is_logged_in = 2"])
     #expect(badState.status != 0)

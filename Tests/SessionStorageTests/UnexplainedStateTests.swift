@@ -17,10 +17,21 @@ import Testing
     path = dir.file("session.db")
   }
 
-  /// The `CREATE TRIGGER session_feed … END;` statement of migration 0001.
+  /// The `CREATE TRIGGER accounts_external_update … END;` statement of migration 0004.
   static let feedTriggerSQL: String = SchemaTamperingTests.feedTriggerSQL
 
-  /// A way to change `username` without the session_feed trigger.
+  /// The `CREATE TRIGGER session_feed … END;` statement of migration 0001 (a 1.x file's).
+  static let sessionFeedTriggerSQL: String = {
+    let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent().appendingPathComponent("migrations/0001_session_and_feed.sql")
+    let sql = (try? String(contentsOf: source, encoding: .utf8)) ?? ""
+    guard let start = sql.range(of: "CREATE TRIGGER session_feed"),
+      let end = sql.range(of: "END;", range: start.upperBound..<sql.endIndex)
+    else { return "" }
+    return String(sql[start.lowerBound..<end.upperBound])
+  }()
+
+  /// A way to change `username` without the triggers that record edits.
   struct Bypass: Sendable, CustomTestStringConvertible {
     let name: String
     let run: @Sendable (String) async throws -> Void
@@ -30,13 +41,15 @@ import Testing
   static let bypasses: [Bypass] = [
     Bypass(name: "trigger dropped, update, trigger re-created") { path in
       try await ProcessRunner.sqlite3(
-        path, "DROP TRIGGER session_feed; UPDATE session SET username = 'mallo'; \(feedTriggerSQL)")
+        path,
+        "DROP TRIGGER accounts_external_update; UPDATE accounts SET username = 'mallo' WHERE id = 1; "
+          + feedTriggerSQL)
     },
     Bypass(name: "incremental blob I/O (Python)") { path in
       let script = """
         import sqlite3, sys
         con = sqlite3.connect(sys.argv[1])
-        with con.blobopen('session', 'username', 1) as blob:
+        with con.blobopen('accounts', 'username', 1) as blob:
             blob.write(b'mallo')
         con.commit()
         con.close()
@@ -63,7 +76,7 @@ import Testing
     #expect(afterCompaction.verdict == .failed, "\(afterCompaction.detail)")
     #expect(afterCompaction.detail.contains("mallo"))
     #expect(afterCompaction.detail.contains("alice"))
-    #expect(afterCompaction.detail.contains("bypassed the session_feed trigger"), "\(afterCompaction.detail)")
+    #expect(afterCompaction.detail.contains("bypassed the triggers"), "\(afterCompaction.detail)")
   }
 
   @Test(arguments: bypasses)
@@ -102,7 +115,7 @@ import Testing
   }
 
   @Test(arguments: [
-    ("", true, "session is as created"),
+    ("", true, "the roster is as created"),
     ("UPDATE session SET username = 'alice'; UPDATE session SET is_logged_in = 1", true, "cursor 2"),
     ("UPDATE session SET username = 'alice'; DELETE FROM session_changes", true, "cursor 1"),
     (
@@ -115,10 +128,10 @@ import Testing
   {
     try await makeVersion1File(sql)
     if !passes {  // put the trigger back: only the state is unexplained, not the schema
-      try await ProcessRunner.sqlite3(path, Self.feedTriggerSQL)
+      try await ProcessRunner.sqlite3(path, Self.sessionFeedTriggerSQL)
     }
     let store = try SessionStore(path: path)
-    #expect(store.appliedMigrations.map(\.name) == ["0002_feed_tip", "0003_retention"])
+    #expect(store.appliedMigrations.map(\.name) == ["0002_feed_tip", "0003_retention", "0004_accounts"])
     let state = try state(store)
     #expect((state.verdict == .passed) == passes, "\(state.detail)")
     #expect(state.detail.contains(detail), "\(state.detail)")
@@ -138,15 +151,15 @@ import Testing
     #expect(found.detail.contains("2 times"), "\(found.detail)")
     #expect(found.detail.contains("'yesterday'"), "\(found.detail)")
     #expect(found.detail.contains("'2026-01-01 10:00:00'"), "\(found.detail)")
-    try await ProcessRunner.sqlite3(path, "UPDATE session SET updated_at = '2026-13-45T99:00:00.000Z'")
+    try await ProcessRunner.sqlite3(path, "UPDATE accounts SET updated_at = '2026-13-45T99:00:00.000Z'")
     let more = try times()
     #expect(more.detail.contains("3 times"), "\(more.detail)")
-    #expect(more.detail.contains("session.updated_at '2026-13-45T99:00:00.000Z'"), "\(more.detail)")
+    #expect(more.detail.contains("updated_at of account 1 '2026-13-45T99:00:00.000Z'"), "\(more.detail)")
     // A time without milliseconds, or not in UTC, is not the feed's format either.
     try await ProcessRunner.sqlite3(
       path,
       "UPDATE session_changes SET at = '2026-01-01T10:00:00Z' WHERE seq = 2; "
-        + "UPDATE session SET updated_at = '2026-01-01T10:00:00.000+01:00'")
+        + "UPDATE active_account SET updated_at = '2026-01-01T10:00:00.000+01:00'")
     #expect(try times().detail.contains("4 times"))
   }
 }

@@ -2,11 +2,11 @@ import FeedKit
 
 extension SQLiteFile {
   /// Verifies the file without writing: SQLite's integrity check, the migration records,
-  /// that the schema is exactly the one the applied migrations create, that `session` is
-  /// the state the newest change left (also after compaction deleted that change: the
-  /// `session_feed_tip` row keeps it), that every stored time is the feed's format, that
-  /// cursors have no hole above the compaction point and lie between 1 and the largest
-  /// integer, and that the stored username meets the rules.
+  /// that the schema is exactly the one the applied migrations create, that each account is
+  /// the state its newest change left (also after compaction deleted that change, for the
+  /// account the `session_feed_tip` row remembers), that every stored time is the feed's
+  /// format, that cursors have no hole above the compaction point and lie between 1 and the
+  /// largest integer, and that the stored usernames meet the rules and are distinct.
   ///
   /// Each verification runs on its own: one that cannot run (a table edited away by hand)
   /// fails with SQLite's reason, and the others still run.
@@ -46,8 +46,80 @@ extension SQLiteFile {
   /// Whether the file has `session_feed_tip`, the row that remembers the newest change
   /// (compaction never deletes it); a file migrated only to 0001 has none.
   private static func hasTip(on connection: Connection) throws -> Bool {
-    try connection.scalarInt(
-      "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'session_feed_tip'") == 1
+    try hasTable("session_feed_tip", on: connection)
+  }
+
+  /// Whether the file has the roster (`accounts`, from migration 0004); a file opened
+  /// read-only before that migration has the 1.x session row instead.
+  private static func hasRoster(on connection: Connection) throws -> Bool {
+    try hasTable("accounts", on: connection)
+  }
+
+  private static func hasTable(_ name: String, on connection: Connection) throws -> Bool {
+    try connection.scalarInt("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(name)]) == 1
+  }
+
+  /// Each account must be the state its newest change left: the feed row at its `seq`, or,
+  /// once compaction deleted that row, what `session_feed_tip` recorded when it was the
+  /// newest. An account that differs was changed without a feed entry.
+  private static func checkRosterState(on connection: Connection) throws -> (passed: Bool, detail: String) {
+    typealias Row = (username: String?, isLoggedIn: Int64, time: String?)
+    func describe(_ row: Row) -> String {
+      "\(row.username ?? "no username"), \(row.isLoggedIn == 0 ? "signed out" : row.isLoggedIn == 1 ? "signed in" : "is_logged_in \(row.isLoggedIn)")"
+    }
+    func rows(_ sql: String) throws -> [(seq: Int64, row: Row)] {
+      try connection.query(SQL(sql)) { statement in
+        var rows: [(seq: Int64, row: Row)] = []
+        while try statement.step() {
+          rows.append(
+            (statement.int64(at: 0), (statement.lossyText(at: 1), statement.int64(at: 2), statement.lossyText(at: 3))))
+        }
+        return rows
+      }
+    }
+    let tip = try rows("SELECT seq, username, is_logged_in, at FROM session_feed_tip WHERE id = 1").first
+    guard let tip else {
+      return (false, "the session_feed_tip row is missing (deleted by hand): restore the file from a backup")
+    }
+    func same(_ left: Row, _ right: Row) -> Bool {
+      left.username == right.username && left.isLoggedIn == right.isLoggedIn && left.time == right.time
+    }
+    if let newest = try rows(
+      "SELECT seq, new_username, new_is_logged_in, at FROM session_changes ORDER BY seq DESC LIMIT 1"
+    ).first, newest.seq == tip.seq, !same(newest.row, tip.row) {
+      return (
+        false,
+        "the newest change (cursor \(tip.seq): \(describe(newest.row)), at \(newest.row.time ?? "no time")) differs from "
+          + "what it recorded when it was written (\(describe(tip.row)), at \(tip.row.time ?? "no time")): it was edited by hand"
+      )
+    }
+    let accounts = try rows("SELECT seq, username, is_logged_in, updated_at FROM accounts ORDER BY id")
+    var verified = 0
+    for account in accounts {
+      let recorded =
+        try rows(
+          "SELECT seq, new_username, new_is_logged_in, at FROM session_changes WHERE seq = \(account.seq)"
+        ).first?.row ?? (account.seq == tip.seq ? tip.row : nil)
+      guard let recorded else { continue }  // its newest change was compacted away
+      verified += 1
+      guard same(account.row, recorded) else {
+        return (
+          false,
+          "the account \(describe(account.row)) (updated \(account.row.time ?? "never")) is not the state its newest "
+            + "change left (\(describe(recorded)), at \(recorded.time ?? "no time"), cursor \(account.seq)): it was "
+            + "changed without a feed entry, by a write that bypassed the triggers (incremental blob I/O, or an "
+            + "UPDATE while a trigger was dropped)"
+        )
+      }
+    }
+    if accounts.isEmpty {
+      return (true, tip.seq == 0 ? "the roster is as created; no change was ever recorded" : "the roster is empty")
+    }
+    return (
+      true,
+      "\(verified) of \(accounts.count) account(s) agree with their newest change, up to cursor \(tip.seq)"
+        + (verified < accounts.count ? " (the others' newest changes were compacted away)" : "")
+    )
   }
 
   private static func checkMigrations(on connection: Connection) throws -> (passed: Bool, detail: String) {
@@ -65,6 +137,7 @@ extension SQLiteFile {
   /// as recorded in `session_feed_tip` (which compaction never deletes). A row that differs
   /// was changed without a feed entry.
   private static func checkState(on connection: Connection) throws -> (passed: Bool, detail: String) {
+    if try hasRoster(on: connection) { return try checkRosterState(on: connection) }
     typealias Row = (username: String?, isLoggedIn: Int64, time: String?)
     func describe(_ row: Row) -> String {
       "\(row.username ?? "no username"), \(row.isLoggedIn == 0 ? "signed out" : row.isLoggedIn == 1 ? "signed in" : "is_logged_in \(row.isLoggedIn)")"
@@ -138,10 +211,19 @@ extension SQLiteFile {
       }
       if text.utf8.count != 24 || Timestamp.parse(text) == nil { bad.append("\(label) '\(text)'") }
     }
-    let updatedAt = try connection.query("SELECT updated_at FROM session WHERE id = 1") {
-      try $0.step() ? $0.lossyText(at: 0) : nil
+    if try hasRoster(on: connection) {
+      try connection.query("SELECT id, updated_at FROM accounts ORDER BY id") { statement in
+        while try statement.step() { inspect("updated_at of account \(statement.int64(at: 0))", statement.lossyText(at: 1)) }
+      }
+      try connection.query("SELECT updated_at FROM active_account") { statement in
+        while try statement.step() { inspect("active_account.updated_at", statement.lossyText(at: 0)) }
+      }
+    } else {
+      let updatedAt = try connection.query("SELECT updated_at FROM session WHERE id = 1") {
+        try $0.step() ? $0.lossyText(at: 0) : nil
+      }
+      inspect("session.updated_at", updatedAt)
     }
-    inspect("session.updated_at", updatedAt)
     if try hasTip(on: connection) {
       try connection.query("SELECT at FROM session_feed_tip") { statement in
         while try statement.step() { inspect("session_feed_tip.at", statement.lossyText(at: 0)) }
@@ -200,15 +282,26 @@ extension SQLiteFile {
   }
 
   private static func checkUsername(on connection: Connection) throws -> (passed: Bool, detail: String) {
+    let sql = try hasRoster(on: connection) ? "SELECT username FROM accounts ORDER BY id" : "SELECT username FROM session"
+    let names = try connection.query(SQL(sql)) { statement in
+      var names: [String?] = []
+      while try statement.step() { names.append(try statement.text(at: 0)) }
+      return names
+    }
+    var seen: [String] = []
     do {
-      if let name = try connection.scalarText("SELECT username FROM session WHERE id = 1"),
-        !(try Username.validated(name)).utf8.elementsEqual(name.utf8)  // Swift's == ignores normalization
-      {
-        return (false, "username is not in Unicode NFC")
+      for name in names.compactMap({ $0 }) {
+        if !(try Username.validated(name)).utf8.elementsEqual(name.utf8) {  // Swift's == ignores normalization
+          return (false, "username '\(name.escapedForTerminal)' is not in Unicode NFC")
+        }
+        if seen.contains(name) {
+          return (false, "two accounts are named '\(name.escapedForTerminal)' (in two Unicode normalizations)")
+        }
+        seen.append(name)
       }
     } catch let error as SessionStorageError where error.code == .invalidUsername || error.code == .corrupt {
       return (false, "stored " + error.message)
     }
-    return (true, "username is valid")
+    return (true, seen.count <= 1 ? "username is valid" : "\(seen.count) usernames are valid and distinct")
   }
 }

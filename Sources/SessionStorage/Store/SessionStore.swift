@@ -197,10 +197,12 @@ public final class SessionStore: SessionRepository {
   }
 
   /// Renames the active account (the new name validated, stored in Unicode NFC), keeping
-  /// its login state; cancellation as for ``logIn(as:expecting:)``.
+  /// its login state; cancellation as for ``logIn(as:expecting:)``. With no account active,
+  /// an account of that name joins, signed out and active, as the one session of a 1.x
+  /// store took its first username.
   /// - Returns: the committed change, or nil when the username is already `username`.
-  /// - Throws: `noActiveAccount` when no account is active; `usernameTaken` when another
-  ///   account has that name; and as ``logIn(as:expecting:)``.
+  /// - Throws: `usernameTaken` when another account has that name; and as
+  ///   ``logIn(as:expecting:)``.
   @discardableResult
   public func rename(to username: String, expecting condition: WriteCondition? = nil) async throws -> SessionEntry? {
     try await outcome(of: .rename(to: username, expecting: condition)).entry

@@ -112,12 +112,12 @@ package struct SessionWrite: Sendable {
     }
     switch action {
     case .logIn(let name):
-      if let existing = try roster.account(named: name) { return change(existing, isLoggedIn: true, isActive: true) }
-      guard try roster.accountCount() < SessionRoster.limit else {
-        throw SessionStorageError(
-          .rosterFull,
-          "the store holds \(SessionRoster.limit) accounts, its limit: remove one before adding '\(name.escapedForTerminal)'")
+      if let existing = try roster.account(named: name) {
+        // The name as given (NFC) replaces a stored one that differs only in its bytes,
+        // whenever the login changes something else.
+        return change(existing, username: name, isLoggedIn: true, isActive: true)
       }
+      try requireRoom(on: roster, for: name)
       return [
         PlannedChange(
           account: nil, before: SessionState(username: nil, isLoggedIn: false, updatedAt: Date(timeIntervalSince1970: 0)),
@@ -128,6 +128,19 @@ package struct SessionWrite: Sendable {
       return change(try target(name), isLoggedIn: false)
     case .logOutAll:
       return try roster.signedIn().flatMap { change($0, isLoggedIn: false) }
+    case .rename(nil, let newName) where active == nil:
+      // No account is active: the name joins, signed out and active, as the one session of
+      // a 1.x store took its first username.
+      if try roster.account(named: newName) != nil {
+        throw SessionStorageError(
+          .usernameTaken, "an account is named '\(newName.escapedForTerminal)' already: switch to it instead")
+      }
+      try requireRoom(on: roster, for: newName)
+      return [
+        PlannedChange(
+          account: nil, before: SessionState(username: nil, isLoggedIn: false, updatedAt: Date(timeIntervalSince1970: 0)),
+          after: (newName, false), wasActive: false, isActive: true)
+      ]
     case .rename(let name, let newName):
       let renamed = try target(name)
       if let other = try roster.account(named: newName), other.id != renamed.id {
@@ -143,6 +156,15 @@ package struct SessionWrite: Sendable {
         PlannedChange(
           account: removed.id, before: removed.state, after: nil, wasActive: removed.id == active?.id, isActive: false)
       ]
+    }
+  }
+
+  /// Throws `rosterFull` when the roster holds ``SessionRoster/limit`` accounts.
+  private func requireRoom(on roster: some RosterReading, for name: String) throws {
+    guard try roster.accountCount() < SessionRoster.limit else {
+      throw SessionStorageError(
+        .rosterFull,
+        "the store holds \(SessionRoster.limit) accounts, its limit: remove one before adding '\(name.escapedForTerminal)'")
     }
   }
 
