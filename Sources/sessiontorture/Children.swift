@@ -9,8 +9,9 @@ import ToolingKit
 /// The processes the scenarios spawn.
 enum Children {
   /// Writes `count` changes (0: until killed) to the file or PostgreSQL URL `path`, printing
-  /// each acknowledged cursor as soon as it is committed. Names are unique per origin and
-  /// step, so no write is a no-op even with other writers racing: a login, a rename, and
+  /// each acknowledged cursor as soon as it is committed. Names are unique per origin,
+  /// process and step, so no write is a no-op (or a rename to another account's name) even
+  /// with other writers racing, also writers of an earlier run: a login, a rename, and
   /// every fourth step a logout. With `keepGoing`, a write that fails prints "failed NAME:
   /// MESSAGE" and the next step follows on the same instances (a failed commit must leave
   /// them fit to write).
@@ -26,14 +27,27 @@ enum Children {
     var step = 0
     while count == 0 || step < count {
       let store = stores[step % stores.count]
-      let name = "\(origin)-\(step)"
+      let name = "\(origin)-\(getpid())-\(step)"
       defer { step += 1 }
       let entry: SessionEntry?
       do {
         switch step % 4 {
         case 0: entry = try store.blocking.logIn(as: name)
         // Another writer may have signed out first: then sign in under the new name instead.
-        case 3: entry = try store.blocking.logOut() ?? store.blocking.logIn(as: name)
+        case 3:
+          entry = try store.blocking.logOut() ?? store.blocking.logIn(as: name)
+          // Every fourth step adds an account: the oldest inactive one goes once the roster
+          // nears its limit (another writer may have removed it first).
+          let roster = try store.roster()
+          if roster.accounts.count > SessionRoster.limit / 2,
+            let oldest = roster.accounts.first(where: { $0.id != roster.activeID })
+          {
+            if let entry { ChildChannel.say(entry.cursor.description) }
+            do {
+              try store.blocking.remove(oldest.username).map { ChildChannel.say($0.cursor.description) }
+            } catch SessionStorageError.Code.accountNotFound {}
+            continue
+          }
         default: entry = try store.blocking.rename(to: name)
         }
       } catch  where keepGoing {

@@ -54,7 +54,7 @@ import Testing
     let login = try await #require(try store.logIn(as: "alice"))
     #expect(login.cursor == Cursor(1))
     #expect(login.origin == "contract")
-    #expect(login.events == [.usernameChanged(from: nil, to: "alice"), .loggedIn(username: "alice")])
+    #expect(login.events == [.added(username: "alice"), .loggedIn(username: "alice"), .activated(username: "alice")])
     #expect(try await store.logIn(as: "alice") == nil)
     let rename = try await #require(try store.rename(to: "bob"))
     #expect(rename.events == [.usernameChanged(from: "alice", to: "bob")])
@@ -65,7 +65,8 @@ import Testing
     #expect(logout.after.username == "bob", "logout keeps the username")
     #expect(try await store.logOut() == nil)
     let switchUser = try await #require(try store.logIn(as: "carol"))
-    #expect(switchUser.events == [.usernameChanged(from: "bob", to: "carol"), .loggedIn(username: "carol")])
+    #expect(
+      switchUser.events == [.added(username: "carol"), .loggedIn(username: "carol"), .activated(username: "carol")])
     #expect(try store.history(from: .beginning, limit: 10).map(\.cursor.value) == [1, 2, 3, 4])
     #expect(try store.state.username == "carol")
     #expect(try store.state.isLoggedIn)

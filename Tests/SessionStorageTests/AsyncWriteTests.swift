@@ -20,7 +20,7 @@ import Testing
     #expect(try store.state.username == "alice")
     #expect(
       try store.history().map(\.events) == [
-        [.usernameChanged(from: nil, to: "alice"), .loggedIn(username: "alice")]
+        [.added(username: "alice"), .loggedIn(username: "alice"), .activated(username: "alice")]
       ])
     #expect(try await store.rename(to: "carol")?.after.username == "carol", "the writer is usable again")
   }

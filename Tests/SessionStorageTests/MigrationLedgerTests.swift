@@ -29,23 +29,23 @@ import Testing
     Edit(
       name: "ledger row deleted", sql: "DELETE FROM schema_migrations",
       says: [
-        "schema_migrations records 0 migrations", "PRAGMA user_version is 3",
-        "those of 3 migrations (0001_session_and_feed, 0002_feed_tip, 0003_retention)",
+        "schema_migrations records 0 migrations", "PRAGMA user_version is 4",
+        "those of 4 migrations (0001_session_and_feed, 0002_feed_tip, 0003_retention, 0004_accounts)",
         "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (1, '0001_session_and_feed', '",
       ]),
     Edit(
       name: "user_version 0", sql: "PRAGMA user_version = 0",
-      says: ["schema_migrations records 3 migrations", "PRAGMA user_version is 0", "PRAGMA user_version = 3"]),
+      says: ["schema_migrations records 4 migrations", "PRAGMA user_version is 0", "PRAGMA user_version = 4"]),
     Edit(
       name: "user_version -1", sql: "PRAGMA user_version = -1",
-      says: ["PRAGMA user_version is -1", "PRAGMA user_version = 3"]),
+      says: ["PRAGMA user_version is -1", "PRAGMA user_version = 4"]),
     Edit(
       name: "row deleted and user_version 0", sql: "DELETE FROM schema_migrations; PRAGMA user_version = 0",
       says: [
         "schema_migrations records 0 migrations", "PRAGMA user_version is 0",
-        "those of 3 migrations (0001_session_and_feed, 0002_feed_tip, 0003_retention)",
+        "those of 4 migrations (0001_session_and_feed, 0002_feed_tip, 0003_retention, 0004_accounts)",
         "INSERT INTO schema_migrations",
-        "PRAGMA user_version = 3",
+        "PRAGMA user_version = 4",
       ]),
     Edit(
       name: "version 0 recorded", sql: "UPDATE schema_migrations SET version = 0 WHERE version = 1",
@@ -74,7 +74,7 @@ import Testing
   @Test(arguments: [
     ("DELETE FROM schema_migrations; PRAGMA user_version = 0", "INSERT INTO schema_migrations"),
     ("DROP TABLE schema_migrations", "CREATE TABLE schema_migrations"),
-    ("PRAGMA user_version = -1", "PRAGMA user_version = 3"),
+    ("PRAGMA user_version = -1", "PRAGMA user_version = 4"),
   ])
   func theRepairInTheMessageMakesTheFileUsableAgain(_ edit: String, _ repairStart: String) async throws {
     try await SessionStore(path: path).logIn(as: "alice")

@@ -65,7 +65,7 @@ import Testing
       spoil: {
         try await ProcessRunner.sqlite3(
           $0, "INSERT INTO schema_migrations VALUES (5, '0005_future', 'abc', '2030-01-01T00:00:00.000Z')")
-      }, code: .newerSchema, message: "0004_future"),
+      }, code: .newerSchema, message: "0005_future"),
     Refusal(
       name: "checksum mismatch",
       spoil: { try await ProcessRunner.sqlite3($0, "UPDATE schema_migrations SET checksum = 'deadbeef'") },

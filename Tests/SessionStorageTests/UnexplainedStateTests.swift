@@ -31,26 +31,29 @@ import Testing
     return String(sql[start.lowerBound..<end.upperBound])
   }()
 
-  /// A way to change `username` without the triggers that record edits.
+  /// A way to change an account without the triggers that record edits, and what `check`
+  /// must then name.
   struct Bypass: Sendable, CustomTestStringConvertible {
     let name: String
+    let shows: String
     let run: @Sendable (String) async throws -> Void
     var testDescription: String { name }
   }
 
   static let bypasses: [Bypass] = [
-    Bypass(name: "trigger dropped, update, trigger re-created") { path in
+    Bypass(name: "trigger dropped, update, trigger re-created", shows: "mallo") { path in
       try await ProcessRunner.sqlite3(
         path,
         "DROP TRIGGER accounts_external_update; UPDATE accounts SET username = 'mallo' WHERE id = 1; "
           + feedTriggerSQL)
     },
-    Bypass(name: "incremental blob I/O (Python)") { path in
+    // SQLite opens no indexed column (`username` is UNIQUE) for blob writes: the time is.
+    Bypass(name: "incremental blob I/O (Python)", shows: "2030-01-01T00:00:00.000Z") { path in
       let script = """
         import sqlite3, sys
         con = sqlite3.connect(sys.argv[1])
-        with con.blobopen('accounts', 'username', 1) as blob:
-            blob.write(b'mallo')
+        with con.blobopen('accounts', 'updated_at', 1) as blob:
+            blob.write(b'2030-01-01T00:00:00.000Z')
         con.commit()
         con.close()
         """
@@ -71,10 +74,9 @@ import Testing
     #expect(try store.compact(keepingLast: 0).bounds.oldest == nil)
     #expect(try state(store).verdict == .passed)
     try await bypass.run(path)
-    #expect(try store.state.username == "mallo")
     let afterCompaction = try state(store)
     #expect(afterCompaction.verdict == .failed, "\(afterCompaction.detail)")
-    #expect(afterCompaction.detail.contains("mallo"))
+    #expect(afterCompaction.detail.contains(bypass.shows), "\(afterCompaction.detail)")
     #expect(afterCompaction.detail.contains("alice"))
     #expect(afterCompaction.detail.contains("bypassed the triggers"), "\(afterCompaction.detail)")
   }
@@ -160,6 +162,6 @@ import Testing
       path,
       "UPDATE session_changes SET at = '2026-01-01T10:00:00Z' WHERE seq = 2; "
         + "UPDATE active_account SET updated_at = '2026-01-01T10:00:00.000+01:00'")
-    #expect(try times().detail.contains("4 times"))
+    #expect(try times().detail.contains("5 times"))
   }
 }
