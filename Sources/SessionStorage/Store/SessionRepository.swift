@@ -92,6 +92,11 @@ extension SessionRepository {
     try await rename(to: username, expecting: nil)
   }
 
+  /// Renames the named account, unconditionally.
+  @discardableResult public func rename(_ username: String, to newName: String) async throws -> SessionEntry? {
+    try await rename(username, to: newName, expecting: nil)
+  }
+
   /// Makes the named account active, unconditionally.
   @discardableResult public func switchTo(_ username: String) async throws -> SessionEntry? {
     try await switchTo(username, expecting: nil)
