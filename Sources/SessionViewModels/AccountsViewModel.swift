@@ -43,12 +43,25 @@ public final class AccountsViewModel: ObservableViewModel {
   /// How long ``follow()`` waits before it reads the roster again after a failure.
   public let retryInterval: Duration
 
-  @ObservationIgnored private let session: any SessionRepository
+  /// Where the store comes from: handed in, or opened by ``follow()``.
+  @ObservationIgnored private let source: SessionSource
+  /// The store the writes go through: the one handed in, or the one the running
+  /// ``follow()`` opened (nil while none is open).
+  @ObservationIgnored private var session: (any SessionRepository)?
 
   /// Follows `session` once ``follow()`` runs; opens and reads nothing here.
   public init(session: any SessionRepository, retryInterval: Duration = .seconds(1)) {
+    source = .store(session)
     self.session = session
     self.retryInterval = retryInterval
+  }
+
+  /// Follows the store `opener` opens once ``follow()`` runs; opens nothing here. The store
+  /// is released when ``follow()`` returns.
+  public init(opener: SessionOpener) {
+    source = .opener(opener)
+    session = nil
+    retryInterval = opener.retryInterval
   }
 
   /// The active account, or nil.
@@ -57,6 +70,7 @@ public final class AccountsViewModel: ObservableViewModel {
   /// Shows the roster and follows every change until the calling task is cancelled. Start
   /// it with the view: `.task { await model.follow() }`.
   public func follow() async {
+    defer { if case .opener = source { session = nil } }
     var waitFirst = false
     var recurring = 0  // `FeedError`s in a row with no change delivered between them
     while !Task.isCancelled {
@@ -65,6 +79,13 @@ public final class AccountsViewModel: ObservableViewModel {
       }
       waitFirst = false
       do {
+        let session: any SessionRepository
+        switch source {
+        case .store(let store): session = store
+        case .opener(let opener):
+          if let open = self.session { session = open } else { session = try await opener.open() }
+        }
+        self.session = session
         var roster = try session.roster()
         let changes = try session.changes(from: .after(roster.cursor))
         show(roster)
@@ -79,6 +100,7 @@ public final class AccountsViewModel: ObservableViewModel {
         recurring += 1
       } catch {
         phase = .unavailable(reason: "The accounts cannot be read: \(error)")
+        if case .opener = source { session = nil }  // opened again at the next try
         waitFirst = true
       }
     }
@@ -108,6 +130,10 @@ public final class AccountsViewModel: ObservableViewModel {
   /// Runs `write` off the main actor; a failure lands in ``writeError``. The new roster
   /// arrives through the feed like any other change.
   private func writing(_ failure: String, _ write: (any SessionRepository) async throws -> Void) async {
+    guard let session else {
+      writeError = "\(failure): the accounts are not open"
+      return
+    }
     isWriting = true
     defer { isWriting = false }
     do {
