@@ -30,9 +30,12 @@ import Testing
   }()
 
   /// The `CREATE TRIGGER accounts_external_update … END;` statement of the migration.
-  static var feedTriggerSQL: String {
-    guard let start = migrationSQL.range(of: "CREATE TRIGGER accounts_external_update"),
-      let end = migrationSQL.range(of: "END;", range: start.upperBound..<migrationSQL.endIndex)
+  static var feedTriggerSQL: String { triggerSQL("accounts_external_update") }
+
+  /// The `CREATE TRIGGER name … END;` statement of migration 0004.
+  static func triggerSQL(_ name: String) -> String {
+    guard let start = migrationSQL.range(of: "CREATE TRIGGER \(name) "),
+      let end = migrationSQL.range(of: "\nEND;", range: start.upperBound..<migrationSQL.endIndex)
     else { return "" }
     return String(migrationSQL[start.lowerBound..<end.upperBound])
   }

@@ -93,6 +93,15 @@ extension SQLiteFile {
           + "what it recorded when it was written (\(describe(tip.row)), at \(tip.row.time ?? "no time")): it was edited by hand"
       )
     }
+    if let dangling = try connection.scalarInt(
+      "SELECT account_id FROM active_account WHERE id = 1 AND account_id NOT IN (SELECT id FROM accounts)")
+    {
+      return (
+        false,
+        "active_account names account \(dangling), which the roster does not hold: set it to NULL "
+          + "(UPDATE active_account SET account_id = NULL) or to an account's id"
+      )
+    }
     let accounts = try rows("SELECT seq, username, is_logged_in, updated_at FROM accounts ORDER BY id")
     var verified = 0
     for account in accounts {
