@@ -135,6 +135,14 @@ extension DifferentialTests {
     case logIn(String, Call)
     case logOut(Call)
     case rename(String, Call)
+    /// The roster's writes (async), each with a condition or none.
+    case switchTo(String, Condition)
+    case remove(String, Condition)
+    case logOutNamed(String, Condition)
+    case logOutAll(Condition)
+    case renameNamed(String, to: String, Condition)
+    case logInExpecting(String, Condition)
+    case roster
     case state
     case snapshot
     case bounds
@@ -159,6 +167,20 @@ extension DifferentialTests {
         case 2, 4: .async
         default: .sync
         }
+      // A roster write one draw in four, else one of the 1.x calls.
+      if random.below(4) == 0 {
+        let condition = Condition(&random)
+        switch random.below(7) {
+        case 0: self = .switchTo(Choices.username(&random), condition)
+        case 1: self = .remove(Choices.username(&random), condition)
+        case 2: self = .logOutNamed(Choices.username(&random), condition)
+        case 3: self = .logOutAll(condition)
+        case 4: self = .renameNamed(Choices.username(&random), to: Choices.username(&random), condition)
+        case 5: self = .logInExpecting(Choices.username(&random), condition)
+        default: self = .roster
+        }
+        return
+      }
       switch random.below(100) {
       case 0..<18: self = .logIn(Choices.username(&random), call)
       case 18..<30: self = .rename(Choices.username(&random), call)
@@ -185,6 +207,14 @@ extension DifferentialTests {
       case .logIn(let name, let call): "logIn(as: \(quoted(name)))\(call)"
       case .logOut(let call): "logOut()\(call)"
       case .rename(let name, let call): "rename(to: \(quoted(name)))\(call)"
+      case .switchTo(let name, let condition): "switchTo(\(quoted(name))\(condition))"
+      case .remove(let name, let condition): "remove(\(quoted(name))\(condition))"
+      case .logOutNamed(let name, let condition): "logOut(\(quoted(name))\(condition))"
+      case .logOutAll(let condition): "logOutAll(\(condition))"
+      case .renameNamed(let name, let newName, let condition):
+        "rename(\(quoted(name)), to: \(quoted(newName))\(condition))"
+      case .logInExpecting(let name, let condition): "logIn(as: \(quoted(name))\(condition))"
+      case .roster: "roster()"
       case .state: "state"
       case .snapshot: "snapshot()"
       case .bounds: "bounds()"
@@ -197,6 +227,38 @@ extension DifferentialTests {
       case .compactKeepingLast(let count): "compact(keepingLast: \(count))"
       case .compactBefore(let cursor): "compact(before: \(cursor))"
       case .compactOlderThan(let age): "compact(olderThan: \(age))"
+      }
+    }
+  }
+
+  /// What a roster write expects: nothing, the head (or a cursor near it), or its account's
+  /// cursor (0: no such account).
+  enum Condition: Sendable, CustomStringConvertible {
+    case none
+    case head(CursorChoice)
+    case account(CursorChoice)
+
+    init(_ random: inout SplitMix64) {
+      switch random.below(4) {
+      case 0: self = .head(CursorChoice(&random))
+      case 1: self = .account(CursorChoice(&random))
+      default: self = .none
+      }
+    }
+
+    func resolved(_ bounds: FeedBounds) -> WriteCondition? {
+      switch self {
+      case .none: nil
+      case .head(let cursor): .head(cursor.resolved(bounds))
+      case .account(let cursor): .account(cursor.resolved(bounds))
+      }
+    }
+
+    var description: String {
+      switch self {
+      case .none: ""
+      case .head(let cursor): ", expecting: .head(\(cursor))"
+      case .account(let cursor): ", expecting: .account(\(cursor))"
       }
     }
   }
@@ -262,6 +324,9 @@ extension DifferentialTests {
   /// An entry without its times.
   struct EntryShape: Equatable, CustomStringConvertible {
     var cursor: Cursor
+    var account: AccountID
+    var wasActive: Bool
+    var isActive: Bool
     var origin: String
     var events: [SessionEvent]
     var before: StateShape
@@ -270,6 +335,9 @@ extension DifferentialTests {
 
     init(_ entry: SessionEntry) {
       cursor = entry.cursor
+      account = entry.change.account
+      wasActive = entry.change.wasActive
+      isActive = entry.change.isActive
       origin = entry.origin
       events = entry.events
       before = StateShape(entry.before)
@@ -278,7 +346,7 @@ extension DifferentialTests {
     }
 
     var description: String {
-      "#\(cursor) \(quoted(origin)) [\(events.map(describe).joined(separator: ", "))] \(before) → \(after)"
+      "#\(cursor) account \(account)\(wasActive ? " was active" : "")\(isActive ? " is active" : "") \(quoted(origin)) [\(events.map(describe).joined(separator: ", "))] \(before) → \(after)"
         + (timeOnMillisecond ? "" : " (time not on a ms)")
     }
   }
@@ -288,6 +356,7 @@ extension DifferentialTests {
     case opened
     case entry(EntryShape?)
     case entries([EntryShape])
+    case roster([String], active: AccountID?, Cursor)
     case state(StateShape)
     case snapshot(StateShape, Cursor)
     case bounds(FeedBounds)
@@ -321,6 +390,8 @@ extension DifferentialTests {
       case .opened: "opened"
       case .entry(let entry): entry.map { "\($0)" } ?? "nil"
       case .entries(let entries): "\(entries.count) entries \(entries)"
+      case .roster(let accounts, let active, let cursor):
+        "roster at \(cursor): \(accounts.map(quoted)), active \(active.map { "\($0)" } ?? "none")"
       case .state(let state): "\(state)"
       case .snapshot(let state, let cursor): "snapshot at \(cursor): \(state)"
       case .bounds(let bounds): "bounds \(bounds.oldest.map { "\($0)" } ?? "nil")…\(bounds.head)"
@@ -418,6 +489,27 @@ extension DifferentialTests {
       case .rename(let name, let call):
         return written(
           try await call.run(sync: { try subject.rename(name) }, async: { try await store.rename(to: name) }))
+      case .switchTo(let name, let condition):
+        return written(try await store.switchTo(name, expecting: condition.resolved(bounds)))
+      case .remove(let name, let condition):
+        return written(try await store.remove(name, expecting: condition.resolved(bounds)))
+      case .logOutNamed(let name, let condition):
+        return written(try await store.logOut(name, expecting: condition.resolved(bounds)))
+      case .logOutAll(let condition):
+        let entries = try await store.logOutAll(expecting: condition.resolved(bounds))
+        for entry in entries { times[entry.cursor] = entry.time }
+        return .entries(entries.map(EntryShape.init))
+      case .renameNamed(let name, let newName, let condition):
+        return written(try await store.rename(name, to: newName, expecting: condition.resolved(bounds)))
+      case .logInExpecting(let name, let condition):
+        return written(try await store.logIn(as: name, expecting: condition.resolved(bounds)))
+      case .roster:
+        // Identifiers and names by bytes, login states, the active one and the cursor (times
+        // differ between stores; each account's own cursor is in its entries).
+        let roster = try store.roster()
+        return .roster(
+          roster.accounts.map { "\($0.id) \(Array($0.username.utf8)) \($0.isLoggedIn) \($0.cursor)" },
+          active: roster.activeID, roster.cursor)
       case .state:
         return .state(StateShape(try store.state))
       case .snapshot:
