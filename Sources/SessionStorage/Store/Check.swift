@@ -9,7 +9,8 @@ public enum StoreCheck: String, Sendable, Hashable, CaseIterable {
   /// The tables, indexes and triggers (and, on PostgreSQL, the functions) are exactly the
   /// ones the applied migrations create.
   case schema
-  /// The session row is the state the newest change left.
+  /// Each account is the state its newest change left (the 1.x session row, in a file not
+  /// migrated yet).
   case state
   /// Every stored time is in the feed's format.
   case times

@@ -47,11 +47,6 @@ public struct SessionChange: Sendable, Hashable, CustomStringConvertible {
   /// The account's username: after the change, or before it for a removal.
   public var username: String? { after.username ?? before.username }
 
-  /// Whether ``events`` is not empty, without building them.
-  var hasEvents: Bool {
-    before.isLoggedIn != after.isLoggedIn || before.username != after.username || wasActive != isActive
-  }
-
   /// The events, `, `-separated: `add bob, login bob, activate bob`.
   public var description: String {
     let events = events
