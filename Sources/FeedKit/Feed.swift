@@ -58,7 +58,8 @@ package struct Feed<Change: Sendable, Snapshot: Sendable>: Sendable {
     }
     let cursor = try resolve(start, bounds: source.bounds())
     return FeedSubscription(
-      feed: self, cursor: cursor, listener: listener, last: try entry(at: cursor, for: start), include: include)
+      feed: self, cursor: cursor, listener: listener, last: try entry(at: cursor, for: start),
+      include: include)
   }
 
   /// The current state and every change after it, with no gap and no duplicate.

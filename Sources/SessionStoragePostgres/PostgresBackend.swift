@@ -66,10 +66,15 @@ final class PostgresBackend: SessionBackend {
   func roster() throws -> SessionRoster {
     let (state, cursor, _) = try log.snapshot()
     let accounts = state.username.map {
-      [Account(id: AccountID(1), username: $0, isLoggedIn: state.isLoggedIn, updatedAt: state.updatedAt, cursor: cursor)]
+      [
+        Account(
+          id: AccountID(1), username: $0, isLoggedIn: state.isLoggedIn, updatedAt: state.updatedAt,
+          cursor: cursor)
+      ]
     }
     return SessionRoster(
-      accounts: accounts ?? [], activeID: accounts.map { _ in AccountID(1) }, activeSince: state.updatedAt, cursor: cursor)
+      accounts: accounts ?? [], activeID: accounts.map { _ in AccountID(1) }, activeSince: state.updatedAt,
+      cursor: cursor)
   }
 
   var place: String { server.described }
@@ -93,7 +98,9 @@ final class PostgresBackend: SessionBackend {
     let token = String(Int64.random(in: 1...Int64.max))
     let outcome = try withWriter { connection in
       switch write.action {
-      case .logIn, .logOut(nil), .rename(nil, _) where write.condition == nil: break
+      case .logIn, .logOut(nil),
+        .rename(nil, _) where write.condition == nil:
+        break
       default: throw SessionStorageError(.invalidArgument, "PostgreSQL stores hold one account")
       }
       return try PostgresWrite(write: write, origin: options.origin, token: token).commit(on: connection)

@@ -25,7 +25,10 @@ import Testing
     #expect(try store.roster().accounts.isEmpty)
     let alice = try #require(try await store.logIn(as: "alice"))
     #expect(alice.change.account == AccountID(1))
-    #expect(alice.events == [.added(username: "alice"), .loggedIn(username: "alice"), .activated(username: "alice")])
+    #expect(
+      alice.events == [
+        .added(username: "alice"), .loggedIn(username: "alice"), .activated(username: "alice"),
+      ])
     let bob = try #require(try await store.logIn(as: "bob"))
     #expect(bob.change.account == AccountID(2))
     #expect(!bob.change.wasActive && bob.change.isActive)
@@ -132,7 +135,9 @@ import Testing
     let store = subject.repository
     let first = try #require(try await store.logIn(as: "alice", expecting: .head(.zero)))
     // A stale writer read the store at cursor 0 and signs in carol: refused.
-    await #expect(throws: SessionStorageError.self) { try await store.logIn(as: "carol", expecting: .head(.zero)) }
+    await #expect(throws: SessionStorageError.self) {
+      try await store.logIn(as: "carol", expecting: .head(.zero))
+    }
     do {
       try await store.logOut(expecting: .head(.zero))
       Issue.record("a write expecting an old head committed")
@@ -143,10 +148,14 @@ import Testing
     try await store.logIn(as: "bob")
     // The account's own cursor: bob's change does not move alice's.
     #expect(try await store.logOut("alice", expecting: .account(first.cursor)) != nil)
-    await #expect(throws: SessionStorageError.self) { try await store.logIn(as: "alice", expecting: .account(first.cursor)) }
+    await #expect(throws: SessionStorageError.self) {
+      try await store.logIn(as: "alice", expecting: .account(first.cursor))
+    }
     // `.account(.zero)` expects no such account: a login that may only add.
     #expect(try await store.logIn(as: "carol", expecting: .account(.zero)) != nil)
-    await #expect(throws: SessionStorageError.self) { try await store.logIn(as: "carol", expecting: .account(.zero)) }
+    await #expect(throws: SessionStorageError.self) {
+      try await store.logIn(as: "carol", expecting: .account(.zero))
+    }
     #expect(try store.roster().accounts.map(\.username) == ["alice", "bob", "carol"])
     #expect(try store.bounds().head == Cursor(4))
   }
@@ -166,8 +175,10 @@ import Testing
     let entries = try await first(3, of: bobsChanges)
     #expect(entries.map(\.cursor.value) == [2, 4, 6])
     #expect(entries.allSatisfy { $0.change.account == AccountID(2) })
-    #expect(try store.history(from: .beginning, limit: 10, account: AccountID(1)).map(\.cursor.value) == [1, 3, 5])
-    #expect(try store.history(from: .after(Cursor(3)), limit: 1, account: AccountID(1)).map(\.cursor.value) == [5])
+    #expect(
+      try store.history(from: .beginning, limit: 10, account: AccountID(1)).map(\.cursor.value) == [1, 3, 5])
+    #expect(
+      try store.history(from: .after(Cursor(3)), limit: 1, account: AccountID(1)).map(\.cursor.value) == [5])
   }
 
   @Test(arguments: Kind.allCases)

@@ -54,7 +54,10 @@ import Testing
     let login = try await #require(try store.logIn(as: "alice"))
     #expect(login.cursor == Cursor(1))
     #expect(login.origin == "contract")
-    #expect(login.events == [.added(username: "alice"), .loggedIn(username: "alice"), .activated(username: "alice")])
+    #expect(
+      login.events == [
+        .added(username: "alice"), .loggedIn(username: "alice"), .activated(username: "alice"),
+      ])
     #expect(try await store.logIn(as: "alice") == nil)
     let rename = try await #require(try store.rename(to: "bob"))
     #expect(rename.events == [.usernameChanged(from: "alice", to: "bob")])
@@ -66,7 +69,9 @@ import Testing
     #expect(try await store.logOut() == nil)
     let switchUser = try await #require(try store.logIn(as: "carol"))
     #expect(
-      switchUser.events == [.added(username: "carol"), .loggedIn(username: "carol"), .activated(username: "carol")])
+      switchUser.events == [
+        .added(username: "carol"), .loggedIn(username: "carol"), .activated(username: "carol"),
+      ])
     #expect(try store.history(from: .beginning, limit: 10).map(\.cursor.value) == [1, 2, 3, 4])
     #expect(try store.state.username == "carol")
     #expect(try store.state.isLoggedIn)

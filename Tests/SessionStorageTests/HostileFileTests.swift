@@ -65,7 +65,8 @@ import Testing
       code: .checksumMismatch),
     CrashedRefusal(
       name: "foreign table", sql: "CREATE TABLE invoices (id INTEGER PRIMARY KEY)", code: .tamperedSchema),
-    CrashedRefusal(name: "trigger dropped", sql: "DROP TRIGGER accounts_external_update", code: .tamperedSchema),
+    CrashedRefusal(
+      name: "trigger dropped", sql: "DROP TRIGGER accounts_external_update", code: .tamperedSchema),
   ]
 
   /// A crash leaves commits in the `-wal`; a refused open must not checkpoint them into the

@@ -117,9 +117,12 @@ import Testing
     try await ProcessRunner.sqlite3(path, "INSERT INTO accounts (username) VALUES ('Jose' || char(769))")
     let username = try #require(try store.check().first { $0.check == .username })
     #expect(username.verdict == .failed)
-    #expect(username.detail.contains("not in Unicode NFC") || username.detail.contains("two accounts"), "\(username.detail)")
+    #expect(
+      username.detail.contains("not in Unicode NFC") || username.detail.contains("two accounts"),
+      "\(username.detail)")
     try await ProcessRunner.sqlite3(
-      path, "DROP TRIGGER accounts_external_delete; DELETE FROM accounts WHERE id = 1; "
+      path,
+      "DROP TRIGGER accounts_external_delete; DELETE FROM accounts WHERE id = 1; "
         + SchemaTamperingTests.triggerSQL("accounts_external_delete"))
     let state = try #require(try store.check().first { $0.check == .state })
     #expect(state.verdict == .failed)

@@ -106,7 +106,8 @@ import Testing
     #expect(try Schema.rows(on: file) == Schema.expectedRows?[applied])
     #expect(try Schema.differences(on: file, applied: applied).isEmpty)
     let trigger = try #require(
-      try file.scalarText("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'accounts_external_update'"))
+      try file.scalarText(
+        "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'accounts_external_update'"))
     let respaced = trigger.replacingOccurrences(of: "\n", with: "\n\t  ").replacingOccurrences(
       of: "BEGIN", with: "begin")
     try file.execute("BEGIN IMMEDIATE; DROP TRIGGER accounts_external_update; \(respaced); COMMIT")

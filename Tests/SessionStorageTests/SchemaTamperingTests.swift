@@ -50,14 +50,16 @@ import Testing
 
   static let tamperings: [Tampering] = [
     Tampering(
-      name: "trigger dropped", sql: "DROP TRIGGER accounts_external_update", object: "trigger accounts_external_update is missing"),
+      name: "trigger dropped", sql: "DROP TRIGGER accounts_external_update",
+      object: "trigger accounts_external_update is missing"),
     Tampering(
       name: "trigger added",
       sql: "CREATE TRIGGER sneaky AFTER UPDATE ON accounts BEGIN SELECT 1; END",
       object: "trigger sneaky is not part of the schema"),
     Tampering(
       name: "trigger altered",
-      sql: "DROP TRIGGER accounts_external_update; CREATE TRIGGER accounts_external_update AFTER UPDATE ON accounts BEGIN "
+      sql:
+        "DROP TRIGGER accounts_external_update; CREATE TRIGGER accounts_external_update AFTER UPDATE ON accounts BEGIN "
         + "INSERT INTO session_changes (at, origin, old_is_logged_in, new_is_logged_in, old_updated_at) "
         + "VALUES ('x', 'forged', 0, 0, 'x'); END",
       object: "trigger accounts_external_update differs"),
@@ -68,7 +70,8 @@ import Testing
       name: "index added", sql: "CREATE INDEX session_changes_at ON session_changes (at)",
       object: "index session_changes_at is not part of the schema"),
     Tampering(
-      name: "column added", sql: "ALTER TABLE accounts ADD COLUMN note TEXT", object: "table accounts differs"),
+      name: "column added", sql: "ALTER TABLE accounts ADD COLUMN note TEXT", object: "table accounts differs"
+    ),
     Tampering(
       name: "table dropped", sql: "DROP TABLE session_changes", object: "table session_changes is missing"),
     Tampering(

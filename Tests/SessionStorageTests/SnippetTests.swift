@@ -154,7 +154,8 @@ import Testing
       #expect(library.status == 0, "\(environment): \(library.stderr)")
       let lines = library.stdout.split(separator: "\n").map(String.init)
       #expect(lines.first?.hasPrefix("snapshot at 0: (none), logged out, updated ") == true, "\(lines)")
-      #expect(lines.contains { $0.hasSuffix("MyApp       add alice, login alice, activate alice") }, "\(lines)")
+      #expect(
+        lines.contains { $0.hasSuffix("MyApp       add alice, login alice, activate alice") }, "\(lines)")
       #expect(lines.contains { $0.hasPrefix("Alice, logged out, updated ") }, "\(lines)")
       #expect(lines.contains("refused: it hides a right-to-left override"), "\(lines)")
       #expect(

@@ -1,8 +1,8 @@
 import Foundation
 import SessionStorage
 import SessionViewModels
-import TestSupport
 import Synchronization
+import TestSupport
 import Testing
 
 /// An account switcher, and the screens that follow the active account, on every store.
@@ -38,7 +38,9 @@ extension ViewModelTests {
           signIn.username = name
           #expect(await signIn.signIn())
         }
-        try await accounts.waitUntil { $0.accounts.map(\.username) == ["alice", "bob"] && $0.active?.username == "bob" }
+        try await accounts.waitUntil {
+          $0.accounts.map(\.username) == ["alice", "bob"] && $0.active?.username == "bob"
+        }
         try await profile.waitUntil { $0.greeting == "Hello, bob" }
 
         // A switch made elsewhere (another process, sessionctl) shows on both screens.
@@ -64,7 +66,9 @@ extension ViewModelTests {
 
         // A refused write is shown and changes nothing.
         await accounts.switchTo("nobody")
-        #expect(accounts.writeError?.contains("no account is named 'nobody'") == true, "\(accounts.writeError ?? "")")
+        #expect(
+          accounts.writeError?.contains("no account is named 'nobody'") == true,
+          "\(accounts.writeError ?? "")")
         #expect(try store.roster().accounts.map(\.username) == ["alice"])
       }
     }

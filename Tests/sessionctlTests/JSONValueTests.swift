@@ -82,7 +82,8 @@ import Testing
   static let after = SessionState(username: "alice", isLoggedIn: true, updatedAt: time)
   static let entry = SessionEntry(
     cursor: Cursor(7), time: time, origin: "sessionctl",
-    change: SessionChange(account: AccountID(1), before: before, after: after, wasActive: false, isActive: true))
+    change: SessionChange(
+      account: AccountID(1), before: before, after: after, wasActive: false, isActive: true))
 
   @Test func changeLine() throws {
     #expect(
@@ -97,7 +98,8 @@ import Testing
       Presenter(json: false).change(Self.entry)
         == "7  2026-05-28T20:26:40.689Z  sessionctl  add alice, login alice, activate alice")
     #expect(
-      Self.entry.description == "7  2026-05-28T20:26:40.689Z  sessionctl  add alice, login alice, activate alice")
+      Self.entry.description
+        == "7  2026-05-28T20:26:40.689Z  sessionctl  add alice, login alice, activate alice")
   }
 
   @Test func eventsOfEveryKind() throws {

@@ -74,7 +74,9 @@ final class MemoryBackend: SessionBackend {
   /// `check()` reads what is there.
   func replaceState(_ state: SessionState) {
     log.current.withLock { log in
-      guard let index = log.roster.accounts.firstIndex(where: { $0.id == log.roster.activeID }) else { return }
+      guard let index = log.roster.accounts.firstIndex(where: { $0.id == log.roster.activeID }) else {
+        return
+      }
       log.roster.accounts[index].username = state.username ?? ""
       log.roster.accounts[index].isLoggedIn = state.isLoggedIn
     }
@@ -104,7 +106,8 @@ final class MemoryBackend: SessionBackend {
         let id = plan.account ?? log.nextID
         if plan.account == nil { log.nextID = AccountID(id.value + 1) }
         let cursor = Cursor(log.roster.cursor.value + 1)
-        let entry = SessionEntry(cursor: cursor, time: now, origin: origin, change: plan.change(account: id, at: now))
+        let entry = SessionEntry(
+          cursor: cursor, time: now, origin: origin, change: plan.change(account: id, at: now))
         log.roster = log.roster.applying(entry)
         entries.append(entry)
       }
@@ -201,7 +204,8 @@ final class MemoryLog: FeedSource {
     current = Mutex(
       Contents(
         roster: SessionRoster(
-          accounts: accounts ?? [], activeID: accounts.map { _ in AccountID(1) }, activeSince: time, cursor: .zero),
+          accounts: accounts ?? [], activeID: accounts.map { _ in AccountID(1) }, activeSince: time,
+          cursor: .zero),
         nextID: AccountID(accounts == nil ? 1 : 2)))
   }
 
@@ -218,7 +222,10 @@ final class MemoryLog: FeedSource {
 
   func snapshot() -> (state: SessionState, cursor: Cursor, last: SessionEntry?) {
     current.withLock { log in
-      (log.roster.state, log.roster.cursor, log.entries.last.flatMap { $0.cursor == log.roster.cursor ? $0 : nil })
+      (
+        log.roster.state, log.roster.cursor,
+        log.entries.last.flatMap { $0.cursor == log.roster.cursor ? $0 : nil }
+      )
     }
   }
 }

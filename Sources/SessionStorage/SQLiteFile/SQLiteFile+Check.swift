@@ -56,7 +56,8 @@ extension SQLiteFile {
   }
 
   private static func hasTable(_ name: String, on connection: Connection) throws -> Bool {
-    try connection.scalarInt("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(name)]) == 1
+    try connection.scalarInt(
+      "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(name)]) == 1
   }
 
   /// Each account must be the state its newest change left: the feed row at its `seq`, or,
@@ -72,7 +73,10 @@ extension SQLiteFile {
         var rows: [(seq: Int64, row: Row)] = []
         while try statement.step() {
           rows.append(
-            (statement.int64(at: 0), (statement.lossyText(at: 1), statement.int64(at: 2), statement.lossyText(at: 3))))
+            (
+              statement.int64(at: 0),
+              (statement.lossyText(at: 1), statement.int64(at: 2), statement.lossyText(at: 3))
+            ))
         }
         return rows
       }
@@ -122,7 +126,9 @@ extension SQLiteFile {
       }
     }
     if accounts.isEmpty {
-      return (true, tip.seq == 0 ? "the roster is as created; no change was ever recorded" : "the roster is empty")
+      return (
+        true, tip.seq == 0 ? "the roster is as created; no change was ever recorded" : "the roster is empty"
+      )
     }
     return (
       true,
@@ -222,7 +228,9 @@ extension SQLiteFile {
     }
     if try hasRoster(on: connection) {
       try connection.query("SELECT id, updated_at FROM accounts ORDER BY id") { statement in
-        while try statement.step() { inspect("updated_at of account \(statement.int64(at: 0))", statement.lossyText(at: 1)) }
+        while try statement.step() {
+          inspect("updated_at of account \(statement.int64(at: 0))", statement.lossyText(at: 1))
+        }
       }
       try connection.query("SELECT updated_at FROM active_account") { statement in
         while try statement.step() { inspect("active_account.updated_at", statement.lossyText(at: 0)) }
@@ -291,7 +299,9 @@ extension SQLiteFile {
   }
 
   private static func checkUsername(on connection: Connection) throws -> (passed: Bool, detail: String) {
-    let sql = try hasRoster(on: connection) ? "SELECT username FROM accounts ORDER BY id" : "SELECT username FROM session"
+    let sql =
+      try hasRoster(on: connection)
+      ? "SELECT username FROM accounts ORDER BY id" : "SELECT username FROM session"
     let names = try connection.query(SQL(sql)) { statement in
       var names: [String?] = []
       while try statement.step() { names.append(try statement.text(at: 0)) }
@@ -300,11 +310,14 @@ extension SQLiteFile {
     var seen: [String] = []
     do {
       for name in names.compactMap({ $0 }) {
-        if !(try Username.validated(name)).utf8.elementsEqual(name.utf8) {  // Swift's == ignores normalization
+        // By bytes: Swift's == ignores normalization.
+        if !(try Username.validated(name)).utf8.elementsEqual(name.utf8) {
           return (false, "username '\(name.escapedForTerminal)' is not in Unicode NFC")
         }
         if seen.contains(name) {
-          return (false, "two accounts are named '\(name.escapedForTerminal)' (in two Unicode normalizations)")
+          return (
+            false, "two accounts are named '\(name.escapedForTerminal)' (in two Unicode normalizations)"
+          )
         }
         seen.append(name)
       }

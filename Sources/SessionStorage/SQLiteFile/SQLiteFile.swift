@@ -89,7 +89,9 @@ package final class SQLiteFile: SessionBackend {
     do {
       outcome = try database.withWriter(options, isCancelled: isCancelled) { connection in
         // The schema may have been changed since the open.
-        try Migrator.verifiedWrite(connection) { try RosterWrite(connection: connection, origin: options.origin).run(write) }
+        try Migrator.verifiedWrite(connection) {
+          try RosterWrite(connection: connection, origin: options.origin).run(write)
+        }
       }
     } catch let error as SessionStorageError where error.code == .busy && isCancelled() {
       throw CancellationError()
@@ -109,21 +111,29 @@ struct RosterWrite: RosterReading {
 
   func head() throws -> Cursor { try SessionTables.bounds(on: connection).head }
 
-  func activeAccount() throws -> Account? { try SessionTables.accounts(SessionTables.activeAccountSQL, on: connection).first }
+  func activeAccount() throws -> Account? {
+    try SessionTables.accounts(SessionTables.activeAccountSQL, on: connection).first
+  }
 
   /// The account stored with exactly these bytes, or else one whose name Swift takes for the
   /// same (another normalization, stored by another client): the same answer a store in
   /// memory gives.
   func account(named username: String) throws -> Account? {
-    if let exact = try SessionTables.accounts(SessionTables.accountNamedSQL, [.text(username)], on: connection).first {
+    if let exact = try SessionTables.accounts(
+      SessionTables.accountNamedSQL, [.text(username)], on: connection
+    ).first {
       return exact
     }
-    return try SessionTables.accounts(SessionTables.accountsSQL, on: connection).first { $0.username == username }
+    return try SessionTables.accounts(SessionTables.accountsSQL, on: connection).first {
+      $0.username == username
+    }
   }
 
   func accountCount() throws -> Int { Int(try connection.scalarInt(SessionTables.accountCountSQL) ?? 0) }
 
-  func signedIn() throws -> [Account] { try SessionTables.accounts(SessionTables.signedInSQL, on: connection) }
+  func signedIn() throws -> [Account] {
+    try SessionTables.accounts(SessionTables.signedInSQL, on: connection)
+  }
 
   /// Plans `write` and applies it.
   func run(_ write: SessionWrite) throws -> WriteOutcome {
@@ -134,7 +144,8 @@ struct RosterWrite: RosterReading {
     }
     guard Int64.max - head.value >= planned.count else {
       throw SessionStorageError(
-        .cursorsExhausted, try SessionTables.cursorProblem(on: connection) ?? "the feed's cursors are exhausted",
+        .cursorsExhausted,
+        try SessionTables.cursorProblem(on: connection) ?? "the feed's cursors are exhausted",
         path: connection.path)
     }
     let time = Timestamp.rounded(Date())
@@ -147,13 +158,17 @@ struct RosterWrite: RosterReading {
       switch (plan.account, plan.after) {
       case (nil, let after?):
         try connection.run(
-          Self.insertSQL, [.text(after.username), .integer(after.isLoggedIn ? 1 : 0), stamp, .integer(cursor.value)])
+          Self.insertSQL,
+          [.text(after.username), .integer(after.isLoggedIn ? 1 : 0), stamp, .integer(cursor.value)])
         id = AccountID(connection.lastInsertRowID)
       case (let existing?, let after?):
         id = existing
         try connection.run(
           Self.updateSQL,
-          [.text(after.username), .integer(after.isLoggedIn ? 1 : 0), stamp, .integer(cursor.value), .integer(id.value)])
+          [
+            .text(after.username), .integer(after.isLoggedIn ? 1 : 0), stamp, .integer(cursor.value),
+            .integer(id.value),
+          ])
       case (let existing?, nil):
         id = existing
         try connection.run(Self.deleteSQL, [.integer(id.value)])

@@ -13,13 +13,16 @@ public struct AccountID: Sendable, Hashable, Comparable, Codable, CustomStringCo
   /// The identifier with this number.
   public init(_ value: Int64) { self.value = value }
 
+  /// Whether `lhs` was assigned before `rhs`.
   public static func < (lhs: Self, rhs: Self) -> Bool { lhs.value < rhs.value }
 
   /// The number, as `sessionctl accounts` prints it.
   public var description: String { String(value) }
 
   /// Decodes a JSON number.
-  public init(from decoder: any Decoder) throws { value = try decoder.singleValueContainer().decode(Int64.self) }
+  public init(from decoder: any Decoder) throws {
+    value = try decoder.singleValueContainer().decode(Int64.self)
+  }
 
   /// Encodes a JSON number.
   public func encode(to encoder: any Encoder) throws {
@@ -55,7 +58,9 @@ public struct Account: Sendable, Hashable, Codable, CustomStringConvertible {
   }
 
   /// The account's username, login state and time, as ``SessionState``.
-  public var state: SessionState { SessionState(username: username, isLoggedIn: isLoggedIn, updatedAt: updatedAt) }
+  public var state: SessionState {
+    SessionState(username: username, isLoggedIn: isLoggedIn, updatedAt: updatedAt)
+  }
 
   /// `alice, logged in, updated 2026-11-29T20:33:33.897Z`.
   public var description: String { state.description }

@@ -192,7 +192,8 @@ extension FeedEntry where Change == SessionChange {
   package var json: JSONValue {
     [
       "type": "change", "cursor": .int(cursor.value), "at": .string(Timestamp.format(time)),
-      "origin": .string(origin), "account": .int(change.account.value), "events": .array(change.events.map(\.json)),
+      "origin": .string(origin), "account": .int(change.account.value),
+      "events": .array(change.events.map(\.json)),
       "before": change.before.json, "after": change.after.json, "wasActive": .bool(change.wasActive),
       "isActive": .bool(change.isActive),
     ]

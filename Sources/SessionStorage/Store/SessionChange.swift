@@ -36,7 +36,8 @@ public struct SessionChange: Sendable, Hashable, CustomStringConvertible {
   public var events: [SessionEvent] { SessionEvent.between(self) }
 
   /// Creates a change; its events are derived from the states and flags.
-  public init(account: AccountID, before: SessionState, after: SessionState, wasActive: Bool, isActive: Bool) {
+  public init(account: AccountID, before: SessionState, after: SessionState, wasActive: Bool, isActive: Bool)
+  {
     self.account = account
     self.before = before
     self.after = after
@@ -162,7 +163,8 @@ extension SnapshotSubscription where Change == SessionChange, Snapshot == Sessio
 extension SessionChange {
   /// The active account's state after `entry`, given the one before it: how the feed's
   /// values fold entries.
-  package static let activeStateAfter: @Sendable (SessionState, SessionEntry) -> SessionState = { state, entry in
+  package static let activeStateAfter: @Sendable (SessionState, SessionEntry) -> SessionState = {
+    state, entry in
     entry.change.activeState(after: state, at: entry.time)
   }
 }
@@ -262,7 +264,9 @@ public enum SessionEvent: Sendable, Hashable, Codable, CustomStringConvertible {
     }
     if !before.isLoggedIn && after.isLoggedIn { events.append(.loggedIn(username: after.username)) }
     if !change.wasActive && change.isActive { events.append(.activated(username: after.username)) }
-    if change.wasActive && !change.isActive && !leaves { events.append(.deactivated(username: after.username)) }
+    if change.wasActive && !change.isActive && !leaves {
+      events.append(.deactivated(username: after.username))
+    }
     if leaves { events.append(.removed(username: before.username)) }
     return events
   }

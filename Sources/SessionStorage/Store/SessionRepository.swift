@@ -93,7 +93,8 @@ extension SessionRepository {
   }
 
   /// Renames the named account, unconditionally.
-  @discardableResult public func rename(_ username: String, to newName: String) async throws -> SessionEntry? {
+  @discardableResult public func rename(_ username: String, to newName: String) async throws -> SessionEntry?
+  {
     try await rename(username, to: newName, expecting: nil)
   }
 
@@ -113,5 +114,7 @@ extension SessionRepository {
   }
 
   /// Signs out every account, unconditionally.
-  @discardableResult public func logOutAll() async throws -> [SessionEntry] { try await logOutAll(expecting: nil) }
+  @discardableResult public func logOutAll() async throws -> [SessionEntry] {
+    try await logOutAll(expecting: nil)
+  }
 }

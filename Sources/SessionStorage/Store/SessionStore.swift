@@ -182,7 +182,9 @@ public final class SessionStore: SessionRepository {
   /// - Returns: the committed change, or nil when it was signed out.
   /// - Throws: `accountNotFound` when no account has that name, and as ``logIn(as:expecting:)``.
   @discardableResult
-  public func logOut(_ username: String, expecting condition: WriteCondition? = nil) async throws -> SessionEntry? {
+  public func logOut(_ username: String, expecting condition: WriteCondition? = nil) async throws
+    -> SessionEntry?
+  {
     try await outcome(of: .logOut(username, expecting: condition)).entry
   }
 
@@ -204,14 +206,17 @@ public final class SessionStore: SessionRepository {
   /// - Throws: `usernameTaken` when another account has that name; and as
   ///   ``logIn(as:expecting:)``.
   @discardableResult
-  public func rename(to username: String, expecting condition: WriteCondition? = nil) async throws -> SessionEntry? {
+  public func rename(to username: String, expecting condition: WriteCondition? = nil) async throws
+    -> SessionEntry?
+  {
     try await outcome(of: .rename(to: username, expecting: condition)).entry
   }
 
   /// Renames the account named `username`, active or not.
   /// - Throws: `accountNotFound`, `usernameTaken`, and as ``logIn(as:expecting:)``.
   @discardableResult
-  public func rename(_ username: String, to newName: String, expecting condition: WriteCondition? = nil) async throws
+  public func rename(_ username: String, to newName: String, expecting condition: WriteCondition? = nil)
+    async throws
     -> SessionEntry?
   {
     try await outcome(of: .rename(username, to: newName, expecting: condition)).entry
@@ -222,7 +227,9 @@ public final class SessionStore: SessionRepository {
   /// - Returns: the committed change (its event is `activated`), or nil when it was active.
   /// - Throws: `accountNotFound`, and as ``logIn(as:expecting:)``.
   @discardableResult
-  public func switchTo(_ username: String, expecting condition: WriteCondition? = nil) async throws -> SessionEntry? {
+  public func switchTo(_ username: String, expecting condition: WriteCondition? = nil) async throws
+    -> SessionEntry?
+  {
     try await outcome(of: .switchTo(username, expecting: condition)).entry
   }
 
@@ -232,7 +239,9 @@ public final class SessionStore: SessionRepository {
   /// - Returns: the committed change (`removed`, after `loggedOut` when it was signed in).
   /// - Throws: `accountNotFound`, and as ``logIn(as:expecting:)``.
   @discardableResult
-  public func remove(_ username: String, expecting condition: WriteCondition? = nil) async throws -> SessionEntry? {
+  public func remove(_ username: String, expecting condition: WriteCondition? = nil) async throws
+    -> SessionEntry?
+  {
     try await outcome(of: .remove(username, expecting: condition)).entry
   }
 
@@ -348,13 +357,15 @@ public struct BlockingWrites: Sendable {
 
   /// Renames the active account and blocks until it commits (see ``SessionStore/rename(to:expecting:)``).
   @discardableResult
-  public func rename(to username: String, expecting condition: WriteCondition? = nil) throws -> SessionEntry? {
+  public func rename(to username: String, expecting condition: WriteCondition? = nil) throws -> SessionEntry?
+  {
     try outcome(of: .rename(to: username, expecting: condition)).entry
   }
 
   /// Renames the named account and blocks until it commits (see ``SessionStore/rename(_:to:expecting:)``).
   @discardableResult
-  public func rename(_ username: String, to newName: String, expecting condition: WriteCondition? = nil) throws
+  public func rename(_ username: String, to newName: String, expecting condition: WriteCondition? = nil)
+    throws
     -> SessionEntry?
   {
     try outcome(of: .rename(username, to: newName, expecting: condition)).entry
@@ -362,7 +373,8 @@ public struct BlockingWrites: Sendable {
 
   /// Makes the named account active and blocks until it commits (see ``SessionStore/switchTo(_:expecting:)``).
   @discardableResult
-  public func switchTo(_ username: String, expecting condition: WriteCondition? = nil) throws -> SessionEntry? {
+  public func switchTo(_ username: String, expecting condition: WriteCondition? = nil) throws -> SessionEntry?
+  {
     try outcome(of: .switchTo(username, expecting: condition)).entry
   }
 

@@ -37,7 +37,9 @@ package struct SessionWrite: Sendable {
   }
 
   /// Makes a logout of the named account (validated), or of the active one for nil.
-  package static func logOut(_ username: String? = nil, expecting condition: WriteCondition? = nil) throws -> Self {
+  package static func logOut(_ username: String? = nil, expecting condition: WriteCondition? = nil) throws
+    -> Self
+  {
     Self(.logOut(try username.map(Username.validated)), condition)
   }
 
@@ -51,14 +53,17 @@ package struct SessionWrite: Sendable {
   }
 
   /// Validates both usernames and makes a rename of the named account, or the active one.
-  package static func rename(_ username: String? = nil, to newName: String, expecting condition: WriteCondition? = nil)
+  package static func rename(
+    _ username: String? = nil, to newName: String, expecting condition: WriteCondition? = nil
+  )
     throws -> Self
   {
     Self(.rename(try username.map(Username.validated), to: try Username.validated(newName)), condition)
   }
 
   /// Validates `username` and makes a switch to it.
-  package static func switchTo(_ username: String, expecting condition: WriteCondition? = nil) throws -> Self {
+  package static func switchTo(_ username: String, expecting condition: WriteCondition? = nil) throws -> Self
+  {
     Self(.switchTo(try Username.validated(username)), condition)
   }
 
@@ -120,7 +125,8 @@ package struct SessionWrite: Sendable {
       try requireRoom(on: roster, for: name)
       return [
         PlannedChange(
-          account: nil, before: SessionState(username: nil, isLoggedIn: false, updatedAt: Date(timeIntervalSince1970: 0)),
+          account: nil,
+          before: SessionState(username: nil, isLoggedIn: false, updatedAt: Date(timeIntervalSince1970: 0)),
           after: (name, true), wasActive: false, isActive: true)
       ]
     case .logOut(let name):
@@ -138,14 +144,16 @@ package struct SessionWrite: Sendable {
       try requireRoom(on: roster, for: newName)
       return [
         PlannedChange(
-          account: nil, before: SessionState(username: nil, isLoggedIn: false, updatedAt: Date(timeIntervalSince1970: 0)),
+          account: nil,
+          before: SessionState(username: nil, isLoggedIn: false, updatedAt: Date(timeIntervalSince1970: 0)),
           after: (newName, false), wasActive: false, isActive: true)
       ]
     case .rename(let name, let newName):
       let renamed = try target(name)
       if let other = try roster.account(named: newName), other.id != renamed.id {
         throw SessionStorageError(
-          .usernameTaken, "another account is named '\(newName.escapedForTerminal)': remove it or pick another name")
+          .usernameTaken,
+          "another account is named '\(newName.escapedForTerminal)': remove it or pick another name")
       }
       return renamed.username == newName ? [] : change(renamed, username: newName)
     case .switchTo(let name):
@@ -154,7 +162,8 @@ package struct SessionWrite: Sendable {
       let removed = try account(name)
       return [
         PlannedChange(
-          account: removed.id, before: removed.state, after: nil, wasActive: removed.id == active?.id, isActive: false)
+          account: removed.id, before: removed.state, after: nil, wasActive: removed.id == active?.id,
+          isActive: false)
       ]
     }
   }
@@ -164,7 +173,8 @@ package struct SessionWrite: Sendable {
     guard try roster.accountCount() < SessionRoster.limit else {
       throw SessionStorageError(
         .rosterFull,
-        "the store holds \(SessionRoster.limit) accounts, its limit: remove one before adding '\(name.escapedForTerminal)'")
+        "the store holds \(SessionRoster.limit) accounts, its limit: remove one before adding '\(name.escapedForTerminal)'"
+      )
     }
   }
 

@@ -39,7 +39,8 @@ enum Migrator {
     }
     guard hasLedger else {
       if try connection.scalarInt(
-        "SELECT count(*) FROM sqlite_master WHERE type IN ('table', 'view') AND name IN ('session', 'session_changes')")
+        "SELECT count(*) FROM sqlite_master WHERE type IN ('table', 'view') AND name IN ('session', 'session_changes')"
+      )
         == 2
       {
         throw SessionStorageError(

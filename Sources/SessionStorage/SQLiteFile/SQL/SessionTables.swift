@@ -106,11 +106,14 @@ enum SessionTables {
   static func account(_ statement: Statement) -> Account {
     Account(
       id: AccountID(statement.int64(at: 0)), username: statement.lossyText(at: 1) ?? "",
-      isLoggedIn: statement.int64(at: 2) != 0, updatedAt: statement.time(at: 3), cursor: Cursor(statement.int64(at: 4)))
+      isLoggedIn: statement.int64(at: 2) != 0, updatedAt: statement.time(at: 3),
+      cursor: Cursor(statement.int64(at: 4)))
   }
 
   /// The accounts a statement selecting ``accountColumns`` returns.
-  static func accounts(_ sql: SQL, _ bindings: [SQLiteValue] = [], on connection: Connection) throws -> [Account] {
+  static func accounts(_ sql: SQL, _ bindings: [SQLiteValue] = [], on connection: Connection) throws
+    -> [Account]
+  {
     try connection.query(sql, bindings) { statement in
       var accounts: [Account] = []
       while try statement.step() { accounts.append(account(statement)) }
@@ -124,7 +127,8 @@ enum SessionTables {
     let (activeID, since) = try connection.query(activePointerSQL) { statement -> (AccountID?, Date) in
       guard try statement.step() else {
         throw SessionStorageError(
-          .corrupt, "the active_account row is missing (was the table edited by hand?)", path: connection.path)
+          .corrupt, "the active_account row is missing (was the table edited by hand?)", path: connection.path
+        )
       }
       return (statement.isNull(at: 0) ? nil : AccountID(statement.int64(at: 0)), statement.time(at: 1))
     }
