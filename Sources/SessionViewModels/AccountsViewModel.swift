@@ -6,7 +6,7 @@ import SessionStorage
 ///
 /// Creating one opens and reads nothing; ``follow()`` reads the roster and its cursor in one
 /// transaction, then folds every change after that cursor into it
-/// (``SessionRoster/applying(_:)``), so the list never shows a roster that was never
+/// (`SessionRoster.applying(_:)`), so the list never shows a roster that was never
 /// committed, whichever process or tool made the change. It never stops at a dead end: a
 /// history rewritten or compacted under it is read again from a new roster; a read that
 /// fails is tried again every ``retryInterval``.

@@ -154,8 +154,10 @@ public final class SessionStore: SessionRepository {
   /// write waits for a SQLite file's write lock, which stops the wait. A write that committed
   /// returns its entry: cancellation never undoes an acknowledged change.
   /// ``blocking`` offers the same writes for code that may block its thread.
-  /// - Parameter condition: where the write expects the store (or the account) to be; when
-  ///   it is elsewhere, the write throws `conflict` and changes nothing.
+  /// - Parameters:
+  ///   - username: who signs in.
+  ///   - condition: where the write expects the store (or the account) to be; when it is
+  ///     elsewhere, the write throws `conflict` and changes nothing.
   /// - Returns: the committed change, or nil when that account was already signed in and active.
   /// - Throws: `SessionStorageError` (`invalidUsername` before anything is written;
   ///   `conflict`; `rosterFull` for a new account past ``SessionRoster/limit``; `readOnly`
