@@ -102,6 +102,12 @@ BEGIN
   SELECT RAISE(ABORT, 'the roster holds 1000 accounts, its limit; delete one first');
 END;
 
+CREATE TRIGGER accounts_new_id BEFORE INSERT ON accounts
+WHEN NEW.id > 0 AND NEW.id <= coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'accounts'), 0)
+BEGIN
+  SELECT RAISE(ABORT, 'account ids are never reused; leave id out and SQLite numbers the account');
+END;
+
 CREATE TRIGGER accounts_keep_id BEFORE UPDATE OF id ON accounts
 WHEN OLD.id IS NOT NEW.id
 BEGIN

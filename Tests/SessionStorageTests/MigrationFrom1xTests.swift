@@ -129,3 +129,87 @@ import Testing
     #expect(state.detail.contains("active_account names account 1"), "\(state.detail)")
   }
 }
+
+/// What the sqlite3 shell can do to the roster: each edit is one typed entry with origin
+/// `external`, and an edit that would break the model is refused by the file itself.
+@Suite(.timeLimit(.minutes(10))) struct ShellRosterEditTests {
+  @Test func everyEditIsOneTypedExternalEntry() async throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.file("session.db")
+    let store = try SessionStore(path: path, options: .init(origin: "test"))
+    try await store.logIn(as: "alice")
+    let edits: [(sql: String, events: [SessionEvent], account: Int64)] = [
+      (
+        "INSERT INTO accounts (username, is_logged_in) VALUES ('bob', 1)",
+        [.added(username: "bob"), .loggedIn(username: "bob")], 2
+      ),
+      ("UPDATE active_account SET account_id = 2", [.activated(username: "bob")], 2),
+      (
+        "UPDATE accounts SET username = 'robert' WHERE id = 2", [.usernameChanged(from: "bob", to: "robert")],
+        2
+      ),
+      ("UPDATE session SET is_logged_in = 0", [.loggedOut(username: "robert")], 2),
+      ("UPDATE accounts SET is_logged_in = 0 WHERE id = 1", [.loggedOut(username: "alice")], 1),
+      ("UPDATE active_account SET account_id = NULL", [.deactivated(username: "robert")], 2),
+      ("DELETE FROM accounts WHERE id = 1", [.removed(username: "alice")], 1),
+    ]
+    for (index, edit) in edits.enumerated() {
+      try await ProcessRunner.sqlite3(path, edit.sql)
+      let entry = try #require(try store.history(from: .after(Cursor(Int64(index + 1)))).first, "\(edit.sql)")
+      #expect(entry.cursor == Cursor(Int64(index + 2)), "\(edit.sql)")
+      #expect(entry.origin == "external")
+      #expect(entry.events == edit.events, "\(edit.sql)")
+      #expect(entry.change.account == AccountID(edit.account), "\(edit.sql)")
+    }
+    // A removed active account: the pointer goes with it, in the same entry.
+    try await ProcessRunner.sqlite3(
+      path, "UPDATE active_account SET account_id = 2; DELETE FROM accounts WHERE id = 2")
+    let removal = try #require(try store.history(from: .after(Cursor(9))).first)
+    #expect(removal.events == [.removed(username: "robert")])
+    #expect(removal.change.wasActive && !removal.change.isActive)
+    #expect(try store.roster().activeID == nil)
+    #expect(try store.history(from: .after(removal.cursor)).isEmpty, "one entry for the removal")
+    let checks = try store.check()
+    #expect(checks.allSatisfy { $0.verdict == .passed }, "\(checks)")
+  }
+
+  @Test func editsThatBreakTheModelAreRefusedAndChangeNothing() async throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.file("session.db")
+    let store = try SessionStore(path: path)
+    try await store.logIn(as: "alice")
+    try await store.logIn(as: "bob")
+    try await store.remove("bob")
+    let refused = [
+      "INSERT INTO accounts (username) VALUES ('alice')",  // a second alice
+      "INSERT INTO accounts (id, username) VALUES (2, 'carol')",  // bob's id again
+      "UPDATE accounts SET id = 7 WHERE id = 1",
+      "UPDATE active_account SET account_id = 99",
+      "INSERT INTO active_account (id, account_id) VALUES (2, 1)",
+      "DELETE FROM active_account",
+      "UPDATE session SET is_logged_in = 1",  // no account is active, and no name given
+      "DELETE FROM session",
+      "UPDATE accounts SET is_logged_in = 2",
+    ]
+    let head = try store.bounds().head
+    for sql in refused {
+      let run = try await ProcessRunner.run("/usr/bin/sqlite3", [path, sql])
+      #expect(run.status != 0, "\(sql) was accepted")
+    }
+    #expect(try store.bounds().head == head)
+    #expect(try store.roster().accounts.map(\.username) == ["alice"])
+    // Past the limit: the 1001st account is refused, by the library and by the file.
+    try await ProcessRunner.sqlite3(
+      path,
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 999) "
+        + "INSERT INTO accounts (username) SELECT 'user' || i FROM n")
+    #expect(try store.roster().accounts.count == SessionRoster.limit)
+    let full = try #require(throws: SessionStorageError.self) { try store.blocking.logIn(as: "one-more") }
+    #expect(full.code == .rosterFull)
+    let shell = try await ProcessRunner.run(
+      "/usr/bin/sqlite3", [path, "INSERT INTO accounts (username) VALUES ('x')"])
+    #expect(shell.status != 0)
+    #expect(shell.stderr.contains("its limit"))
+    #expect(try await store.logIn(as: "user7") != nil, "an account in the roster still signs in")
+  }
+}
