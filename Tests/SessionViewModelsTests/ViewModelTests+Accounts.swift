@@ -7,22 +7,6 @@ import Testing
 
 /// An account switcher, and the screens that follow the active account, on every store.
 extension ViewModelTests {
-  /// Runs `body` while `model.follow()` runs in a task of its own, then cancels it and waits
-  /// for `follow()` to return.
-  func whileFollowing(_ model: AccountsViewModel, _ body: () async throws -> Void) async throws {
-    let following = Task { await model.follow() }
-    defer { following.cancel() }
-    do {
-      try await body()
-    } catch {
-      following.cancel()
-      await following.value
-      throw error
-    }
-    following.cancel()
-    await following.value
-  }
-
   @Test(arguments: Store.allCases)
   func theSwitcherFollowsTheRosterAndItsWritesReachTheProfile(_ kind: Store) async throws {
     let (store, keep) = try await kind.make()

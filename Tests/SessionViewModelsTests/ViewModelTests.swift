@@ -51,7 +51,7 @@ import Testing
 
   /// Runs `body` while `model.follow()` runs in a task of its own, as SwiftUI's `.task` runs
   /// it; then cancels the task and waits for `follow()` to return.
-  func whileFollowing(_ model: ProfileViewModel, _ body: () async throws -> Void) async throws {
+  func whileFollowing(_ model: some FollowingViewModel, _ body: () async throws -> Void) async throws {
     let following = Task { await model.follow() }
     do {
       try await body()
@@ -134,3 +134,11 @@ import Testing
     #expect(try store.history(from: .beginning, limit: 10).map(\.origin) == ["app", "external", "app"])
   }
 }
+
+/// A view model whose `follow()` a test runs while it acts (``ViewModelTests/whileFollowing(_:_:)``).
+@MainActor protocol FollowingViewModel: AnyObject {
+  func follow() async
+}
+
+extension ProfileViewModel: FollowingViewModel {}
+extension AccountsViewModel: FollowingViewModel {}
