@@ -39,8 +39,7 @@ extension SessionCtl {
         U+202E...; emoji keep their joiners), no unassigned or private-use code points,
         and no leading or trailing whitespace; it is stored in Unicode NFC. Use '--'
         before a username that starts with a dash. A store holds at most 1000 accounts.
-
-        """ + WriteOptions.discussion,
+        """ + "\n\n" + WriteOptions.discussion,
       arguments: [username], options: [WriteOptions.ifCursor])
 
     /// Who signs in, as typed.
@@ -73,14 +72,12 @@ extension SessionCtl {
       "logout", abstract: "Sign out the active account, a named one, or all (they stay in the roster).",
       discussion: """
         Without arguments, signs out the active account, which stays active with its
-        username kept. With <username>, signs out that account, active or not. With --all,
-        signs out every signed-in account in one transaction, one change (and one line)
-        each. An account already signed out (or no active account) changes nothing and
-        prints "no change".
-
-        """ + WriteOptions.discussion,
-      arguments: [username], options: [all, WriteOptions.ifCursor],
-      usageOverride: "[<username> | --all] [--if-cursor <cursor>]")
+        username kept. With <username>, signs out that account, active or not. With --all
+        (not with <username>), signs out every signed-in account in one transaction, one
+        change (and one line) each. An account already signed out (or no active account)
+        changes nothing and prints "no change".
+        """ + "\n\n" + WriteOptions.discussion,
+      arguments: [username], options: [all, WriteOptions.ifCursor])
 
     /// What to sign out.
     enum Target: Equatable {
@@ -143,8 +140,7 @@ extension SessionCtl {
         Renames the active account, or with --account the account of that name, active or
         not (no switch needed, so watchers see one change). A name another account has is
         refused (exit 65). With no active account, name the one to rename with --account.
-
-        """ + WriteOptions.discussion,
+        """ + "\n\n" + WriteOptions.discussion,
       arguments: [username], options: [account, WriteOptions.ifCursor])
 
     /// The new username, as typed.
@@ -185,8 +181,7 @@ extension SessionCtl {
         Changes no login state: the account active before stays signed in (or not), and
         the one switched to is active whether it is signed in or not. A name no account
         has is refused (exit 65); switching to the active account prints "no change".
-
-        """ + WriteOptions.discussion,
+        """ + "\n\n" + WriteOptions.discussion,
       arguments: [username], options: [WriteOptions.ifCursor])
 
     let username: String
@@ -218,8 +213,7 @@ extension SessionCtl {
         in); its history stays in the feed ('history --account <username>' still finds
         it). Removing the active account leaves no account active: none is promoted. A
         name no account has is refused (exit 65).
-
-        """ + WriteOptions.discussion,
+        """ + "\n\n" + WriteOptions.discussion,
       arguments: [username], options: [WriteOptions.ifCursor])
 
     let username: String
