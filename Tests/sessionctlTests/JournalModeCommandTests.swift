@@ -13,7 +13,7 @@ import Testing
     #expect(check.status == 0, "\(check)")
     let status = try await sandbox.run(db: database, ["status"])
     #expect(status.status == 0, "\(status)")
-    #expect(status.lines.contains("username   alice"), "\(status)")
+    #expect(status.lines.contains("active     alice"), "\(status)")
     let watch = try await sandbox.run(db: database, ["watch", "--since", "0", "--limit", "1", "--json"])
     #expect(watch.status == 0, "\(watch)")
     #expect(watch.jsonLines.first?["cursor"] as? Int == 1, "\(watch)")
@@ -45,7 +45,7 @@ import Testing
     _ = try await sandbox.sqlite(rebuilt, "PRAGMA user_version = 3")
     #expect(try await sandbox.run(db: rebuilt, ["check"]).status == 0)
     let status = try await sandbox.run(db: rebuilt, ["status"])
-    #expect(status.lines.contains("username   alice"), "\(status)")
+    #expect(status.lines.contains("active     alice"), "\(status)")
     #expect(try await sandbox.run(db: rebuilt, ["login", "bob"]).status == 0)
     #expect(try await sandbox.sqlite(rebuilt, "PRAGMA journal_mode") == "wal")
   }
