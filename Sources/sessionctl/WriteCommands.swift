@@ -54,7 +54,7 @@ extension SessionCtl {
     func runBlocking(_ context: CommandContext) throws -> ExitCode {
       let location = try context.location()
       let write = try SessionWrite.logIn(username, expecting: condition)  // before the file is created
-      let store = try context.openForWriting(location)
+      let store = try context.openForWriting(location, expecting: condition)
       return try context.printWrite(try store.blocking.outcome(of: write)) {
         "already logged in as \(Presenter.display($0.state.username))"
       }
@@ -108,7 +108,7 @@ extension SessionCtl {
       switch target {
       case .active:
         let write = try SessionWrite.logOut(expecting: condition)
-        let store = try context.openForWriting(location)
+        let store = try context.openForWriting(location, expecting: condition)
         return try context.printWrite(try store.blocking.outcome(of: write)) { found in
           found.state.username.map { "\(Presenter.display($0)) is not logged in" } ?? "no account is active"
         }
@@ -120,7 +120,7 @@ extension SessionCtl {
         }
       case .all:
         let write = try SessionWrite.logOutAll(expecting: condition)
-        let store = try context.openForWriting(location)
+        let store = try context.openForWriting(location, expecting: condition)
         return try context.printWrite(try store.blocking.outcome(of: write)) { _ in "nobody is logged in" }
       }
     }
@@ -163,7 +163,7 @@ extension SessionCtl {
       if let account {
         store = try context.openNamingAccount(location, account)
       } else {
-        store = try context.openForWriting(location)
+        store = try context.openForWriting(location, expecting: condition)
       }
       return try context.printWrite(try store.blocking.outcome(of: write)) { _ in
         "the username is already \(Presenter.display(newName))"
@@ -247,6 +247,23 @@ extension CommandContext {
       try output.write(presenter.noChange(reason(found), found))
     }
     return .success
+  }
+
+  /// Opens the store for a write, creating it when missing, unless the write expects a
+  /// cursor a store that does not exist yet cannot be at: then it is refused as the store
+  /// would refuse it, and nothing is created.
+  /// - Throws: `SessionStorageError` `conflict` (exit 68) for `--if-cursor` above 0 on a
+  ///   missing file.
+  func openForWriting(_ location: SessionStore.Location, expecting condition: WriteCondition?) throws
+    -> SessionStore
+  {
+    if case .head(let expected) = condition, expected != .zero, !location.exists {
+      throw SessionStorageError(
+        .conflict,
+        "the store is at cursor 0, not at \(expected) as the write expected: \(location.display) holds no store "
+          + "yet; nothing was written or created")
+    }
+    return try openForWriting(location)
   }
 
   /// Opens the store for a write that names an account: a missing file (or one of the

@@ -217,6 +217,12 @@ import Testing
     #expect(bad.status == 65, "\(bad)")
     #expect(bad.stderr.contains("'--if-cursor'"), "\(bad)")
     #expect(!sandbox.exists(db))
+    // A store that does not exist yet is at cursor 0: expecting another is a conflict, and
+    // the file is not created to say so.
+    let ahead = try await sandbox.run(db: db, ["login", "alice", "--if-cursor", "3"])
+    #expect(ahead.status == 68, "\(ahead)")
+    #expect(ahead.stderr.contains("the store is at cursor 0, not at 3"), "\(ahead)")
+    #expect(!sandbox.exists(db))
     #expect(try await sandbox.run(db: db, ["login", "alice", "--if-cursor", "0"]).status == 0)
     #expect(try await sandbox.run(db: db, ["login", "bob", "--if-cursor", "0"]).status == 68)
   }
