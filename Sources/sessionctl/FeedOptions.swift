@@ -64,7 +64,8 @@ struct AccountLookup: Sendable {
   /// - Throws: ``CLIError`` (exit 65) when neither the roster nor the history kept names
   ///   `username`.
   init(store: SessionStore, username: String) throws {
-    if let account = try store.roster().account(named: username) {
+    let roster = try store.roster()
+    if let account = roster.account(named: username) {
       id = account.id
       removedState = nil
       return
@@ -90,7 +91,9 @@ struct AccountLookup: Sendable {
           + "the roster)")
     }
     id = found
-    removedState = SessionState(username: nil, isLoggedIn: false, updatedAt: time)
+    // A renamed account is still in the roster, under its new name.
+    removedState =
+      roster.account(id: found) == nil ? SessionState(username: nil, isLoggedIn: false, updatedAt: time) : nil
   }
 }
 

@@ -269,6 +269,9 @@ import Testing
     #expect((snapshot["state"] as? [String: Any])?["username"] is NSNull)
     let amy = try await sandbox.run(db: db, ["watch", "--account", "amy", "--limit", "0"])
     #expect(matches(amy.stdout, "snapshot at 6: amy, logged in, updated \(Self.time)\n"), "\(amy)")
+    // By its former name, a renamed account is the same account, under its new name.
+    let alice = try await sandbox.run(db: db, ["watch", "--account", "alice", "--limit", "0"])
+    #expect(alice.stdout == amy.stdout, "\(alice)")
 
     // Live: only the account's changes reach the watcher.
     #expect(try await sandbox.run(db: db, ["login", "carol"]).status == 0)  // 7
