@@ -40,9 +40,9 @@ import Testing
       let refused = try await sandbox.run(db: rebuilt, command)
       #expect(refused.status == 1, "\(refused)")
       #expect(refused.stderr.contains("rebuilt from the sqlite3 shell's .dump"), "\(refused)")
-      #expect(refused.stderr.contains("PRAGMA user_version = 3"), "\(refused)")
+      #expect(refused.stderr.contains("PRAGMA user_version = 4"), "\(refused)")
     }
-    _ = try await sandbox.sqlite(rebuilt, "PRAGMA user_version = 3")
+    _ = try await sandbox.sqlite(rebuilt, "PRAGMA user_version = 4")
     #expect(try await sandbox.run(db: rebuilt, ["check"]).status == 0)
     let status = try await sandbox.run(db: rebuilt, ["status"])
     #expect(status.lines.contains("active     alice"), "\(status)")
