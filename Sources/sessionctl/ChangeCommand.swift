@@ -84,7 +84,8 @@ final class ChangeCommand: Sendable {
 
   /// The names of the variables that describe a change.
   static let names: Set = [
-    "SESSION_CURSOR", "SESSION_TIME", "SESSION_ORIGIN", "SESSION_ACCOUNT", "SESSION_USERNAME", "SESSION_LOGGED_IN",
+    "SESSION_CURSOR", "SESSION_TIME", "SESSION_ORIGIN", "SESSION_ACCOUNT", "SESSION_USERNAME",
+    "SESSION_LOGGED_IN",
     "SESSION_ACTIVE", "SESSION_EVENTS",
   ]
 

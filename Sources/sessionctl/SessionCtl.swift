@@ -163,8 +163,10 @@ struct SessionCtl: Sendable {
       if error.code == .unavailable { return .unavailable }
       if error.code == .refused { return .refused }
       if error.code == .conflict { return .conflict }
-      return [.invalidUsername, .invalidArgument, .storeFile, .notARegularFile, .accountNotFound, .usernameTaken]
-        .contains(error.code) ? .invalidInput : .failure
+      return [
+        .invalidUsername, .invalidArgument, .storeFile, .notARegularFile, .accountNotFound, .usernameTaken,
+      ]
+      .contains(error.code) ? .invalidInput : .failure
     case let error as FeedError:
       context.fail(error.description + Self.hint(for: error))
       switch error {
@@ -234,7 +236,8 @@ extension BlockingCommand {
 extension SessionCtl {
   /// Every command, in the order help lists them: the one list of sessionctl's commands.
   static let commands: [any SessionCommand.Type] = [
-    Status.self, Accounts.self, Login.self, Logout.self, Rename.self, Switch.self, Remove.self, Watch.self, History.self, Compact.self, Retention.self,
+    Status.self, Accounts.self, Login.self, Logout.self, Rename.self, Switch.self, Remove.self, Watch.self,
+    History.self, Compact.self, Retention.self,
     Migrate.self, Backup.self, Restore.self, Check.self, Help.self, Completion.self,
   ]
 

@@ -27,9 +27,12 @@ import Testing
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
     let first = try await sandbox.run(db: db, ["login", "alice"])
-    #expect(matches(first.stdout, "1  \(Self.time)  sessionctl  add alice, login alice, activate alice\n"), "\(first)")
+    #expect(
+      matches(first.stdout, "1  \(Self.time)  sessionctl  add alice, login alice, activate alice\n"),
+      "\(first)")
     let second = try await sandbox.run(db: db, ["login", "bob"])
-    #expect(matches(second.stdout, "2  \(Self.time)  sessionctl  add bob, login bob, activate bob\n"), "\(second)")
+    #expect(
+      matches(second.stdout, "2  \(Self.time)  sessionctl  add bob, login bob, activate bob\n"), "\(second)")
 
     let accounts = try await sandbox.run(db: db, ["accounts"])
     #expect(accounts.status == 0, "\(accounts)")
@@ -83,7 +86,9 @@ import Testing
   @Test func aNameNoAccountHasIsRefusedAndNothingIsWritten() async throws {
     let sandbox = try Sandbox()
     let db = try await twoAccounts(sandbox)
-    for command in [["switch", "carol"], ["remove", "carol"], ["logout", "carol"], ["rename", "--account", "carol", "x"]] {
+    for command in [
+      ["switch", "carol"], ["remove", "carol"], ["logout", "carol"], ["rename", "--account", "carol", "x"],
+    ] {
       let outcome = try await sandbox.run(db: db, command)
       #expect(outcome.status == 65, "\(command): \(outcome)")
       #expect(outcome.stdout == "")
@@ -147,7 +152,8 @@ import Testing
     let db = try await twoAccounts(sandbox)
     let named = try await sandbox.run(db: db, ["logout", "alice"])
     #expect(matches(named.stdout, "3  \(Self.time)  sessionctl  logout alice\n"), "\(named)")
-    #expect(try await sandbox.run(db: db, ["logout", "alice"]).stdout == "no change: alice is not logged in\n")
+    #expect(
+      try await sandbox.run(db: db, ["logout", "alice"]).stdout == "no change: alice is not logged in\n")
     _ = try await sandbox.run(db: db, ["login", "alice"])  // 4: signed in and active again
     let all = try await sandbox.run(db: db, ["logout", "--all"])
     #expect(all.status == 0, "\(all)")
@@ -166,7 +172,9 @@ import Testing
     let db = try await twoAccounts(sandbox)
     let outcome = try await sandbox.run(db: db, ["logout", "alice", "--all"])
     #expect(outcome.status == 64, "\(outcome)")
-    #expect(outcome.stderr.hasPrefix("sessionctl: error: give either '<username>' or '--all' to 'logout', not both"))
+    #expect(
+      outcome.stderr.hasPrefix("sessionctl: error: give either '<username>' or '--all' to 'logout', not both")
+    )
     #expect(outcome.stderr.contains("See 'sessionctl help logout'."))
     #expect(try await entries(sandbox, db) == "2")
   }
@@ -192,7 +200,8 @@ import Testing
   /// Every write with a stale `--if-cursor`: exit 68, the reason, and nothing written.
   @Test(arguments: [
     ["login", "carol"], ["login", "alice"], ["logout"], ["logout", "alice"], ["logout", "--all"],
-    ["rename", "robert"], ["rename", "--account", "alice", "alicia"], ["switch", "alice"], ["remove", "alice"],
+    ["rename", "robert"], ["rename", "--account", "alice", "alicia"], ["switch", "alice"],
+    ["remove", "alice"],
   ])
   func aStaleIfCursorIsAConflict(_ command: [String]) async throws {
     let sandbox = try Sandbox()
@@ -289,11 +298,12 @@ import Testing
     let db = try await aHistory(sandbox)
     let hook = sandbox.path("hook.sh")
     try """
-      #!/bin/sh
-      echo "$SESSION_CURSOR $SESSION_ACCOUNT ${SESSION_USERNAME-unset} $SESSION_ACTIVE $SESSION_EVENTS" >&2
-      """.write(toFile: hook, atomically: true, encoding: .utf8)
+    #!/bin/sh
+    echo "$SESSION_CURSOR $SESSION_ACCOUNT ${SESSION_USERNAME-unset} $SESSION_ACTIVE $SESSION_EVENTS" >&2
+    """.write(toFile: hook, atomically: true, encoding: .utf8)
     chmod(hook, 0o755)
-    let outcome = try await sandbox.run(db: db, ["watch", "--since", "0", "--limit", "6", "--exec", "--", hook])
+    let outcome = try await sandbox.run(
+      db: db, ["watch", "--since", "0", "--limit", "6", "--exec", "--", hook])
     #expect(outcome.status == 0, "\(outcome)")
     #expect(
       outcome.stderr.split(separator: "\n") == [

@@ -258,7 +258,8 @@ import Testing
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
     _ = try await sandbox.run(db: db, ["login", "alice"])
-    try await sandbox.sqlite(db, "DROP TRIGGER accounts_external_update; UPDATE session SET username = 'mallory';")
+    try await sandbox.sqlite(
+      db, "DROP TRIGGER accounts_external_update; UPDATE session SET username = 'mallory';")
     let outcome = try await sandbox.run(db: db, ["check", "--json"])
     #expect(outcome.status == 1)
     let failed = outcome.jsonLines.filter { $0["passed"] as? Bool == false }.compactMap {

@@ -23,21 +23,25 @@ private let sinceForms = " (a cursor), or CURSOR@TIME with the time printed for 
       "sessionctl help watch"
     ),
     (
-      ["login"], "missing argument '<username>'", "sessionctl login <username> [--if-cursor <cursor>] [--db <path>] [--json]",
+      ["login"], "missing argument '<username>'",
+      "sessionctl login <username> [--if-cursor <cursor>] [--db <path>] [--json]",
       "sessionctl help login"
     ),
     (
-      ["login", "a", "b"], "unexpected argument 'b'", "sessionctl login <username> [--if-cursor <cursor>] [--db <path>] [--json]",
+      ["login", "a", "b"], "unexpected argument 'b'",
+      "sessionctl login <username> [--if-cursor <cursor>] [--db <path>] [--json]",
       "sessionctl help login"
     ),
     ([], "missing command", "sessionctl [--db <path>] [--json] [--version] <subcommand>", "sessionctl help"),
     (
       ["history", "--limit"], "missing value for '--limit <n>'",
-      "sessionctl history [--since <cursor>] [--limit <n>] [--account <username>] [--db <path>] [--json]", "sessionctl help history"
+      "sessionctl history [--since <cursor>] [--limit <n>] [--account <username>] [--db <path>] [--json]",
+      "sessionctl help history"
     ),
     (
       ["history", "-n", "1", "--limit", "2"], "option '--limit' was given more than once",
-      "sessionctl history [--since <cursor>] [--limit <n>] [--account <username>] [--db <path>] [--json]", "sessionctl help history"
+      "sessionctl history [--since <cursor>] [--limit <n>] [--account <username>] [--db <path>] [--json]",
+      "sessionctl help history"
     ),
     (
       ["--db", "a", "status", "--db", "b"], "option '--db' was given more than once",

@@ -4,7 +4,8 @@ import Testing
 /// `help` and `-h`/`--help` at every level (the completion script: ``CompletionTests``).
 @Suite(.serialized, .timeLimit(.minutes(10))) struct HelpTests {
   static let commands = [
-    "status", "accounts", "login", "logout", "rename", "switch", "remove", "watch", "history", "compact", "retention", "migrate", "backup",
+    "status", "accounts", "login", "logout", "rename", "switch", "remove", "watch", "history", "compact",
+    "retention", "migrate", "backup",
     "restore", "check", "help",
     "completion",
   ]

@@ -82,7 +82,8 @@ import Testing
   static let after = SessionState(username: "alice", isLoggedIn: true, updatedAt: time)
   static let entry = SessionEntry(
     cursor: Cursor(7), time: time, origin: "sessionctl",
-    change: SessionChange(account: AccountID(1), before: before, after: after, wasActive: false, isActive: true))
+    change: SessionChange(
+      account: AccountID(1), before: before, after: after, wasActive: false, isActive: true))
 
   @Test func changeLine() throws {
     #expect(
@@ -97,7 +98,8 @@ import Testing
       Presenter(json: false).change(Self.entry)
         == "7  2026-05-28T20:26:40.689Z  sessionctl  add alice, login alice, activate alice")
     #expect(
-      Self.entry.description == "7  2026-05-28T20:26:40.689Z  sessionctl  add alice, login alice, activate alice")
+      Self.entry.description
+        == "7  2026-05-28T20:26:40.689Z  sessionctl  add alice, login alice, activate alice")
   }
 
   @Test func eventsOfEveryKind() throws {
@@ -118,8 +120,10 @@ import Testing
         + #""updatedAt":"2026-05-28T20:26:40.689Z"}}"#)
     let alice = Account(
       id: AccountID(1), username: "alice", isLoggedIn: true, updatedAt: Self.time, cursor: Cursor(7))
-    let bob = Account(id: AccountID(2), username: "bob", isLoggedIn: false, updatedAt: Self.time, cursor: Cursor(3))
-    let roster = SessionRoster(accounts: [alice, bob], activeID: alice.id, activeSince: Self.time, cursor: Cursor(7))
+    let bob = Account(
+      id: AccountID(2), username: "bob", isLoggedIn: false, updatedAt: Self.time, cursor: Cursor(3))
+    let roster = SessionRoster(
+      accounts: [alice, bob], activeID: alice.id, activeSince: Self.time, cursor: Cursor(7))
     #expect(
       Presenter(json: true).status(roster, path: "x", greeting: "Hello, alice")
         == [
@@ -145,7 +149,8 @@ import Testing
     #expect(Presenter(json: true).accounts(roster) == [roster.jsonLine])
     #expect(Presenter(json: false).accounts(none).count == 1)
     #expect(
-      Presenter(json: false).accounts(SessionRoster(accounts: [], activeID: nil, activeSince: Self.time, cursor: .zero))
+      Presenter(json: false).accounts(
+        SessionRoster(accounts: [], activeID: nil, activeSince: Self.time, cursor: .zero))
         == ["no accounts"])
   }
 
