@@ -121,6 +121,7 @@ import Testing
     #expect(json["active"] is NSNull)
     #expect(json["accounts"] as? Int == 1)
     #expect(json["cursor"] as? Int == 3)
+    #expect(try await sandbox.run(db: db, ["logout"]).stdout == "no change: no account is active\n")
     // With no account active, a rename must name its account.
     let rename = try await sandbox.run(db: db, ["rename", "carol"])
     #expect(rename.status == 1, "\(rename)")
