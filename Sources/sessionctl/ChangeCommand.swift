@@ -84,8 +84,9 @@ final class ChangeCommand: Sendable {
 
   /// The names of the variables that describe a change.
   static let names: Set = [
-    "SESSION_CURSOR", "SESSION_TIME", "SESSION_ORIGIN", "SESSION_USERNAME", "SESSION_LOGGED_IN",
-    "SESSION_EVENTS",
+    "SESSION_CURSOR", "SESSION_TIME", "SESSION_ORIGIN", "SESSION_ACCOUNT", "SESSION_USERNAME",
+    "SESSION_LOGGED_IN",
+    "SESSION_ACTIVE", "SESSION_EVENTS",
   ]
 
   /// The variables that describe `entry` to the command.
@@ -94,10 +95,13 @@ final class ChangeCommand: Sendable {
       "SESSION_CURSOR": entry.cursor.description,
       "SESSION_TIME": Timestamp.format(entry.time),
       "SESSION_ORIGIN": entry.origin,
+      "SESSION_ACCOUNT": entry.change.account.description,
       "SESSION_LOGGED_IN": entry.change.after.isLoggedIn ? "1" : "0",
+      "SESSION_ACTIVE": entry.change.isActive ? "1" : "0",
       "SESSION_EVENTS": entry.change.events.map(\.word).joined(separator: ","),
     ]
-    variables["SESSION_USERNAME"] = entry.change.after.username
+    // A removal's username is the one the account had: the hook learns who left.
+    variables["SESSION_USERNAME"] = entry.change.username
     return variables
   }
 

@@ -203,6 +203,9 @@ enum ExitCode: Int32, Sendable {
   /// The history changed under `watch`, or `--since CURSOR@TIME` names a change that a
   /// restore replaced: take a new snapshot.
   case historyRewritten = 67
+  /// A write given `--if-cursor` found the store at another cursor: another write committed
+  /// first, and this one wrote nothing. Read the store again and decide again.
+  case conflict = 68
   /// The PostgreSQL server cannot be reached, or the connection was lost (sysexits
   /// `EX_UNAVAILABLE`): worth retrying later, unlike a refusal.
   case unavailable = 69

@@ -3,41 +3,77 @@ import SessionStorage
 import SessionViewModels
 
 extension SessionCtl {
-  /// `sessionctl status`: the state and head cursor, read in one transaction, and the
-  /// greeting an app would show: the snapshot's state is injected into a
-  /// `GreetingViewModel`, which needs nothing more than `SessionProviding`.
+  /// `sessionctl status`: the active account, the roster's size and the head cursor, read in
+  /// one transaction, and the greeting an app would show: the active account's state is
+  /// injected into a `GreetingViewModel`, which needs nothing more than `SessionProviding`.
   struct Status: BlockingCommand, OptionlessCommand {
     static let spec = CommandSpec(
-      "status", abstract: "Show who is signed in, and the head cursor.",
+      "status", abstract: "Show the active account, how many accounts there are, and the head cursor.",
       discussion: """
         Reads the file without writing to it; a missing file is reported (exit 1) and not
-        created.
+        created. 'accounts' lists the whole roster.
         """)
 
     func runBlocking(_ context: CommandContext) throws -> ExitCode {
       let location = try context.location()
       let store = try context.openForReading(location)
-      let snapshot = try store.snapshot()
-      let greeting = GreetingViewModel(session: snapshot.state).greeting
-      try context.output.write(context.presenter.status(snapshot, path: location.display, greeting: greeting))
+      let roster = try store.roster()
+      let greeting = GreetingViewModel(session: roster.state).greeting
+      try context.output.write(context.presenter.status(roster, path: location.display, greeting: greeting))
+      return .success
+    }
+  }
+
+  /// `sessionctl accounts`: the roster, one line per account, the active one marked.
+  struct Accounts: BlockingCommand, OptionlessCommand {
+    static let spec = CommandSpec(
+      "accounts", abstract: "List the roster: every account, the active one marked with '*'.",
+      discussion: """
+        One line per account, in the order they joined: '*' for the active account, the
+        username, whether it is signed in, since when (its last change), and its id, which
+        the store never gives to another account. With --json, one line: the roster with
+        its cursor. Reads the file without writing to it; a missing file is reported
+        (exit 1) and not created.
+        """)
+
+    func runBlocking(_ context: CommandContext) throws -> ExitCode {
+      let store = try context.openForReading(try context.location())
+      try context.output.write(context.presenter.accounts(try store.roster()))
       return .success
     }
   }
 }
 
 extension Presenter {
-  /// `status`: the state, its cursor and the file; people also get the greeting.
-  func status(_ snapshot: SessionSnapshot, path: String, greeting: String) -> [String] {
-    if json { return [JSONValue.status(snapshot).encoded] }
-    let state = snapshot.state
+  /// `status`: the active account, its state, the roster's size, the cursor and the file;
+  /// people also get the greeting.
+  func status(_ roster: SessionRoster, path: String, greeting: String) -> [String] {
+    if json { return [JSONValue.status(roster).encoded] }
+    let state = roster.state
     return table([
       ("greeting", Self.display(greeting)),
-      ("username", Self.display(state.username)),
+      ("active", roster.active.map { Self.display($0.username) } ?? "none"),
       ("logged in", state.isLoggedIn ? "yes" : "no"),
       ("updated", Timestamp.format(state.updatedAt)),
-      ("cursor", snapshot.cursor.description),
+      ("accounts", String(roster.accounts.count)),
+      ("cursor", roster.cursor.description),
       ("database", Self.display(path)),
     ])
+  }
+
+  /// `accounts`: `* alice  logged in   since 2026-12-02T04:49:25.795Z  id 1`, one line per
+  /// account, or `no accounts`.
+  func accounts(_ roster: SessionRoster) -> [String] {
+    if json { return [roster.jsonLine] }
+    guard !roster.accounts.isEmpty else { return ["no accounts"] }
+    let names = roster.accounts.map { Self.display($0.username) }
+    let width = names.map(\.count).max() ?? 0
+    return zip(roster.accounts, names).map { (account: Account, name: String) -> String in
+      let marker: String = account.id == roster.activeID ? "*" : " "
+      let state: String = account.isLoggedIn ? "logged in " : "logged out"
+      let since: String = Timestamp.format(account.updatedAt)
+      return "\(marker) \(Self.padded(name, width))  \(state)  since \(since)  id \(account.id)"
+    }
   }
 }
 
@@ -49,7 +85,10 @@ extension SessionCtl {
 
     static let spec = CommandSpec(
       "history", abstract: "Print committed changes, oldest first.",
-      discussion: "Without --since, starts at the oldest change still kept (see 'compact').",
+      discussion: """
+        Without --since, starts at the oldest change still kept (see 'compact'). With
+        --account, only the changes of that account, under the store's own cursors.
+        """ + FeedOptions.accountDiscussion,
       options: FeedOptions.declarations)
 
     /// Where to start (nil: the oldest change kept), and how many changes to print at most.
@@ -61,11 +100,18 @@ extension SessionCtl {
 
     func runBlocking(_ context: CommandContext) throws -> ExitCode {
       let store = try context.openForReading(try context.location())
+      let account = try feed.account.map { try AccountLookup(store: store, username: $0) }
       let cursorWidth = try store.bounds().head.description.count
       var start = feed.since ?? .beginning
       var remaining = feed.limit ?? .max
       while remaining > 0 {
-        let page = try store.history(from: start, limit: min(remaining, Self.pageSize))
+        let limit = min(remaining, Self.pageSize)
+        let page: [SessionEntry]
+        if let account {
+          page = try store.history(from: start, limit: limit, account: account.id)
+        } else {
+          page = try store.history(from: start, limit: limit)
+        }
         guard let last = page.last else { break }
         let originWidth = max(10, page.map { Presenter.display($0.origin).count }.max() ?? 0)
         for entry in page {

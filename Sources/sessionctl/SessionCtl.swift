@@ -159,12 +159,14 @@ struct SessionCtl: Sendable {
       return error.exitCode
     case let error as SessionStorageError:
       context.fail(
-        Self.inOwnTerms(error.description)
-          + (error.code == .needsMigration ? " (run 'sessionctl migrate')" : ""))
+        Self.inOwnTerms(error.description) + Self.hint(for: error.code))
       if error.code == .unavailable { return .unavailable }
       if error.code == .refused { return .refused }
-      return [.invalidUsername, .invalidArgument, .storeFile, .notARegularFile].contains(error.code)
-        ? .invalidInput : .failure
+      if error.code == .conflict { return .conflict }
+      return [
+        .invalidUsername, .invalidArgument, .storeFile, .notARegularFile, .accountNotFound, .usernameTaken,
+      ]
+      .contains(error.code) ? .invalidInput : .failure
     case let error as FeedError:
       context.fail(error.description + Self.hint(for: error))
       switch error {
@@ -185,6 +187,17 @@ struct SessionCtl: Sendable {
     message.replacing(
       #/open (the store|it) read-only( to read it)?/#,
       with: "read it with status, history, watch or check (they open it read-only)")
+  }
+
+  /// What to type next, in sessionctl's terms, after a store error's own sentence.
+  static func hint(for code: SessionStorageError.Code) -> String {
+    switch code {
+    case .needsMigration: " (run 'sessionctl migrate')"
+    case .accountNotFound: " ('sessionctl accounts' lists the roster)"
+    case .noActiveAccount: " (sessionctl: 'rename --account <username> <new>', or 'switch <username>' first)"
+    case .conflict: " (sessionctl: read the store again, e.g. 'sessionctl status', before writing)"
+    default: ""
+    }
   }
 
   /// What to type next, in sessionctl's terms, after a feed error's own sentence.
@@ -223,7 +236,8 @@ extension BlockingCommand {
 extension SessionCtl {
   /// Every command, in the order help lists them: the one list of sessionctl's commands.
   static let commands: [any SessionCommand.Type] = [
-    Status.self, Login.self, Logout.self, Rename.self, Watch.self, History.self, Compact.self, Retention.self,
+    Status.self, Accounts.self, Login.self, Logout.self, Rename.self, Switch.self, Remove.self, Watch.self,
+    History.self, Compact.self, Retention.self,
     Migrate.self, Backup.self, Restore.self, Check.self, Help.self, Completion.self,
   ]
 
@@ -242,10 +256,13 @@ extension SessionCtl {
       the first write creates. Passwords come from ~/.pgpass, $PGPASSFILE or $PGPASSWORD
       and are never printed. backup, restore and retention work on files only.
 
-      EXIT STATUS: 0 success; 1 failure (a refused or missing file, a failed check);
-      64 usage error; 65 invalid input (username, cursor, number); 66 cursor compacted
+      EXIT STATUS: 0 success; 1 failure (a refused or missing file, a failed check,
+      no active account to rename, a full roster);
+      64 usage error; 65 invalid input (username, cursor, number, an account no one
+      has, a username another account has); 66 cursor compacted
       away; 67 the history followed changed under 'watch', or '--since CURSOR@TIME'
-      names a change a restore replaced; 69 the PostgreSQL server cannot be reached or the
+      names a change a restore replaced; 68 a write given --if-cursor found the store
+      at another cursor (nothing written); 69 the PostgreSQL server cannot be reached or the
       connection was lost (worth retrying); 74 the result could not be written (a full
       disk, a closed stdout, a reader that went away but from 'watch'; a change made stays
       made); 77 the server refused the connection (no such database or role, login or

@@ -45,10 +45,13 @@ extension SessionCtl {
 
         With --exec -- <command> [<argument> ...], the command runs once per change, in
         order, one at a time, started without a shell. Its environment has SESSION_CURSOR,
-        SESSION_TIME, SESSION_ORIGIN, SESSION_USERNAME (unset when there is none; a value
-        with a NUL byte, which no environment variable can carry, is refused: the command
-        does not run for that change, which counts as a failure),
-        SESSION_LOGGED_IN (1 or 0) and SESSION_EVENTS (e.g. "rename,login"), and the rest
+        SESSION_TIME, SESSION_ORIGIN, SESSION_ACCOUNT (the account's id), SESSION_USERNAME
+        (its username after the change, or before it for a removal; unset when there is
+        none; a value with a NUL byte, which no environment variable can carry, is refused:
+        the command does not run for that change, which counts as a failure),
+        SESSION_LOGGED_IN and SESSION_ACTIVE (1 or 0, after the change) and SESSION_EVENTS
+        (e.g. "add,login,activate": add, login, logout, rename, activate, deactivate,
+        remove), and the rest
         of watch's environment but the passwords: no PGPASSWORD, and SESSIONCTL_DB without
         its password (a hook that connects finds it in ~/.pgpass or PGPASSFILE). Its standard
         input is the change's JSON line; what it prints goes to stderr. A change's line is
@@ -57,7 +60,10 @@ extension SessionCtl {
         written, watch stops (exit 74) before the next command, naming the change. When the command fails,
         watch stops with exit 1 and names the cursor, unless --keep-going. SIGINT and
         SIGTERM are passed on to a running command.
-        """,
+
+        With --account <username>, the snapshot line is that account's state (no username
+        once it was removed) and only its changes follow, under the store's own cursors.
+        """ + FeedOptions.accountDiscussion,
       arguments: [command], options: FeedOptions.declarations + [exec, keepGoing])
 
     /// Where to resume (nil: after a snapshot), and after how many changes to exit.
@@ -120,9 +126,21 @@ extension SessionCtl {
       let presenter = context.presenter
       let output = context.output
       let errors = context.errors
+      let account = try feed.account.map { try AccountLookup(store: store, username: $0) }
       let changes: SessionSubscription
-      if let since = feed.since {
+      if let since = feed.since, let account {
+        changes = try store.changes(from: since, account: account.id)
+      } else if let since = feed.since {
         changes = try store.changes(from: since)
+      } else if let account {
+        // The account's state and the cursor it is at, read in one transaction, then its
+        // changes after that cursor: no gap, no duplicate.
+        let roster = try store.roster()
+        let state: SessionState =
+          roster.account(id: account.id)?.state ?? account.removedState
+          ?? SessionState(username: nil, isLoggedIn: false, updatedAt: roster.activeSince)
+        try output.write(presenter.snapshot(SessionSnapshot(state: state, cursor: roster.cursor)))
+        changes = try store.changes(from: .after(roster.cursor), account: account.id)
       } else {
         let snapshot = try store.snapshotAndChanges()
         try output.write(presenter.snapshot(SessionSnapshot(state: snapshot.state, cursor: snapshot.cursor)))

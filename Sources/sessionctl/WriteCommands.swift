@@ -1,76 +1,234 @@
 import CommandLineKit
 import SessionStorage
 
+/// The option every write takes: `--if-cursor <cursor>`, the conditional write.
+enum WriteOptions {
+  static let ifCursor = CommandLineOption<Cursor>(
+    "if-cursor", placeholder: "cursor",
+    help: "Write only while the store's newest cursor is <cursor>; otherwise exit 68 and write nothing.")
+
+  /// What `--if-cursor` asks the write to expect: the store still at that head.
+  static func condition(_ arguments: ParsedArguments) throws(InvalidValue) -> WriteCondition? {
+    try arguments[ifCursor].map { .head($0) }
+  }
+
+  /// What every write's help says about `--if-cursor`.
+  static let discussion = """
+    With --if-cursor <cursor> the write happens only while the store's newest cursor is
+    still <cursor> (the one 'status' or the last line you read printed); when another
+    write committed in between, it changes nothing and exits 68.
+    """
+}
+
 extension SessionCtl {
-  /// `sessionctl login <username>`: the change, or "no change" when that user is already
-  /// signed in.
+  /// `sessionctl login <username>`: the change, or "no change" when that account is already
+  /// signed in and active.
   struct Login: BlockingCommand {
     static let username = CommandLineArgument<String>("username", help: "The user to sign in as.")
 
     static let spec = CommandSpec(
-      "login", abstract: "Sign in as <username>.",
+      "login", abstract: "Sign in as <username> and make it the active account.",
       discussion: """
+        An account of that name signs in and becomes the active one; any other name joins
+        the roster as a new account, signed in and active. Other accounts stay as they
+        are, signed in or not. Signing in as the active account, already signed in,
+        changes nothing and prints "no change".
+
         A username is 1 to 256 characters (at most 1024 bytes in UTF-8), with no control
         characters, no invisible or bidirectional format characters (U+200B, U+FEFF,
         U+202E...; emoji keep their joiners), no unassigned or private-use code points,
-        and no leading or trailing whitespace; it is stored in Unicode NFC. Signing in
-        as the user who is already signed in changes nothing and prints "no change". Use
-        '--' before a username that starts with a dash.
-        """,
-      arguments: [username])
+        and no leading or trailing whitespace; it is stored in Unicode NFC. Use '--'
+        before a username that starts with a dash. A store holds at most 1000 accounts.
+        """ + "\n\n" + WriteOptions.discussion,
+      arguments: [username], options: [WriteOptions.ifCursor])
 
     /// Who signs in, as typed.
     let username: String
+    let condition: WriteCondition?
 
     init(_ arguments: ParsedArguments) throws {
       username = try arguments.required(Self.username)
+      condition = try WriteOptions.condition(arguments)
     }
 
     func runBlocking(_ context: CommandContext) throws -> ExitCode {
       let location = try context.location()
-      let name = try Username.validated(username)  // before the file is created
-      let store = try context.openForWriting(location)
-      return try context.printWrite(try store.blocking.outcome(of: .logIn(name))) {
-        "already logged in as \(Presenter.display(name))"
+      let write = try SessionWrite.logIn(username, expecting: condition)  // before the file is created
+      let store = try context.openForWriting(location, expecting: condition)
+      return try context.printWrite(try store.blocking.outcome(of: write)) {
+        "already logged in as \(Presenter.display($0.state.username))"
       }
     }
   }
 
-  /// `sessionctl logout`: the change, or "no change" when nobody is signed in.
-  struct Logout: BlockingCommand, OptionlessCommand {
+  /// `sessionctl logout [<username> | --all]`: the changes, or "no change" when the account
+  /// (or every account) was signed out already.
+  struct Logout: BlockingCommand {
+    static let username = CommandLineArgument<String>(
+      "username", help: "The account to sign out (default: the active one).", isOptional: true)
+    static let all = CommandLineFlag("all", help: "Sign out every signed-in account, one change each.")
+
     static let spec = CommandSpec(
-      "logout", abstract: "Sign out (the username is kept).",
-      discussion: "Signing out when nobody is signed in changes nothing and prints \"no change\".")
+      "logout", abstract: "Sign out the active account, a named one, or all (they stay in the roster).",
+      discussion: """
+        Without arguments, signs out the active account, which stays active with its
+        username kept. With <username>, signs out that account, active or not. With --all
+        (not with <username>), signs out every signed-in account in one transaction, one
+        change (and one line) each. An account already signed out (or no active account)
+        changes nothing and prints "no change".
+        """ + "\n\n" + WriteOptions.discussion,
+      arguments: [username], options: [all, WriteOptions.ifCursor])
+
+    /// What to sign out.
+    enum Target: Equatable {
+      case active
+      case named(String)
+      case all
+    }
+
+    let target: Target
+    let condition: WriteCondition?
+
+    init(_ arguments: ParsedArguments) throws {
+      let name = try arguments[Self.username]
+      if arguments[Self.all] {
+        if let name {
+          throw arguments.usageError(
+            .invalid("give either '<username>' or '--all' to 'logout', not both (got '\(name)' and '--all')"))
+        }
+        target = .all
+      } else {
+        target = name.map(Target.named) ?? .active
+      }
+      condition = try WriteOptions.condition(arguments)
+    }
 
     func runBlocking(_ context: CommandContext) throws -> ExitCode {
-      let store = try context.openForWriting(try context.location())
-      return try context.printWrite(try store.blocking.outcome(of: .logOut())) { "nobody is logged in" }
+      let location = try context.location()
+      switch target {
+      case .active:
+        let write = try SessionWrite.logOut(expecting: condition)
+        let store = try context.openForWriting(location, expecting: condition)
+        return try context.printWrite(try store.blocking.outcome(of: write)) { found in
+          found.state.username.map { "\(Presenter.display($0)) is not logged in" } ?? "no account is active"
+        }
+      case .named(let name):
+        let write = try SessionWrite.logOut(name, expecting: condition)
+        let store = try context.openNamingAccount(location, name)
+        return try context.printWrite(try store.blocking.outcome(of: write)) { _ in
+          "\(Presenter.display(name)) is not logged in"
+        }
+      case .all:
+        let write = try SessionWrite.logOutAll(expecting: condition)
+        let store = try context.openForWriting(location, expecting: condition)
+        return try context.printWrite(try store.blocking.outcome(of: write)) { _ in "nobody is logged in" }
+      }
     }
   }
 
-  /// `sessionctl rename <username>`: the change, or "no change" when the username is
-  /// already that.
+  /// `sessionctl rename <username> [--account <old>]`: the change, or "no change" when the
+  /// username is already that.
   struct Rename: BlockingCommand {
     static let username = CommandLineArgument<String>(
       "username", help: "The new username (same rules as 'login').")
+    static let account = CommandLineOption<String>(
+      "account", placeholder: "username", help: "Rename this account instead of the active one.")
 
     static let spec = CommandSpec(
-      "rename", abstract: "Change the username; the login state stays as it is.", arguments: [username])
+      "rename", abstract: "Rename the active account (or --account's); the login state stays as it is.",
+      discussion: """
+        Renames the active account, or with --account the account of that name, active or
+        not (no switch needed, so watchers see one change). A name another account has is
+        refused (exit 65). With no active account, name the one to rename with --account.
+        """ + "\n\n" + WriteOptions.discussion,
+      arguments: [username], options: [account, WriteOptions.ifCursor])
 
     /// The new username, as typed.
     let username: String
+    /// The account renamed; nil: the active one.
+    let account: String?
+    let condition: WriteCondition?
 
     init(_ arguments: ParsedArguments) throws {
       username = try arguments.required(Self.username)
+      account = try arguments[Self.account]
+      condition = try WriteOptions.condition(arguments)
     }
 
     func runBlocking(_ context: CommandContext) throws -> ExitCode {
       let location = try context.location()
-      let name = try Username.validated(username)
-      let store = try context.openForWriting(location)
-      return try context.printWrite(try store.blocking.outcome(of: .rename(to: name))) {
-        "the username is already \(Presenter.display(name))"
+      let newName = try Username.validated(username)  // before the file is created
+      let write = try SessionWrite.rename(account, to: newName, expecting: condition)
+      let store: SessionStore
+      if let account {
+        store = try context.openNamingAccount(location, account)
+      } else {
+        store = try context.openForWriting(location, expecting: condition)
       }
+      return try context.printWrite(try store.blocking.outcome(of: write)) { _ in
+        "the username is already \(Presenter.display(newName))"
+      }
+    }
+  }
+
+  /// `sessionctl switch <username>`: the change, or "no change" when that account is active.
+  struct Switch: BlockingCommand {
+    static let username = CommandLineArgument<String>("username", help: "The account to make active.")
+
+    static let spec = CommandSpec(
+      "switch", abstract: "Make another account of the roster the active one.",
+      discussion: """
+        Changes no login state: the account active before stays signed in (or not), and
+        the one switched to is active whether it is signed in or not. A name no account
+        has is refused (exit 65); switching to the active account prints "no change".
+        """ + "\n\n" + WriteOptions.discussion,
+      arguments: [username], options: [WriteOptions.ifCursor])
+
+    let username: String
+    let condition: WriteCondition?
+
+    init(_ arguments: ParsedArguments) throws {
+      username = try arguments.required(Self.username)
+      condition = try WriteOptions.condition(arguments)
+    }
+
+    func runBlocking(_ context: CommandContext) throws -> ExitCode {
+      let location = try context.location()
+      let write = try SessionWrite.switchTo(username, expecting: condition)
+      let store = try context.openNamingAccount(location, username)
+      return try context.printWrite(try store.blocking.outcome(of: write)) { found in
+        "\(Presenter.display(found.state.username)) is already the active account"
+      }
+    }
+  }
+
+  /// `sessionctl remove <username>`: the change that takes the account out of the roster.
+  struct Remove: BlockingCommand {
+    static let username = CommandLineArgument<String>("username", help: "The account to remove.")
+
+    static let spec = CommandSpec(
+      "remove", abstract: "Take an account out of the roster (signing it out).",
+      discussion: """
+        The account leaves the roster in one change (signed out first when it was signed
+        in); its history stays in the feed ('history --account <username>' still finds
+        it). Removing the active account leaves no account active: none is promoted. A
+        name no account has is refused (exit 65).
+        """ + "\n\n" + WriteOptions.discussion,
+      arguments: [username], options: [WriteOptions.ifCursor])
+
+    let username: String
+    let condition: WriteCondition?
+
+    init(_ arguments: ParsedArguments) throws {
+      username = try arguments.required(Self.username)
+      condition = try WriteOptions.condition(arguments)
+    }
+
+    func runBlocking(_ context: CommandContext) throws -> ExitCode {
+      let location = try context.location()
+      let write = try SessionWrite.remove(username, expecting: condition)
+      let store = try context.openNamingAccount(location, username)
+      return try context.printWrite(try store.blocking.outcome(of: write)) { _ in "nothing to remove" }
     }
   }
 }
@@ -79,16 +237,45 @@ extension CommandContext {
   /// Prints a write's change, or "no change" and why when it changed nothing, with the
   /// state and cursor the write itself found (never a second read, which another writer's
   /// commit could have moved).
-  func printWrite(_ outcome: WriteOutcome, reason: () -> String) throws -> ExitCode {
+  func printWrite(_ outcome: WriteOutcome, reason: (SessionSnapshot) -> String) throws -> ExitCode {
     switch outcome {
     case .committed(let entries):
       guard let last = entries.last else { return .success }
       commitment.record("the change is committed all the same, at cursor \(last.cursor)")
       for entry in entries { try output.write(presenter.change(entry)) }
     case .unchanged(let found):
-      try output.write(presenter.noChange(reason(), found))
+      try output.write(presenter.noChange(reason(found), found))
     }
     return .success
+  }
+
+  /// Opens the store for a write, creating it when missing, unless the write expects a
+  /// cursor a store that does not exist yet cannot be at: then it is refused as the store
+  /// would refuse it, and nothing is created.
+  /// - Throws: `SessionStorageError` `conflict` (exit 68) for `--if-cursor` above 0 on a
+  ///   missing file.
+  func openForWriting(_ location: SessionStore.Location, expecting condition: WriteCondition?) throws
+    -> SessionStore
+  {
+    if case .head(let expected) = condition, expected != .zero, !location.exists {
+      throw SessionStorageError(
+        .conflict,
+        "the store is at cursor 0, not at \(expected) as the write expected: \(location.display) holds no store "
+          + "yet; nothing was written or created")
+    }
+    return try openForWriting(location)
+  }
+
+  /// Opens the store for a write that names an account: a missing file (or one of the
+  /// forms of a missing store) holds no account, so it is refused without being created.
+  /// - Throws: ``CLIError`` (exit 65) when the file does not exist.
+  func openNamingAccount(_ location: SessionStore.Location, _ username: String) throws -> SessionStore {
+    guard location.exists else {
+      throw CLIError.invalidInput(
+        "no account is named '\(username)': \(location.display) holds no store yet (the first 'login' creates "
+          + "it); nothing was created")
+    }
+    return try openForWriting(location)
   }
 }
 

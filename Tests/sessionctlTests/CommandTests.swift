@@ -17,11 +17,9 @@ import Testing
     #expect(outcome.stderr == "")
     #expect(outcome.lines.count == 1)
     #expect(
-      matches(outcome.lines[0], "1  \(Self.timestamp)  sessionctl  rename \\(none\\) → alice, login alice"))
-    #expect(
-      try await sandbox.sqlite(db, "SELECT username, is_logged_in, updated_by FROM session")
-        == "alice|1|sessionctl"
-    )
+      matches(outcome.lines[0], "1  \(Self.timestamp)  sessionctl  add alice, login alice, activate alice"))
+    #expect(try await sandbox.sqlite(db, "SELECT username, is_logged_in FROM session") == "alice|1")
+    #expect(try await sandbox.sqlite(db, "SELECT origin FROM session_changes") == "sessionctl")
     #expect(sandbox.mode(db) == 0o600)
   }
 
@@ -41,7 +39,7 @@ import Testing
     #expect((line["state"] as? [String: Any])?["username"] as? String == "alice")
 
     _ = try await sandbox.run(db: db, ["logout"])
-    #expect(try await sandbox.run(db: db, ["logout"]).stdout == "no change: nobody is logged in\n")
+    #expect(try await sandbox.run(db: db, ["logout"]).stdout == "no change: alice is not logged in\n")
     #expect(
       try await sandbox.run(db: db, ["rename", "alice"]).stdout
         == "no change: the username is already alice\n")
@@ -92,13 +90,14 @@ import Testing
     let outcome = try await sandbox.run(db: db, ["status"])
     #expect(outcome.status == 0)
     #expect(outcome.stderr == "")
-    #expect(outcome.lines.count == 6)
+    #expect(outcome.lines.count == 7)
     #expect(outcome.lines[0] == "greeting   Hello, alice")
-    #expect(outcome.lines[1] == "username   alice")
+    #expect(outcome.lines[1] == "active     alice")
     #expect(outcome.lines[2] == "logged in  yes")
     #expect(matches(outcome.lines[3], "updated    \(Self.timestamp)"))
-    #expect(outcome.lines[4] == "cursor     1")
-    #expect(outcome.lines[5] == "database   \(db)")
+    #expect(outcome.lines[4] == "accounts   1")
+    #expect(outcome.lines[5] == "cursor     1")
+    #expect(outcome.lines[6] == "database   \(db)")
     _ = try await sandbox.run(db: db, ["logout"])
     #expect(try await sandbox.run(db: db, ["status"]).lines.first == "greeting   Signed out")
   }
@@ -110,11 +109,11 @@ import Testing
     let fresh = try await sandbox.run(db: db, ["status", "--json"])
     #expect(fresh.status == 0)
     #expect(fresh.stdout.hasPrefix(#"{"username":null,"isLoggedIn":false,"updatedAt":""#))
-    #expect(fresh.stdout.hasSuffix(#","cursor":0}"# + "\n"))
+    #expect(fresh.stdout.hasSuffix(#","cursor":0,"active":null,"accounts":0}"# + "\n"))
     _ = try await sandbox.run(db: db, ["login", "alice"])
     let outcome = try await sandbox.run(db: db, ["-j", "status"])
     let object = try #require(outcome.jsonLines.first)
-    #expect(Set(object.keys) == ["username", "isLoggedIn", "updatedAt", "cursor"])
+    #expect(Set(object.keys) == ["username", "isLoggedIn", "updatedAt", "cursor", "active", "accounts"])
     #expect(object["username"] as? String == "alice")
     #expect(object["isLoggedIn"] as? Bool == true)
     #expect(object["cursor"] as? Int == 1)
@@ -134,8 +133,9 @@ import Testing
     #expect(outcome.stderr == "")
     #expect(outcome.lines.count == 5)
     #expect(
-      matches(outcome.lines[0], "1  \(Self.timestamp)  sessionctl  rename \\(none\\) → alice, login alice"))
-    #expect(matches(outcome.lines[3], "4  \(Self.timestamp)  sessionctl  rename bob → carol, login carol"))
+      matches(outcome.lines[0], "1  \(Self.timestamp)  sessionctl  add alice, login alice, activate alice"))
+    #expect(
+      matches(outcome.lines[3], "4  \(Self.timestamp)  sessionctl  add carol, login carol, activate carol"))
     #expect(matches(outcome.lines[4], "5  \(Self.timestamp)  external    rename carol → dave"))
 
     let json = try await sandbox.run(db: db, ["history", "--json"])
@@ -148,7 +148,10 @@ import Testing
         "sessionctl", "sessionctl", "sessionctl", "sessionctl", "external",
       ])
     for line in json.jsonLines {
-      #expect(Set(line.keys) == ["type", "cursor", "at", "origin", "events", "before", "after"])
+      #expect(
+        Set(line.keys) == [
+          "type", "cursor", "at", "origin", "account", "events", "before", "after", "wasActive", "isActive",
+        ])
       #expect(Set((line["before"] as? [String: Any] ?? [:]).keys) == ["username", "isLoggedIn", "updatedAt"])
     }
 
@@ -189,18 +192,19 @@ import Testing
     let first = try await sandbox.run(db: db, ["migrate"])
     #expect(first.status == 0)
     #expect(first.stderr == "")
-    #expect(first.lines.count == 4)
+    #expect(first.lines.count == 5)
     #expect(first.lines[0] == "created \(db)")
     #expect(matches(first.lines[1], "applied 0001_session_and_feed \\(sha256 [0-9a-f]{12}\\)"))
     #expect(matches(first.lines[2], "applied 0002_feed_tip \\(sha256 [0-9a-f]{12}\\)"))
     #expect(matches(first.lines[3], "applied 0003_retention \\(sha256 [0-9a-f]{12}\\)"))
+    #expect(matches(first.lines[4], "applied 0004_accounts \\(sha256 [0-9a-f]{12}\\)"))
     let second = try await sandbox.run(db: db, ["migrate"])
     #expect(second.stdout == "\(db) is up to date\n")
     let json = try await sandbox.run(db: db, ["migrate", "--json"])
     #expect(json.stdout == #"{"type":"migrate","path":"\#(db)","created":false,"applied":[]}"# + "\n")
     #expect(
       try await sandbox.sqlite(db, "SELECT name FROM schema_migrations ORDER BY version")
-        == "0001_session_and_feed\n0002_feed_tip\n0003_retention")
+        == "0001_session_and_feed\n0002_feed_tip\n0003_retention\n0004_accounts")
   }
 
   @Test func migrateAppliesToAnEmptyDatabaseThatReadersRefuse() async throws {
@@ -254,7 +258,8 @@ import Testing
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
     _ = try await sandbox.run(db: db, ["login", "alice"])
-    try await sandbox.sqlite(db, "DROP TRIGGER session_feed; UPDATE session SET username = 'mallory';")
+    try await sandbox.sqlite(
+      db, "DROP TRIGGER accounts_external_update; UPDATE session SET username = 'mallory';")
     let outcome = try await sandbox.run(db: db, ["check", "--json"])
     #expect(outcome.status == 1)
     let failed = outcome.jsonLines.filter { $0["passed"] as? Bool == false }.compactMap {
@@ -305,7 +310,7 @@ import Testing
     #expect(
       outputs[2].lines.last?.hasSuffix("external    rename alice → a\\u{85}b\\u{202E}c") == true,
       "\(outputs[2])")
-    #expect(outputs[3].lines.contains("username   a\\u{85}b\\u{202E}c"), "\(outputs[3])")
+    #expect(outputs[3].lines.contains("active     a\\u{85}b\\u{202E}c"), "\(outputs[3])")
   }
 
   @Test func version() async throws {

@@ -67,7 +67,7 @@ import Testing
     try await store.logIn(as: "alice")
     let status = try await sandbox.run(["status"], environment: environment)
     #expect(status.status == 0, "\(status)")
-    #expect(status.lines.contains("username   alice"), "\(status)")
+    #expect(status.lines.contains("active     alice"), "\(status)")
     #expect(status.lines.last == "database   \(location.path)")
   }
 

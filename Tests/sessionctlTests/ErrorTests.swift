@@ -19,25 +19,29 @@ private let sinceForms = " (a cursor), or CURSOR@TIME with the time printed for 
     ),
     (
       ["watch", "--limt", "3"], "unknown option '--limt'. Did you mean '--limit'?",
-      "sessionctl watch [<command> ...] [--since <cursor>] [--limit <n>] [--exec] [--keep-going] [--db <path>] [--json]",
+      "sessionctl watch [<command> ...] [--since <cursor>] [--limit <n>] [--account <username>] [--exec] [--keep-going] [--db <path>] [--json]",
       "sessionctl help watch"
     ),
     (
-      ["login"], "missing argument '<username>'", "sessionctl login <username> [--db <path>] [--json]",
+      ["login"], "missing argument '<username>'",
+      "sessionctl login <username> [--if-cursor <cursor>] [--db <path>] [--json]",
       "sessionctl help login"
     ),
     (
-      ["login", "a", "b"], "unexpected argument 'b'", "sessionctl login <username> [--db <path>] [--json]",
+      ["login", "a", "b"], "unexpected argument 'b'",
+      "sessionctl login <username> [--if-cursor <cursor>] [--db <path>] [--json]",
       "sessionctl help login"
     ),
     ([], "missing command", "sessionctl [--db <path>] [--json] [--version] <subcommand>", "sessionctl help"),
     (
       ["history", "--limit"], "missing value for '--limit <n>'",
-      "sessionctl history [--since <cursor>] [--limit <n>] [--db <path>] [--json]", "sessionctl help history"
+      "sessionctl history [--since <cursor>] [--limit <n>] [--account <username>] [--db <path>] [--json]",
+      "sessionctl help history"
     ),
     (
       ["history", "-n", "1", "--limit", "2"], "option '--limit' was given more than once",
-      "sessionctl history [--since <cursor>] [--limit <n>] [--db <path>] [--json]", "sessionctl help history"
+      "sessionctl history [--since <cursor>] [--limit <n>] [--account <username>] [--db <path>] [--json]",
+      "sessionctl help history"
     ),
     (
       ["--db", "a", "status", "--db", "b"], "option '--db' was given more than once",
@@ -242,7 +246,7 @@ private let sinceForms = " (a cursor), or CURSOR@TIME with the time printed for 
   static let refusals: [Refusal] = [
     Refusal(
       name: "newer schema",
-      reason: "the schema is at version 99, newer than this build knows (3); upgrade sessionctl"
+      reason: "the schema is at version 99, newer than this build knows (4); upgrade sessionctl"
     ) {
       sandbox, db in
       _ = try await sandbox.run(db: db, ["login", "alice"])

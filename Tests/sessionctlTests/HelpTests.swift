@@ -4,7 +4,8 @@ import Testing
 /// `help` and `-h`/`--help` at every level (the completion script: ``CompletionTests``).
 @Suite(.serialized, .timeLimit(.minutes(10))) struct HelpTests {
   static let commands = [
-    "status", "login", "logout", "rename", "watch", "history", "compact", "retention", "migrate", "backup",
+    "status", "accounts", "login", "logout", "rename", "switch", "remove", "watch", "history", "compact",
+    "retention", "migrate", "backup",
     "restore", "check", "help",
     "completion",
   ]
@@ -22,8 +23,10 @@ import Testing
     #expect(text.contains("\n  -j, --json              Print JSON Lines: one object per line.\n"))
     #expect(text.contains("\n  -h, --help              Show help information.\n"))
     #expect(text.contains("EXIT STATUS: 0 success"))
-    #expect(text.contains("66 cursor compacted"))
-    #expect(text.contains("69 the PostgreSQL server cannot be reached"))
+    let paragraphs = text.replacingOccurrences(of: "\n", with: " ")
+    #expect(paragraphs.contains("66 cursor compacted"))
+    #expect(paragraphs.contains("68 a write given --if-cursor found the store at another cursor"))
+    #expect(paragraphs.contains("69 the PostgreSQL server cannot be reached"))
     #expect(text.hasSuffix("\n  See 'sessionctl help <subcommand>' for detailed help.\n"))
     for command in Self.commands {
       #expect(text.contains("\n  \(command) "), "SUBCOMMANDS lacks \(command)")
@@ -61,21 +64,31 @@ import Testing
     let sandbox = try Sandbox()
     #expect(
       try await sandbox.run(["help", "login"]).stdout == """
-        OVERVIEW: Sign in as <username>.
+        OVERVIEW: Sign in as <username> and make it the active account.
+
+        An account of that name signs in and becomes the active one; any other name
+        joins the roster as a new account, signed in and active. Other accounts stay as
+        they are, signed in or not. Signing in as the active account, already signed in,
+        changes nothing and prints "no change".
 
         A username is 1 to 256 characters (at most 1024 bytes in UTF-8), with no control
         characters, no invisible or bidirectional format characters (U+200B, U+FEFF,
         U+202E...; emoji keep their joiners), no unassigned or private-use code points,
-        and no leading or trailing whitespace; it is stored in Unicode NFC. Signing in
-        as the user who is already signed in changes nothing and prints "no change". Use
-        '--' before a username that starts with a dash.
+        and no leading or trailing whitespace; it is stored in Unicode NFC. Use '--'
+        before a username that starts with a dash. A store holds at most 1000 accounts.
 
-        USAGE: sessionctl login <username> [--db <path>] [--json]
+        With --if-cursor <cursor> the write happens only while the store's newest cursor
+        is still <cursor> (the one 'status' or the last line you read printed); when
+        another write committed in between, it changes nothing and exits 68.
+
+        USAGE: sessionctl login <username> [--if-cursor <cursor>] [--db <path>] [--json]
 
         ARGUMENTS:
           <username>              The user to sign in as.
 
         OPTIONS:
+          --if-cursor <cursor>    Write only while the store's newest cursor is
+                                  <cursor>; otherwise exit 68 and write nothing.
           --db <path>             The database file or PostgreSQL URL (default: see
                                   'sessionctl help').
           -j, --json              Print JSON Lines: one object per line.
@@ -86,7 +99,7 @@ import Testing
     #expect(
       watch.contains(
         "\nUSAGE: sessionctl watch [<command> ...] [--since <cursor>] [--limit <n>]\n"
-          + "       [--exec] [--keep-going] [--db <path>] [--json]\n"))
+          + "       [--account <username>] [--exec] [--keep-going] [--db <path>] [--json]\n"))
     #expect(watch.contains("\n  --since <cursor>        Start after this cursor"))
     #expect(watch.contains("\n  -n, --limit <n>         Stop after this many changes.\n"))
     #expect(watch.contains("\n  --keep-going            With --exec: when the command fails"))

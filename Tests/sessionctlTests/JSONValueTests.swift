@@ -118,15 +118,40 @@ import Testing
       Presenter(json: true).snapshot(snapshot)
         == #"{"type":"snapshot","cursor":7,"state":{"username":"alice","isLoggedIn":true,"#
         + #""updatedAt":"2026-05-28T20:26:40.689Z"}}"#)
+    let alice = Account(
+      id: AccountID(1), username: "alice", isLoggedIn: true, updatedAt: Self.time, cursor: Cursor(7))
+    let bob = Account(
+      id: AccountID(2), username: "bob", isLoggedIn: false, updatedAt: Self.time, cursor: Cursor(3))
+    let roster = SessionRoster(
+      accounts: [alice, bob], activeID: alice.id, activeSince: Self.time, cursor: Cursor(7))
     #expect(
-      Presenter(json: true).status(snapshot, path: "x", greeting: "Hello, alice")
-        == [#"{"username":"alice","isLoggedIn":true,"updatedAt":"2026-05-28T20:26:40.689Z","cursor":7}"#])
+      Presenter(json: true).status(roster, path: "x", greeting: "Hello, alice")
+        == [
+          #"{"username":"alice","isLoggedIn":true,"updatedAt":"2026-05-28T20:26:40.689Z","cursor":7,"active":1,"#
+            + #""accounts":2}"#
+        ])
     #expect(
-      Presenter(json: false).status(snapshot, path: "/tmp/s.db", greeting: "Hello, alice") == [
-        "greeting   Hello, alice", "username   alice", "logged in  yes",
-        "updated    2026-05-28T20:26:40.689Z", "cursor     7",
+      Presenter(json: false).status(roster, path: "/tmp/s.db", greeting: "Hello, alice") == [
+        "greeting   Hello, alice", "active     alice", "logged in  yes",
+        "updated    2026-05-28T20:26:40.689Z", "accounts   2", "cursor     7",
         "database   /tmp/s.db",
       ])
+    let none = SessionRoster(accounts: [bob], activeID: nil, activeSince: Self.time, cursor: Cursor(9))
+    #expect(
+      Presenter(json: false).status(none, path: "/tmp/s.db", greeting: "Signed out")[1...4] == [
+        "active     none", "logged in  no", "updated    2026-05-28T20:26:40.689Z", "accounts   1",
+      ])
+    #expect(
+      Presenter(json: false).accounts(roster) == [
+        "* alice  logged in   since 2026-05-28T20:26:40.689Z  id 1",
+        "  bob    logged out  since 2026-05-28T20:26:40.689Z  id 2",
+      ])
+    #expect(Presenter(json: true).accounts(roster) == [roster.jsonLine])
+    #expect(Presenter(json: false).accounts(none).count == 1)
+    #expect(
+      Presenter(json: false).accounts(
+        SessionRoster(accounts: [], activeID: nil, activeSince: Self.time, cursor: .zero))
+        == ["no accounts"])
   }
 
   @Test func historyIsAligned() {

@@ -62,7 +62,7 @@ import Testing
       // `watch` with the largest limit prints both changes and goes on waiting.
       let (watch, _) = try await sandbox.start(["--db", db] + test.arguments(Self.largest))
       defer { watch.kill(SIGKILL) }
-      #expect(try await watch.readLine()?.hasSuffix("login alice") == true)
+      #expect(try await watch.readLine()?.hasSuffix("add alice, login alice, activate alice") == true)
       #expect(try await watch.readLine()?.hasSuffix("rename alice → bob") == true)
       watch.kill(SIGTERM)
       #expect(try await watch.wait(timeout: .seconds(30)) == 143)

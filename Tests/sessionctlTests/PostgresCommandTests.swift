@@ -26,7 +26,7 @@ import Testing
     let login = try await sandbox.run(db: url, ["login", "alice"])
     #expect(login.status == 0, "\(login)")
     #expect(login.stdout.hasPrefix("1  "))
-    #expect(login.stdout.contains("sessionctl  rename (none) → alice, login alice"))
+    #expect(login.stdout.contains("sessionctl  add alice, login alice, activate alice"))
 
     // $SESSIONCTL_DB takes a URL too; JSON is the same object as for a file.
     let status = try await sandbox.run(["--json", "status"], environment: ["SESSIONCTL_DB": url])
@@ -43,7 +43,7 @@ import Testing
     #expect(try await sandbox.run(db: url, ["logout"]).status == 0)
     let again = try await sandbox.run(db: url, ["logout"])
     #expect(again.status == 0)
-    #expect(again.stdout.hasPrefix("no change: nobody is logged in"), "\(again)")
+    #expect(again.stdout.hasPrefix("no change: bob is not logged in"), "\(again)")
 
     let history = try await sandbox.run(db: url, ["--json", "history"])
     #expect(history.jsonLines.map { $0["cursor"] as? Int } == [1, 2, 3])

@@ -8,7 +8,7 @@ import Testing
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
     _ = try await sandbox.run(db: db, ["login", "alice"])
-    try await sandbox.sqlite(db, "DROP TRIGGER session_feed")
+    try await sandbox.sqlite(db, "DROP TRIGGER accounts_external_update")
     let before = try #require(sandbox.contents(db))
     for command in [
       ["login", "bob"], ["logout"], ["migrate"], ["compact", "--keep", "0"], ["status"], ["history"],
@@ -18,16 +18,16 @@ import Testing
       #expect(outcome.stdout == "", "\(command)")
       #expect(
         outcome.stderr.hasPrefix(
-          "sessionctl: error: \(db): the schema was changed by hand: the trigger session_feed is missing"),
+          "sessionctl: error: \(db): the schema was changed by hand: the trigger accounts_external_update is missing"),
         "\(command): \(outcome)")
-      #expect(outcome.stderr.contains("migrations/0001_session_and_feed.sql"), "\(command): \(outcome)")
+      #expect(outcome.stderr.contains("migrations/0004_accounts.sql"), "\(command): \(outcome)")
       #expect(sandbox.contents(db) == before, "\(command) changed the file")
     }
     let check = try await sandbox.run(db: db, ["check"])
     #expect(check.status == 1, "\(check)")
     #expect(
       check.lines.contains {
-        $0.hasPrefix("FAIL  schema ") && $0.contains("trigger session_feed is missing")
+        $0.hasPrefix("FAIL  schema ") && $0.contains("trigger accounts_external_update is missing")
       },
       "\(check)")
     #expect(check.stderr == "sessionctl: error: check found 1 problem in \(db)\n")

@@ -77,7 +77,9 @@ import Testing
     #expect(seen[1]["SESSION_USERNAME"] as? String == nasty, "verbatim")
     #expect(seen[1]["SESSION_ORIGIN"] as? String == "external")
     #expect(seen[1]["SESSION_EVENTS"] as? String == "rename")
-    #expect(seen[0]["SESSION_EVENTS"] as? String == "rename,login")
+    #expect(seen[0]["SESSION_EVENTS"] as? String == "add,login,activate")
+    #expect(seen[0]["SESSION_ACCOUNT"] as? String == "1")
+    #expect(seen[0]["SESSION_ACTIVE"] as? String == "1")
     #expect(seen[0]["SESSION_LOGGED_IN"] as? String == "1")
     #expect(seen[2]["SESSION_LOGGED_IN"] as? String == "0")
     #expect(seen[2]["SESSION_EVENTS"] as? String == "logout")
@@ -97,7 +99,12 @@ import Testing
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
     _ = try await sandbox.run(db: db, ["login", "alice"])
-    try await sandbox.sqlite(db, "UPDATE session SET username = NULL")
+    // A 1.x entry in which a shell user set only is_logged_in, with no username before or after.
+    try await sandbox.sqlite(
+      db,
+      "INSERT INTO session_changes (seq, at, origin, old_username, new_username, old_is_logged_in, "
+        + "new_is_logged_in, old_updated_at) VALUES (2, '2030-01-01T00:00:00.000Z', 'external', NULL, NULL, 0, 1, "
+        + "'2030-01-01T00:00:00.000Z')")
     // An inherited SESSION_USERNAME is not passed on; other variables are.
     sandbox.environment["SESSION_USERNAME"] = "inherited"
     sandbox.environment["SESSION_MANAGER"] = "kept"
@@ -119,7 +126,8 @@ import Testing
   @Test func aFailingCommandStopsWatchNamingTheCursor() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    for name in ["alice", "bad", "carol"] { _ = try await sandbox.run(db: db, ["rename", name]) }
+    _ = try await sandbox.run(db: db, ["login", "alice"])
+    for name in ["bad", "carol"] { _ = try await sandbox.run(db: db, ["rename", name]) }
     let outcome = try await sandbox.run(db: db, ["watch", "--since", "0", "--exec", "--"] + Self.failsForBad)
     #expect(outcome.status == 1, "\(outcome)")
     #expect(outcome.lines.count == 1)
@@ -131,7 +139,8 @@ import Testing
   @Test func keepGoingReportsAndContinues() async throws {
     let sandbox = try Sandbox()
     let db = sandbox.path("s.db")
-    for name in ["alice", "bad", "carol"] { _ = try await sandbox.run(db: db, ["rename", name]) }
+    _ = try await sandbox.run(db: db, ["login", "alice"])
+    for name in ["bad", "carol"] { _ = try await sandbox.run(db: db, ["rename", name]) }
     let outcome = try await sandbox.run(
       db: db, ["watch", "--since", "0", "--limit", "3", "--keep-going", "--exec", "--"] + Self.failsForBad)
     #expect(outcome.status == 0, "\(outcome)")

@@ -32,7 +32,7 @@ import Testing
     #expect(login["cursor"] as? Int == 1)
     #expect(login["origin"] as? String == "sessionctl")
     let loginEvents = try #require(login["events"] as? [[String: Any]])
-    #expect(loginEvents.map { $0["type"] as? String } == ["usernameChanged", "loggedIn"])
+    #expect(loginEvents.map { $0["type"] as? String } == ["added", "loggedIn", "activated"])
     #expect(loginEvents[1]["username"] as? String == "alice")
     #expect((login["after"] as? [String: Any])?["username"] as? String == "alice")
 
