@@ -55,6 +55,12 @@ enum PostgresSchema {
       table: "accounts", name: "accounts_feed", function: "roster_feed", type: 1 | 2 | 4 | 8 | 16,
       events: "BEFORE INSERT OR UPDATE OR DELETE FOR EACH ROW"),
     Trigger(
+      table: "accounts", name: "accounts_lock", function: "roster_lock", type: 2 | 4 | 8 | 16,
+      events: "BEFORE INSERT OR UPDATE OR DELETE FOR EACH STATEMENT"),
+    Trigger(
+      table: "active_account", name: "active_account_lock", function: "roster_lock", type: 2 | 16,
+      events: "BEFORE UPDATE FOR EACH STATEMENT"),
+    Trigger(
       table: "accounts", name: "accounts_refuse_truncate", function: "session_refuse", type: 2 | 32,
       events: "BEFORE TRUNCATE FOR EACH STATEMENT"),
     Trigger(

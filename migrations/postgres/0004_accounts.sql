@@ -26,8 +26,8 @@
 --     change, the pointer names an account), stamps the account row with the change's cursor
 --     and time, and hands the change to session_writer.entry.
 --   * session_feed (BEFORE UPDATE of session_writer) is the only writer of feed rows and the
---     only mover of the head: it inserts `entry` at head + 1, sets NEW.head itself on every
---     UPDATE, and notifies the schema's channel. session_changes_guard (0003's rule, now
+--     only mover of the head: it inserts `entry` at head + 1, sets NEW.head itself (an UPDATE
+--     that sets the head is refused), and notifies the schema's channel. session_changes_guard (0003's rule, now
 --     reading session_writer) refuses any other feed row.
 --   * An added account that becomes active, or a removed active account, moves the pointer
 --     with the account's own change: roster_feed on active_account sees that the newest entry
@@ -124,7 +124,9 @@ BEGIN
       current_setting('search_path'), TG_TABLE_SCHEMA, TG_TABLE_NAME
       USING ERRCODE = 'SS001';
   END IF;
-  NEW.head := OLD.head;
+  IF NEW.head IS DISTINCT FROM OLD.head THEN
+    RAISE EXCEPTION 'session_writer.head is kept by the store: it is the newest cursor handed out, and only a recorded change moves it';
+  END IF;
   NEW.entry := NULL;
   IF recorded IS NOT NULL AND pg_trigger_depth() < 2 THEN
     RAISE EXCEPTION 'session_writer.entry is set by the store''s triggers only; edit accounts or active_account instead';
@@ -290,6 +292,23 @@ BEGIN
 END
 $$;
 
+-- Before any row of accounts or active_account is locked, every statement on them takes the
+-- session_writer row's lock, which library writes take first too: one order of locks for
+-- every writer, so a psql edit and a library write never deadlock (the row trigger would
+-- otherwise take the session_writer lock while holding the row's).
+CREATE FUNCTION roster_lock() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+SET search_path FROM CURRENT AS $$
+BEGIN
+  IF TG_RELID IS DISTINCT FROM to_regclass('accounts') AND TG_RELID IS DISTINCT FROM to_regclass('active_account') THEN
+    RAISE EXCEPTION 'roster_lock (search path %) fired for %.%, which is not the accounts or active_account table of its schema: the schema was renamed (rename it back), or the function was attached to another table; nothing was written',
+      current_setting('search_path'), TG_TABLE_SCHEMA, TG_TABLE_NAME
+      USING ERRCODE = 'SS001';
+  END IF;
+  PERFORM 1 FROM ONLY session_writer w WHERE w.id = 1 FOR UPDATE;
+  RETURN NULL;
+END
+$$;
+
 -- `UPDATE session SET username = …, is_logged_in = …` changes the active account (recorded
 -- as any edit of accounts); with no active account it is refused.
 CREATE FUNCTION session_update() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
@@ -297,6 +316,11 @@ SET search_path FROM CURRENT AS $$
 DECLARE
   active bigint;
 BEGIN
+  IF TG_RELID IS DISTINCT FROM to_regclass('session') THEN
+    RAISE EXCEPTION 'session_update (search path %) fired for %.%, which is not the session view of its schema: the schema was renamed (rename it back), or the function was attached to another view; nothing was written',
+      current_setting('search_path'), TG_TABLE_SCHEMA, TG_TABLE_NAME
+      USING ERRCODE = 'SS001';
+  END IF;
   IF NEW.id IS DISTINCT FROM OLD.id OR NEW.head IS DISTINCT FROM OLD.head
     OR NEW.updated_at IS DISTINCT FROM OLD.updated_at
   THEN
@@ -350,6 +374,12 @@ $$;
 CREATE TRIGGER accounts_feed BEFORE INSERT OR UPDATE OR DELETE ON accounts
 FOR EACH ROW EXECUTE FUNCTION roster_feed();
 
+CREATE TRIGGER accounts_lock BEFORE INSERT OR UPDATE OR DELETE ON accounts
+FOR EACH STATEMENT EXECUTE FUNCTION roster_lock();
+
+CREATE TRIGGER active_account_lock BEFORE UPDATE ON active_account
+FOR EACH STATEMENT EXECUTE FUNCTION roster_lock();
+
 CREATE TRIGGER accounts_refuse_truncate BEFORE TRUNCATE ON accounts
 FOR EACH STATEMENT EXECUTE FUNCTION session_refuse();
 
@@ -377,5 +407,6 @@ FOR EACH ROW EXECUTE FUNCTION session_update();
 CREATE TRIGGER session_refuse INSTEAD OF INSERT OR DELETE ON session
 FOR EACH ROW EXECUTE FUNCTION session_refuse();
 
-REVOKE ALL ON FUNCTION session_refuse(), session_feed(), roster_feed(), session_update(), session_changes_guard()
+REVOKE ALL ON FUNCTION session_refuse(), session_feed(), roster_feed(), roster_lock(), session_update(),
+  session_changes_guard()
 FROM PUBLIC;
