@@ -37,8 +37,8 @@ import Testing
         END LOOP;
         RAISE EXCEPTION 'this commit is refused by the test';
       END $f$;
-      CREATE CONSTRAINT TRIGGER hold_commit AFTER UPDATE ON session DEFERRABLE INITIALLY DEFERRED
-        FOR EACH ROW WHEN (NEW.updated_by = '\(origin)') EXECUTE FUNCTION hold_commit();
+      CREATE CONSTRAINT TRIGGER hold_commit AFTER UPDATE ON session_writer DEFERRABLE INITIALLY DEFERRED
+        FOR EACH ROW WHEN (NEW.origin = '\(origin)') EXECUTE FUNCTION hold_commit();
       """, schema: schema)
 
     // Our rename's COMMIT is held on the server.
@@ -46,7 +46,7 @@ import Testing
     let held = try #require(
       try await backend(of: "\(origin)/writer", on: cluster, where: "wait_event = 'PgSleep'"),
       "the COMMIT waits in the trigger")
-    // Another store's rename waits for the session row, first in line.
+    // Another store's rename waits for the session_writer row, first in line.
     let winner = BlockingWrite { try other.blocking.rename(to: "mallory") }
     _ = try #require(
       try await backend(of: "\(origin)_other/writer", on: cluster, where: "wait_event_type = 'Lock'"),
