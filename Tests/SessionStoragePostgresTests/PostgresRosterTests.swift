@@ -265,7 +265,11 @@ import Testing
     #expect(roster.accounts.isEmpty && roster.activeID == nil && roster.cursor == Cursor(1))
     #expect(try store.history().first?.change.wasActive == false)
     #expect(try store.history().first?.events == [.loggedIn(username: nil)])
+    #expect(
+      try await cluster.psql("SELECT count(*), max(p.account_id) FROM accounts, active_account p", schema: schema)
+        == "0|\n")
     #expect(try await store.logIn(as: "alice")?.change.account == AccountID(1))
+    #expect(try await store.logIn(as: "bob")?.change.account == AccountID(2))
   }
 }
 
