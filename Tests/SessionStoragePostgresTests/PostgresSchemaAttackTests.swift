@@ -157,6 +157,9 @@ enum ForgedFeed: String, CaseIterable, CustomTestStringConvertible, Sendable {
   /// The store's own `session_feed` attached to a temporary table that looks like
   /// `session_writer`.
   case storesFunctionOnAnotherTable
+  /// A trigger of a temporary table that hands the store's own `session_feed` an entry no
+  /// change of the roster made, through `session_writer.entry`.
+  case entryThroughTheWriter
   /// In one transaction, the head's entry deleted (as compaction may) and a forged one
   /// written at its cursor by a trigger of a temporary table.
   case rowAtACompactedCursor
@@ -212,6 +215,17 @@ enum ForgedFeed: String, CaseIterable, CustomTestStringConvertible, Sendable {
           RETURN NEW; END $$;
         CREATE TRIGGER nest BEFORE INSERT ON u FOR EACH ROW EXECUTE FUNCTION pg_temp.nest();
         INSERT INTO u VALUES (1);
+        """
+    case .entryThroughTheWriter:
+      return """
+        CREATE TEMP TABLE t (x int);
+        CREATE FUNCTION pg_temp.forge() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+          UPDATE \(schema).session_writer SET entry = jsonb_build_object('at', now(), 'account', 1,
+            'old_username', 'alice', 'new_username', 'eve', 'old_is_logged_in', true, 'new_is_logged_in', true,
+            'old_updated_at', now(), 'was_active', true, 'is_active', true);
+          RETURN NEW; END $$;
+        CREATE TRIGGER forge BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION pg_temp.forge();
+        INSERT INTO t VALUES (1);
         """
     case .rowAtACompactedCursor, .rowBeforeARealChange:
       let (seq, before, after) =

@@ -85,6 +85,7 @@ ALTER TABLE session_changes
 ALTER TABLE session_changes DISABLE TRIGGER session_changes_guard;
 UPDATE ONLY session_changes SET was_active = old_username IS NOT NULL, is_active = new_username IS NOT NULL;
 ALTER TABLE session_changes ENABLE TRIGGER session_changes_guard;
+CREATE INDEX session_changes_account ON session_changes (account_id, seq);
 ALTER TABLE session_changes
   ALTER COLUMN account_id DROP DEFAULT,
   ALTER COLUMN was_active DROP DEFAULT,
@@ -339,12 +340,18 @@ END
 $$;
 
 -- 0003's guard of the feed, reading the head from session_writer, and refusing a change
--- while any table of the store is UNLOGGED.
+-- while any table of the store is UNLOGGED. At COMMIT it also asks the roster: the newest
+-- entry of an account says what the account is (its username and login state, its cursor,
+-- or that it is gone), and the newest entry of all whether it is the active one. A row that
+-- no change of the roster made (a trigger of another table that sets session_writer.entry
+-- itself) is refused with the transaction.
 CREATE OR REPLACE FUNCTION session_changes_guard() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
 SET search_path FROM CURRENT AS $$
 DECLARE
   current_head bigint;
   unlogged text;
+  account record;
+  pointer bigint;
 BEGIN
   SELECT s.head, (SELECT string_agg(c.relname, ' and ') FROM pg_class c
                   WHERE c.oid IN (s.tableoid, TG_RELID, to_regclass('accounts'), to_regclass('active_account'))
@@ -361,6 +368,19 @@ BEGIN
       RAISE EXCEPTION 'feed row % is above the head (%) at the end of its transaction: it was not written by the session_feed trigger, or SET CONSTRAINTS … IMMEDIATE checked it before the head moved; nothing was written',
         NEW.seq, current_head
         USING ERRCODE = 'SS001';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM ONLY session_changes c WHERE c.account_id = NEW.account_id AND c.seq > NEW.seq) THEN
+      SELECT a.* INTO account FROM ONLY accounts a WHERE a.id = NEW.account_id;
+      SELECT p.account_id INTO pointer FROM ONLY active_account p WHERE p.id = 1;
+      IF (account.id IS NULL) <> (NEW.new_username IS NULL)
+        OR (account.id IS NOT NULL AND (account.username IS DISTINCT FROM NEW.new_username
+          OR account.is_logged_in IS DISTINCT FROM NEW.new_is_logged_in OR account.seq IS DISTINCT FROM NEW.seq))
+        OR (NEW.seq = current_head AND NEW.is_active IS DISTINCT FROM (pointer IS NOT DISTINCT FROM NEW.account_id))
+      THEN
+        RAISE EXCEPTION 'feed row % is not the change of account % that the roster holds at the end of its transaction: it was not recorded by the store''s triggers; nothing was written',
+          NEW.seq, NEW.account_id
+          USING ERRCODE = 'SS001';
+      END IF;
     END IF;
     RETURN NULL;
   END IF;
