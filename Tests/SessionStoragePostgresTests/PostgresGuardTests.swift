@@ -27,7 +27,7 @@ import Testing
       // The guard still refuses a row typed in by hand, in the server's language.
       await #expect(throws: (any Error).self) {
         try await psql(
-          "INSERT INTO \(store.requirePostgres().schema).session_changes VALUES (4, now(), 'forged', 'carol', 'eve', false, false, now())"
+          "INSERT INTO \(store.requirePostgres().schema).session_changes VALUES (4, now(), 'forged', 'carol', 'eve', false, false, now(), 1, true, true)"
         )
       }
       #expect(try store.bounds().head == Cursor(3))
