@@ -194,7 +194,33 @@ import Testing
       try await cluster.psql("UPDATE session SET username = 'alice'", schema: store.requirePostgres().schema)
     }
     #expect(try store.bounds().head == .zero)
-    #expect(try await cluster.psql("SELECT username, is_logged_in, head FROM session", schema: store.requirePostgres().schema) == "|f|0\n")
+    #expect(
+      try await cluster.psql("SELECT username, is_logged_in, head FROM session", schema: store.requirePostgres().schema)
+        == "|f|0\n")
+  }
+
+  /// The 1.x habit of holding the session with `SELECT … FROM session FOR UPDATE` still holds
+  /// what writers wait for: a write waits for psql's transaction, then commits after it.
+  @Test func aSessionHeldForUpdateInPsqlMakesWritersWait() async throws {
+    let cluster = try await PostgresCluster.shared()
+    let store = try SessionStore(
+      postgresURL: cluster.freshStoreURL(), options: .init(origin: "desk", lockTimeout: .milliseconds(300)))
+    try await store.logIn(as: "alice")
+    let name = uniqueName("holder")
+    let held = Task { [schema = try store.requirePostgres().schema] in
+      try await cluster.psql(
+        "SET application_name = '\(name)'; BEGIN; SELECT 1 FROM session FOR UPDATE; SELECT pg_sleep(3); COMMIT;",
+        schema: schema)
+    }
+    try #require(
+      await eventually {
+        (try? await cluster.query(
+          "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(name)' AND query LIKE '%pg_sleep%'"))
+          == "1\n"
+      }, "psql holds the session")
+    #expect(await code(.busy) { try await store.logOut() }, "the write waited for psql's lock")
+    _ = try await held.value
+    #expect(try await store.logOut() != nil)
   }
 
   /// A schema made by the 1.x migrations alone, with history, migrates to the roster: its

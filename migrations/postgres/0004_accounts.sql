@@ -93,10 +93,16 @@ ALTER TABLE session_changes
 
 DROP TABLE session;
 
+-- The active account's columns are read by subqueries, not an outer join, so that the 1.x
+-- habit `SELECT … FROM session FOR UPDATE` still works and still holds what writers wait
+-- for (the active_account and session_writer rows).
 CREATE VIEW session AS
-SELECT 1 AS id, a.username, coalesce(a.is_logged_in, false) AS is_logged_in,
-  coalesce(a.updated_at, p.updated_at) AS updated_at, w.head
-FROM ONLY active_account p CROSS JOIN ONLY session_writer w LEFT JOIN ONLY accounts a ON a.id = p.account_id
+SELECT 1 AS id,
+  (SELECT a.username FROM ONLY accounts a WHERE a.id = p.account_id) AS username,
+  coalesce((SELECT a.is_logged_in FROM ONLY accounts a WHERE a.id = p.account_id), false) AS is_logged_in,
+  coalesce((SELECT a.updated_at FROM ONLY accounts a WHERE a.id = p.account_id), p.updated_at) AS updated_at,
+  w.head
+FROM ONLY active_account p CROSS JOIN ONLY session_writer w
 WHERE p.id = 1 AND w.id = 1;
 
 CREATE OR REPLACE FUNCTION session_refuse() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
