@@ -81,7 +81,8 @@ extension PostgresBackend {
 
   private static func bounds(on connection: PQConnection) throws -> FeedBounds {
     guard let row = try connection.query(PostgresTables.boundsSQL).rows.first else {
-      throw SessionStorageError(.notFound, "the session_writer row is missing", path: connection.place.described)
+      throw SessionStorageError(
+        .notFound, "the session_writer row is missing", path: connection.place.described)
     }
     return PostgresTables.bounds(row)
   }
@@ -113,7 +114,8 @@ extension PostgresBackend {
       "SELECT DISTINCT ON (account_id) \(PostgresTables.changeColumns) FROM ONLY session_changes "
         + "ORDER BY account_id, seq DESC"
     ).rows.map(PostgresTables.entry)
-    let newestByAccount = Dictionary(newest.map { ($0.change.account, $0) }, uniquingKeysWith: { first, _ in first })
+    let newestByAccount = Dictionary(
+      newest.map { ($0.change.account, $0) }, uniquingKeysWith: { first, _ in first })
     var compared = 0
     for account in roster.accounts {
       guard let entry = newestByAccount[account.id] else { continue }
@@ -126,7 +128,9 @@ extension PostgresBackend {
       guard entry.cursor == account.cursor else { continue }  // its newest change was compacted away
       compared += 1
       let after = entry.after
-      if after.username.map({ Array($0.utf8) }) != Array(account.username.utf8) || after.isLoggedIn != account.isLoggedIn {
+      if after.username.map({ Array($0.utf8) }) != Array(account.username.utf8)
+        || after.isLoggedIn != account.isLoggedIn
+      {
         problems.append(
           "account \(account.id) (\(account)) is not the state its newest change left (\(after), cursor "
             + "\(entry.cursor)): it was changed without a feed entry (the roster_feed trigger was disabled)")

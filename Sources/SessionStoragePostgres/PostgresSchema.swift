@@ -70,7 +70,8 @@ enum PostgresSchema {
       table: "active_account", name: "active_account_refuse", function: "session_refuse", type: 1 | 2 | 4 | 8,
       events: "BEFORE INSERT OR DELETE FOR EACH ROW"),
     Trigger(
-      table: "active_account", name: "active_account_refuse_truncate", function: "session_refuse", type: 2 | 32,
+      table: "active_account", name: "active_account_refuse_truncate", function: "session_refuse",
+      type: 2 | 32,
       events: "BEFORE TRUNCATE FOR EACH STATEMENT"),
     Trigger(
       table: "session_writer", name: "session_feed", function: "session_feed", type: 1 | 2 | 16,
@@ -79,7 +80,8 @@ enum PostgresSchema {
       table: "session_writer", name: "session_writer_refuse", function: "session_refuse", type: 1 | 2 | 4 | 8,
       events: "BEFORE INSERT OR DELETE FOR EACH ROW"),
     Trigger(
-      table: "session_writer", name: "session_writer_refuse_truncate", function: "session_refuse", type: 2 | 32,
+      table: "session_writer", name: "session_writer_refuse_truncate", function: "session_refuse",
+      type: 2 | 32,
       events: "BEFORE TRUNCATE FOR EACH STATEMENT"),
     Trigger(
       table: "session", name: "session_update", function: "session_update", type: 1 | 64 | 16,
@@ -97,7 +99,9 @@ enum PostgresSchema {
   ]
 
   /// The store's tables, and its one view (`session`, the active account for 1.x habits).
-  static let tables = ["accounts", "active_account", "schema_migrations", "session_changes", "session_writer"]
+  static let tables = [
+    "accounts", "active_account", "schema_migrations", "session_changes", "session_writer",
+  ]
   static let views = ["session"]
 
   /// The functions of the migrations, each as its newest migration defines it, by name.
@@ -273,7 +277,9 @@ enum PostgresSchema {
       let name = row[0] ?? ""
       if views.contains(name) {
         if row[1] != "v" { problems.append("\(name) is not a view (relkind '\(row[1] ?? "")')") }
-        if row[3] != "0" { problems.append("view \(name) has rules (CREATE RULE), which can rewrite its writes") }
+        if row[3] != "0" {
+          problems.append("view \(name) has rules (CREATE RULE), which can rewrite its writes")
+        }
         continue
       }
       if row[1] != "r" { problems.append("\(name) is not a plain table (relkind '\(row[1] ?? "")')") }

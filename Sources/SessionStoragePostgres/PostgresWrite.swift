@@ -57,7 +57,9 @@ package struct PostgresWrite {
       return activates + [(insertSQL, [after.username, after.isLoggedIn ? "true" : "false"])]
     case (let id?, let after?):
       if after.username != plan.before.username || after.isLoggedIn != plan.before.isLoggedIn {
-        return activates + [(updateSQL, [after.username, after.isLoggedIn ? "true" : "false", String(id.value)])]
+        return activates + [
+          (updateSQL, [after.username, after.isLoggedIn ? "true" : "false", String(id.value)])
+        ]
       }
       return [(pointSQL, [plan.isActive ? String(id.value) : nil])]
     case (let id?, nil):
@@ -73,7 +75,8 @@ package struct PostgresWrite {
     let change = entry.change
     return entry.cursor.value == cursor && entry.origin == origin
       && (plan.account == nil || plan.account == change.account)
-      && change.after.username == plan.after?.username && change.after.isLoggedIn == (plan.after?.isLoggedIn ?? false)
+      && change.after.username == plan.after?.username
+      && change.after.isLoggedIn == (plan.after?.isLoggedIn ?? false)
       && change.wasActive == plan.wasActive && change.isActive == plan.isActive
   }
 
@@ -112,7 +115,8 @@ package struct PostgresWrite {
       guard let headRow = claimed[0].rows.first else {
         try connection.execute("ROLLBACK")
         throw SessionStorageError(
-          .notFound, "the session_writer row is missing (was the table edited by hand?)", path: place.described)
+          .notFound, "the session_writer row is missing (was the table edited by hand?)",
+          path: place.described)
       }
       let head = PostgresTables.integer(headRow[0])
       let reader = Reader(
@@ -124,7 +128,8 @@ package struct PostgresWrite {
         try connection.execute("ROLLBACK")
         guard let state else {
           throw SessionStorageError(
-            .notFound, "the active_account row is missing (was the table edited by hand?)", path: place.described)
+            .notFound, "the active_account row is missing (was the table edited by hand?)",
+            path: place.described)
         }
         return .unchanged(SessionSnapshot(state: state.state, cursor: Cursor(head)))
       }
@@ -227,7 +232,9 @@ package struct PostgresWrite {
       try connection.reconnect()
       try connection.execute("BEGIN")
       defer { try? connection.execute("ROLLBACK") }
-      let row = try connection.query("SELECT write_token, head FROM ONLY session_writer WHERE id = 1 FOR UPDATE").rows
+      let row = try connection.query(
+        "SELECT write_token, head FROM ONLY session_writer WHERE id = 1 FOR UPDATE"
+      ).rows
         .first
       if row?[0] == token { return entries }
       let head = PostgresTables.integer(row?[1] ?? nil)

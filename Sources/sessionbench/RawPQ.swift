@@ -127,7 +127,9 @@ final class RawPQWriter {
   }
 
   /// An account row as the store's reads return it: id, username, whether signed in.
-  private func account(_ sql: String, _ values: [String] = []) throws -> (id: Int64, name: String, isLoggedIn: Bool)? {
+  private func account(_ sql: String, _ values: [String] = []) throws -> (
+    id: Int64, name: String, isLoggedIn: Bool
+  )? {
     let libpq = connection.libpq
     return try connection.query(sql, values) { result in
       guard libpq.PQntuples(result) == 1 else { return nil }
@@ -144,13 +146,16 @@ final class RawPQWriter {
     token += 1
     let libpq = connection.libpq
     try connection.exec("BEGIN")
-    let head = try connection.query(PostgresWrite.claimSQL, [origin, String(token)]) { libpq.integer($0, 0, 0) }
+    let head = try connection.query(PostgresWrite.claimSQL, [origin, String(token)]) {
+      libpq.integer($0, 0, 0)
+    }
     let active = try account(PostgresWrite.activeAccountSQL)
     var statements: [(sql: String, values: [String])] = []
     if signIn {
       if let named = try account(PostgresWrite.accountNamedSQL, [username]) {
         if !named.isLoggedIn {
-          statements = (active?.id == named.id ? [] : [(PostgresWrite.activatesSQL, [])])
+          statements =
+            (active?.id == named.id ? [] : [(PostgresWrite.activatesSQL, [])])
             + [(PostgresWrite.updateSQL, [named.name, "true", String(named.id)])]
         } else if active?.id != named.id {
           statements = [(PostgresWrite.pointSQL, [String(named.id)])]

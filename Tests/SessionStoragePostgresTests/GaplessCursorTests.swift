@@ -60,7 +60,9 @@ import Testing
     let history = try stores[0].history(from: .beginning, limit: .max)
     #expect(history.map(\.cursor.value) == Array(1...head.value), "every cursor once, no hole")
     #expect(written.count >= 8 * writesPerStore)
-    #expect(head.value == Int64(written.count + 4 + 2), "the first login, the library's changes, psql's 4 and the last")
+    #expect(
+      head.value == Int64(written.count + 4 + 2),
+      "the first login, the library's changes, psql's 4 and the last")
     #expect(Set(written.map(\.cursor)).count == written.count)
     for entry in written {
       #expect(history[Int(entry.cursor.value - 1)] == entry, "each write returned its committed entry")

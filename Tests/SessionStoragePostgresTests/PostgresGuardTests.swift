@@ -138,7 +138,8 @@ import Testing
       }
       #expect(emptied?.code == .tamperedSchema)
       #expect(
-        emptied?.message.contains("the session_writer table holds no row") == true, "\(String(describing: emptied))")
+        emptied?.message.contains("the session_writer table holds no row") == true,
+        "\(String(describing: emptied))")
     }
   }
 

@@ -13,7 +13,9 @@ import Testing
   private func events(_ entries: [SessionEntry]) -> [String] { entries.map(\.change.description) }
 
   /// The roster rebuilt from the whole history must be the one the store reads.
-  private func expectRosterIsItsHistory(_ store: SessionStore, sourceLocation: SourceLocation = #_sourceLocation)
+  private func expectRosterIsItsHistory(
+    _ store: SessionStore, sourceLocation: SourceLocation = #_sourceLocation
+  )
     throws
   {
     let history = try store.history(limit: 10_000)
@@ -73,15 +75,18 @@ import Testing
     let store = try SessionStore(postgresURL: cluster.freshStoreURL(), options: .init(origin: "desk"))
     let first = try #require(try await store.logIn(as: "alice"))
     try await store.logIn(as: "bob")
-    #expect(await code(.conflict) {
-      try await store.logOut(expecting: .head(first.cursor))
-    })
-    #expect(await code(.conflict) {
-      try await store.logOut("bob", expecting: .account(first.cursor))
-    })
-    #expect(await code(.conflict) {
-      try await store.logIn(as: "carol", expecting: .account(Cursor(2)))
-    })
+    #expect(
+      await code(.conflict) {
+        try await store.logOut(expecting: .head(first.cursor))
+      })
+    #expect(
+      await code(.conflict) {
+        try await store.logOut("bob", expecting: .account(first.cursor))
+      })
+    #expect(
+      await code(.conflict) {
+        try await store.logIn(as: "carol", expecting: .account(Cursor(2)))
+      })
     #expect(try store.bounds().head == Cursor(2), "a refused write writes nothing")
     // Alice's newest change is still cursor 1, whatever bob did since.
     #expect(try await store.logOut("alice", expecting: .account(first.cursor)) != nil)
@@ -89,7 +94,8 @@ import Testing
     #expect(try await store.logOut(expecting: .head(Cursor(4))) != nil)
     // A change by psql moves the head: a write that expected the old one is refused.
     _ = try await cluster.psql(
-      "UPDATE accounts SET is_logged_in = true WHERE username = 'alice'", schema: store.requirePostgres().schema)
+      "UPDATE accounts SET is_logged_in = true WHERE username = 'alice'",
+      schema: store.requirePostgres().schema)
     #expect(await code(.conflict) { try await store.switchTo("alice", expecting: .head(Cursor(5))) })
     #expect(try await store.switchTo("alice", expecting: .head(Cursor(6))) != nil)
     try expectRosterIsItsHistory(store)
@@ -167,7 +173,10 @@ import Testing
     ("UPDATE session SET head = 100", "only username and is_logged_in"),
     ("INSERT INTO session (username) VALUES ('x')", "shows the active account"),
     ("DELETE FROM session", "shows the active account"),
-    ("INSERT INTO session_changes SELECT * FROM session_changes WHERE seq = 1", "written by the session_feed trigger"),
+    (
+      "INSERT INTO session_changes SELECT * FROM session_changes WHERE seq = 1",
+      "written by the session_feed trigger"
+    ),
   ])
   func handEditsThatBreakTheModelAreRefused(sql: String, message: String) async throws {
     let cluster = try await PostgresCluster.shared()
@@ -195,7 +204,8 @@ import Testing
     }
     #expect(try store.bounds().head == .zero)
     #expect(
-      try await cluster.psql("SELECT username, is_logged_in, head FROM session", schema: store.requirePostgres().schema)
+      try await cluster.psql(
+        "SELECT username, is_logged_in, head FROM session", schema: store.requirePostgres().schema)
         == "|f|0\n")
   }
 
@@ -215,7 +225,8 @@ import Testing
     try #require(
       await eventually {
         (try? await cluster.query(
-          "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(name)' AND query LIKE '%pg_sleep%'"))
+          "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(name)' AND query LIKE '%pg_sleep%'"
+        ))
           == "1\n"
       }, "psql holds the session")
     #expect(await code(.busy) { try await store.logOut() }, "the write waited for psql's lock")
@@ -232,12 +243,16 @@ import Testing
     let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
       .deletingLastPathComponent().appendingPathComponent("migrations/postgres")
     var script = "CREATE SCHEMA \(schema); SET search_path TO \"\(schema)\", pg_temp;\n"
-    script += "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
+    script +=
+      "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
       + "checksum text NOT NULL, applied_at timestamptz NOT NULL);\n"
-    for (version, name) in [(1, "0001_session_and_feed"), (2, "0002_own_tables_only"), (3, "0003_feed_guard_by_head")] {
+    for (version, name) in [
+      (1, "0001_session_and_feed"), (2, "0002_own_tables_only"), (3, "0003_feed_guard_by_head"),
+    ] {
       let sql = try String(contentsOf: folder.appendingPathComponent(name + ".sql"), encoding: .utf8)
       script += sql + "\n"
-      script += "INSERT INTO schema_migrations VALUES (\(version), '\(name)', "
+      script +=
+        "INSERT INTO schema_migrations VALUES (\(version), '\(name)', "
         + "encode(sha256(convert_to($sql$\(sql)$sql$, 'UTF8')), 'hex'), now());\n"
     }
     script += """
@@ -257,7 +272,8 @@ import Testing
     #expect(roster.accounts.first?.cursor == Cursor(4))
     let history = try store.history()
     #expect(history.map(\.cursor.value) == [2, 3, 4])
-    #expect(history.allSatisfy { $0.change.account == AccountID(1) && $0.change.wasActive && $0.change.isActive })
+    #expect(
+      history.allSatisfy { $0.change.account == AccountID(1) && $0.change.wasActive && $0.change.isActive })
     #expect(events(history) == ["logout alice", "rename alice → bob", "login bob"])
     #expect(try store.state.username == "bob")
     let check = try store.check()
@@ -276,12 +292,16 @@ import Testing
     let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
       .deletingLastPathComponent().appendingPathComponent("migrations/postgres")
     var script = "CREATE SCHEMA \(schema); SET search_path TO \"\(schema)\", pg_temp;\n"
-    script += "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
+    script +=
+      "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
       + "checksum text NOT NULL, applied_at timestamptz NOT NULL);\n"
-    for (version, name) in [(1, "0001_session_and_feed"), (2, "0002_own_tables_only"), (3, "0003_feed_guard_by_head")] {
+    for (version, name) in [
+      (1, "0001_session_and_feed"), (2, "0002_own_tables_only"), (3, "0003_feed_guard_by_head"),
+    ] {
       let sql = try String(contentsOf: folder.appendingPathComponent(name + ".sql"), encoding: .utf8)
       script += sql + "\n"
-      script += "INSERT INTO schema_migrations VALUES (\(version), '\(name)', "
+      script +=
+        "INSERT INTO schema_migrations VALUES (\(version), '\(name)', "
         + "encode(sha256(convert_to($sql$\(sql)$sql$, 'UTF8')), 'hex'), now());\n"
     }
     script += "UPDATE session SET is_logged_in = true;\n"
@@ -292,7 +312,8 @@ import Testing
     #expect(try store.history().first?.change.wasActive == false)
     #expect(try store.history().first?.events == [.loggedIn(username: nil)])
     #expect(
-      try await cluster.psql("SELECT count(*), max(p.account_id) FROM accounts, active_account p", schema: schema)
+      try await cluster.psql(
+        "SELECT count(*), max(p.account_id) FROM accounts, active_account p", schema: schema)
         == "0|\n")
     #expect(try await store.logIn(as: "alice")?.change.account == AccountID(1))
     #expect(try await store.logIn(as: "bob")?.change.account == AccountID(2))

@@ -231,7 +231,8 @@ enum ForgedFeed: String, CaseIterable, CustomTestStringConvertible, Sendable {
       let (seq, before, after) =
         self == .rowAtACompactedCursor
         ? (
-          "head", "DELETE FROM \(schema).session_changes WHERE seq = (SELECT head FROM \(schema).session_writer);",
+          "head",
+          "DELETE FROM \(schema).session_changes WHERE seq = (SELECT head FROM \(schema).session_writer);",
           ""
         )
         : ("head + 1", "", "UPDATE \(schema).session SET username = 'eve';")

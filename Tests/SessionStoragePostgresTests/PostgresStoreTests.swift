@@ -202,7 +202,8 @@ import Testing
       "ALTER TABLE accounts ENABLE TRIGGER accounts_feed", schema: store.requirePostgres().schema)
     #expect(try await store.rename(to: "carol")?.cursor == Cursor(2), "works again once enabled")
     try await store.rename(to: "alice")
-    _ = try await cluster.psql("DROP TRIGGER accounts_feed ON accounts", schema: store.requirePostgres().schema)
+    _ = try await cluster.psql(
+      "DROP TRIGGER accounts_feed ON accounts", schema: store.requirePostgres().schema)
     try await refused("dropped")
     #expect(try store.bounds().head == Cursor(3))
   }
