@@ -19,16 +19,20 @@
 -- HOW CHANGES ARE RECORDED
 -- Every change of the roster, the library's and any other client's alike, goes through the
 -- triggers below, in the same transaction, one feed row per changed account row or pointer:
---   * roster_feed (BEFORE each row of accounts, BEFORE UPDATE of active_account) takes the
---     session_writer row's lock first, so changes are numbered one after the other in commit
---     order (see 0001: the lock is held to COMMIT, the next writer waits and then reads the
---     committed head). It checks the model (unique usernames, at most 1000 accounts, ids never
---     change, the pointer names an account), stamps the account row with the change's cursor
---     and time, and hands the change to session_writer.entry.
+--   * roster_lock (BEFORE each statement on accounts or active_account) takes the
+--     session_writer row's lock before any row of the roster is locked, as library writes do,
+--     so changes are numbered one after the other in commit order (see 0001: the lock is held
+--     to COMMIT, the next writer waits and then reads the committed head), and writers never
+--     deadlock on the order of their locks.
+--   * roster_feed (BEFORE each row of accounts, BEFORE UPDATE of active_account) checks the
+--     model (unique usernames, at most 1000 accounts, ids never change, the pointer names an
+--     account), stamps the account row with the change's cursor and time, and hands the
+--     change to session_writer.entry.
 --   * session_feed (BEFORE UPDATE of session_writer) is the only writer of feed rows and the
 --     only mover of the head: it inserts `entry` at head + 1, sets NEW.head itself (an UPDATE
---     that sets the head is refused), and notifies the schema's channel. session_changes_guard (0003's rule, now
---     reading session_writer) refuses any other feed row.
+--     that sets the head is refused), and notifies the schema's channel.
+--     session_changes_guard (0003's rule, now reading session_writer) refuses any other feed
+--     row, and at COMMIT any entry the roster does not agree with.
 --   * An added account that becomes active, or a removed active account, moves the pointer
 --     with the account's own change: roster_feed on active_account sees that the newest entry
 --     already records that move and records none (one entry per change, as the library plans
