@@ -4,8 +4,8 @@ import SessionStorage
 extension PostgresBackend {
   /// Verifies the store without writing, in one read-only transaction: the migration
   /// records and their checksums, that the functions and triggers are the migrations' own
-  /// (their bodies, settings and firing modes, not only their names), that the
-  /// session row is the state the newest change left, that cursors have no hole between
+  /// (their bodies, settings and firing modes, not only their names), that each account is
+  /// the state its newest change left and the active pointer names an account or none, that cursors have no hole between
   /// the oldest kept and the head, that every cursor lies between 1 and the largest
   /// integer, and that the stored username meets the rules. (SQLite's integrity check and
   /// time formats have no PostgreSQL counterpart: the server keeps its own pages and
@@ -55,23 +55,25 @@ extension PostgresBackend {
           return (true, "every cursor is at least 1 and below the largest integer")
         },
         item(.username) {
-          guard let name = try connection.scalar("SELECT username FROM ONLY session WHERE id = 1") else {
-            return (true, "no username")
-          }
-          do {
-            guard try Username.validated(name).utf8.elementsEqual(name.utf8) else {
-              // A library rename to the NFC form changes only bytes, which every store
-              // treats as no change: the repair is psql's, recorded as a change without events.
-              return (
-                false,
-                "username is not in Unicode NFC; repair it in psql with UPDATE "
-                  + "\(connection.place.quotedSchema).session SET username = normalize(username, NFC) WHERE id = 1"
-              )
+          let names = try connection.query("SELECT id, username FROM ONLY accounts ORDER BY id").rows
+          guard !names.isEmpty else { return (true, "no account") }
+          for row in names {
+            let (id, name) = (row[0] ?? "?", row[1] ?? "")
+            do {
+              guard try Username.validated(name).utf8.elementsEqual(name.utf8) else {
+                // A library rename to the NFC form changes only bytes, which every store
+                // treats as no change: the repair is psql's, recorded as a change without events.
+                return (
+                  false,
+                  "the username of account \(id) is not in Unicode NFC; repair it in psql with UPDATE "
+                    + "\(connection.place.quotedSchema).accounts SET username = normalize(username, NFC) WHERE id = \(id)"
+                )
+              }
+            } catch let error as SessionStorageError where error.code == .invalidUsername {
+              return (false, "account \(id): stored " + error.message)
             }
-          } catch let error as SessionStorageError where error.code == .invalidUsername {
-            return (false, "stored " + error.message)
           }
-          return (true, "username is valid")
+          return (true, names.count == 1 ? "username is valid" : "the \(names.count) usernames are valid")
         },
       ]
     }
@@ -79,7 +81,8 @@ extension PostgresBackend {
 
   private static func bounds(on connection: PQConnection) throws -> FeedBounds {
     guard let row = try connection.query(PostgresTables.boundsSQL).rows.first else {
-      throw SessionStorageError(.notFound, "the session row is missing", path: connection.place.described)
+      throw SessionStorageError(
+        .notFound, "the session_writer row is missing", path: connection.place.described)
     }
     return PostgresTables.bounds(row)
   }
@@ -96,25 +99,54 @@ extension PostgresBackend {
     )
   }
 
-  /// The session row must be the state the newest change left, when that change is kept.
+  /// Each account must be the state its newest change left, when that change is kept, and
+  /// no account may have a newer change than the one it is stamped with; an account whose
+  /// newest kept change left the roster must be gone; the pointer names an account or none.
   private static func checkState(on connection: PQConnection) throws -> (passed: Bool, detail: String) {
-    guard let session = try connection.query(PostgresTables.snapshotSQL).rows.first else {
-      return (false, "the session row is missing")
+    guard let roster = PostgresTables.roster(try connection.query(PostgresTables.rosterSQL).rows) else {
+      return (false, "the session_writer or active_account row is missing")
     }
-    let (state, head) = PostgresTables.snapshot(session)
-    guard head != .zero else { return (true, "session is as created; no change was ever recorded") }
-    guard let row = try connection.query(PostgresTables.entrySQL, [String(head.value)]).rows.first else {
-      return (true, "the newest change (cursor \(head)) was compacted away; nothing to compare with")
+    var problems: [String] = []
+    if let active = roster.activeID, roster.account(id: active) == nil {
+      problems.append("active_account names account \(active), which is not in the roster")
     }
-    let newest = PostgresTables.entry(row).after
-    guard newest.username == state.username, newest.isLoggedIn == state.isLoggedIn else {
-      return (
-        false,
-        "session (\(state)) is not the state the newest change left (\(newest), cursor \(head)): "
-          + "it was changed without a feed entry (the session_feed trigger was disabled)"
-      )
+    let newest = try connection.query(
+      "SELECT DISTINCT ON (account_id) \(PostgresTables.changeColumns) FROM ONLY session_changes "
+        + "ORDER BY account_id, seq DESC"
+    ).rows.map(PostgresTables.entry)
+    let newestByAccount = Dictionary(
+      newest.map { ($0.change.account, $0) }, uniquingKeysWith: { first, _ in first })
+    var compared = 0
+    for account in roster.accounts {
+      guard let entry = newestByAccount[account.id] else { continue }
+      if entry.cursor > account.cursor {
+        problems.append(
+          "account \(account.id) (\(account)) is stamped with cursor \(account.cursor), but its newest change is at "
+            + "\(entry.cursor)")
+        continue
+      }
+      guard entry.cursor == account.cursor else { continue }  // its newest change was compacted away
+      compared += 1
+      let after = entry.after
+      if after.username.map({ Array($0.utf8) }) != Array(account.username.utf8)
+        || after.isLoggedIn != account.isLoggedIn
+      {
+        problems.append(
+          "account \(account.id) (\(account)) is not the state its newest change left (\(after), cursor "
+            + "\(entry.cursor)): it was changed without a feed entry (the roster_feed trigger was disabled)")
+      }
     }
-    return (true, "session agrees with the newest change (cursor \(head))")
+    for entry in newest where roster.account(id: entry.change.account) == nil && entry.after.username != nil {
+      problems.append(
+        "account \(entry.change.account) is not in the roster, but its newest change (cursor \(entry.cursor)) left "
+          + "it there: it was removed without a feed entry (the roster_feed trigger was disabled)")
+    }
+    guard problems.isEmpty else { return (false, problems.joined(separator: "; ")) }
+    return (
+      true,
+      "the \(roster.accounts.count) account(s) agree with their newest changes (\(compared) kept), "
+        + (roster.activeID.map { "account \($0) is active" } ?? "none is active")
+    )
   }
 
   /// Counts the cursors missing between the oldest kept and the head.

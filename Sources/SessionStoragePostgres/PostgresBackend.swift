@@ -63,19 +63,7 @@ final class PostgresBackend: SessionBackend {
 
   func currentState() throws -> SessionState { try log.snapshot().state }
 
-  func roster() throws -> SessionRoster {
-    let (state, cursor, _) = try log.snapshot()
-    let accounts = state.username.map {
-      [
-        Account(
-          id: AccountID(1), username: $0, isLoggedIn: state.isLoggedIn, updatedAt: state.updatedAt,
-          cursor: cursor)
-      ]
-    }
-    return SessionRoster(
-      accounts: accounts ?? [], activeID: accounts.map { _ in AccountID(1) }, activeSince: state.updatedAt,
-      cursor: cursor)
-  }
+  func roster() throws -> SessionRoster { try log.roster() }
 
   var place: String { server.described }
 
@@ -90,26 +78,20 @@ final class PostgresBackend: SessionBackend {
   /// Runs the write in one transaction (``PostgresWrite``). A write that started runs to
   /// its end: libpq's round trips are not interrupted, so `isCancelled` is not asked.
   /// Errors: `unavailable` when the connection is lost, saying whether anything was
-  /// written; `busy` when another transaction held the session row longer than
-  /// ``Options/lockTimeout`` (nothing was written).
+  /// written; `busy` when another transaction held the store's lock (the `session_writer`
+  /// row) longer than ``Options/lockTimeout`` (nothing was written).
   func commit(_ write: SessionWrite, isCancelled: @escaping @Sendable () -> Bool) throws
     -> WriteOutcome
   {
     let token = String(Int64.random(in: 1...Int64.max))
     let outcome = try withWriter { connection in
-      switch write.action {
-      case .logIn, .logOut(nil),
-        .rename(nil, _) where write.condition == nil:
-        break
-      default: throw SessionStorageError(.invalidArgument, "PostgreSQL stores hold one account")
-      }
-      return try PostgresWrite(write: write, origin: options.origin, token: token).commit(on: connection)
+      try PostgresWrite(write: write, origin: options.origin, token: token).commit(on: connection)
     }
     if outcome.entry != nil { beacon.signal() }  // this process's subscribers need no NOTIFY round trip
     return outcome
   }
 
-  /// The DELETE of each compaction, in a transaction; the head stays in the session row,
+  /// The DELETE of each compaction, in a transaction; the head stays in `session_writer`,
   /// so cursors are never reused.
   func delete(_ deletion: Deletion) throws -> CompactionResult {
     switch deletion {

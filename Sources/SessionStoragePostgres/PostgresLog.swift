@@ -20,31 +20,58 @@ enum PostgresTables {
 
   static let changeColumns =
     "seq, \(time("at")), origin, old_username, new_username, old_is_logged_in, new_is_logged_in, "
-    + time("old_updated_at")
+    + time("old_updated_at") + ", account_id, was_active, is_active"
   static let pageSQL =
     "SELECT \(changeColumns) FROM ONLY session_changes WHERE seq > $1 ORDER BY seq LIMIT $2"
   static let entrySQL = "SELECT \(changeColumns) FROM ONLY session_changes WHERE seq = $1"
-  /// The entry at the head, as a write reads back its own in its transaction.
-  static let headEntrySQL =
-    "SELECT \(changeColumns) FROM ONLY session_changes WHERE seq = (SELECT head FROM ONLY session WHERE id = 1)"
-  /// The state and the head, in one row: a snapshot is one statement.
+  /// The active account's state (no username, signed out, since the pointer last changed
+  /// when none is active) and the head, in one row: a snapshot is one statement.
   static let snapshotSQL =
-    "SELECT username, is_logged_in, \(time("updated_at")), head FROM ONLY session WHERE id = 1"
+    "SELECT a.username, coalesce(a.is_logged_in, false), \(time("coalesce(a.updated_at, p.updated_at)")), w.head "
+    + "FROM ONLY session_writer w CROSS JOIN ONLY active_account p LEFT JOIN ONLY accounts a ON a.id = p.account_id "
+    + "WHERE w.id = 1 AND p.id = 1"
   static let boundsSQL =
-    "SELECT (SELECT min(seq) FROM ONLY session_changes), head FROM ONLY session WHERE id = 1"
+    "SELECT (SELECT min(seq) FROM ONLY session_changes), head FROM ONLY session_writer WHERE id = 1"
   /// ``snapshotSQL``'s row followed by the entry at the head (NULLs once compacted away):
   /// what a subscriber that starts from the snapshot checks the log keeps.
   static let snapshotEntrySQL =
-    "SELECT s.username, s.is_logged_in, \(time("s.updated_at")), s.head, c.* FROM ONLY session s "
-    + "LEFT JOIN LATERAL (SELECT \(changeColumns) FROM ONLY session_changes WHERE seq = s.head) c ON true WHERE s.id = 1"
+    "SELECT a.username, coalesce(a.is_logged_in, false), \(time("coalesce(a.updated_at, p.updated_at)")), w.head, "
+    + "c.* FROM ONLY session_writer w CROSS JOIN ONLY active_account p "
+    + "LEFT JOIN ONLY accounts a ON a.id = p.account_id "
+    + "LEFT JOIN LATERAL (SELECT \(changeColumns) FROM ONLY session_changes WHERE seq = w.head) c ON true "
+    + "WHERE w.id = 1 AND p.id = 1"
+  /// The columns of an account, as ``account(_:)`` decodes them.
+  static let accountColumns = "a.id, a.username, a.is_logged_in, \(time("a.updated_at")), a.seq"
+  /// The roster in one statement: the head, the pointer and its time on every row, then
+  /// each account's columns (NULLs on the one row of an empty roster).
+  static let rosterSQL =
+    "SELECT w.head, p.account_id, \(time("p.updated_at")), \(accountColumns) FROM ONLY session_writer w "
+    + "CROSS JOIN ONLY active_account p LEFT JOIN ONLY accounts a ON true WHERE w.id = 1 AND p.id = 1 ORDER BY a.id"
 
   /// The entry in a row of ``changeColumns``.
   static func entry(_ row: [String?]) -> SessionEntry {
     SessionEntry(
-      seq: integer(row[0]), at: Timestamp.stored(row[1]), origin: row[2], account: 1, oldUsername: row[3],
-      newUsername: row[4],
-      oldIsLoggedIn: row[5] == "t", newIsLoggedIn: row[6] == "t", oldUpdatedAt: Timestamp.stored(row[7]),
-      wasActive: row[3] != nil, isActive: row[4] != nil)
+      seq: integer(row[0]), at: Timestamp.stored(row[1]), origin: row[2], account: integer(row[8]),
+      oldUsername: row[3], newUsername: row[4], oldIsLoggedIn: row[5] == "t", newIsLoggedIn: row[6] == "t",
+      oldUpdatedAt: Timestamp.stored(row[7]), wasActive: row[9] == "t", isActive: row[10] == "t")
+  }
+
+  /// The account in a row of ``accountColumns``.
+  static func account(_ row: some Collection<String?>) -> Account {
+    let row = Array(row)
+    return Account(
+      id: AccountID(integer(row[0])), username: row[1] ?? "", isLoggedIn: row[2] == "t",
+      updatedAt: Timestamp.stored(row[3]), cursor: Cursor(integer(row[4])))
+  }
+
+  /// The roster in the rows of ``rosterSQL``; nil when there is none (the store's rows are
+  /// missing).
+  static func roster(_ rows: [[String?]]) -> SessionRoster? {
+    guard let first = rows.first else { return nil }
+    return SessionRoster(
+      accounts: rows.filter { $0[3] != nil }.map { account($0.dropFirst(3)) },
+      activeID: first[1].map { AccountID(integer($0)) }, activeSince: Timestamp.stored(first[2]),
+      cursor: Cursor(integer(first[0])))
   }
 
   /// The state and head in a row of ``snapshotSQL``.
@@ -172,12 +199,24 @@ final class PostgresLog: FeedSource {
     return (state, cursor, entry.first.map { $0 != nil } == true ? PostgresTables.entry(entry) : nil)
   }
 
-  /// The first row of `sql`; `notFound` when the session row is missing.
+  /// The roster and its cursor, read in one statement.
+  func roster() throws -> SessionRoster {
+    try read { connection in
+      guard let roster = PostgresTables.roster(try connection.query(PostgresTables.rosterSQL).rows) else {
+        throw SessionStorageError(
+          .notFound, "the session_writer or active_account row is missing (was the table edited by hand?)",
+          path: connection.place.described)
+      }
+      return roster
+    }
+  }
+
+  /// The first row of `sql`; `notFound` when the store's rows are missing.
   private func row(_ sql: String) throws -> [String?] {
     try read { connection in
       guard let row = try connection.query(sql).rows.first else {
         throw SessionStorageError(
-          .notFound, "the session row is missing (was the table edited by hand?)",
+          .notFound, "the session_writer or active_account row is missing (was the table edited by hand?)",
           path: connection.place.described)
       }
       return row

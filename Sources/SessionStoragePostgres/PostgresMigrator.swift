@@ -117,8 +117,9 @@ enum PostgresMigrator {
   }
 
   /// What the schema's owner runs to let `role` in, as SQL: exactly the privileges a store
-  /// uses. A reader selects; a writer also updates the session row (`session_feed` runs as
-  /// the owner and writes the feed itself) and deletes feed rows to compact.
+  /// uses. A reader selects; a writer also changes the roster (`accounts`, `active_account`)
+  /// and claims the `session_writer` row (the triggers run as the owner and write the feed
+  /// themselves), and deletes feed rows to compact.
   static func grants(to role: String, in place: PostgresPlace) -> String {
     let lower = role.unicodeScalars.allSatisfy {
       ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_"
@@ -127,8 +128,9 @@ enum PostgresMigrator {
     let schema = place.quotedSchema
     return
       "Its owner can let it read with GRANT USAGE ON SCHEMA \(schema) TO \(grantee); GRANT SELECT ON ALL "
-      + "TABLES IN SCHEMA \(schema) TO \(grantee); and also write and compact with GRANT UPDATE ON TABLE "
-      + "\(schema).session TO \(grantee); GRANT DELETE ON TABLE \(schema).session_changes TO \(grantee);"
+      + "TABLES IN SCHEMA \(schema) TO \(grantee); and also write and compact with GRANT INSERT, UPDATE, DELETE ON "
+      + "TABLE \(schema).accounts TO \(grantee); GRANT UPDATE ON TABLE \(schema).active_account, "
+      + "\(schema).session_writer TO \(grantee); GRANT DELETE ON TABLE \(schema).session_changes TO \(grantee);"
   }
 
   /// The migrations recorded in the schema, oldest first.

@@ -22,7 +22,7 @@ internal import SystemKit
 ///   from a reader) and without rules (which could swallow them); they are logged (an
 ///   `UNLOGGED` table is emptied after a crash, acknowledged changes with it), and they
 ///   neither inherit nor are inherited from (a child's rows pass none of its parent's
-///   triggers).
+///   triggers). `session` is a view (of the active account) without rules of its own.
 ///
 /// A writable open refuses a schema with any difference (`tamperedSchema`); a read-only one
 /// keeps the refusal for every read but `check`, which reports it.
@@ -42,7 +42,7 @@ enum PostgresSchema {
     var table: String
     var name: String
     var function: String
-    /// `pg_trigger.tgtype`: 1 row, 2 before, 4 insert, 8 delete, 16 update, 32 truncate.
+    /// `pg_trigger.tgtype`: 1 row, 2 before, 4 insert, 8 delete, 16 update, 32 truncate, 64 instead of.
     var type: Int
     var events: String
     /// A constraint trigger deferred to the end of the transaction (`DEFERRABLE INITIALLY
@@ -52,14 +52,43 @@ enum PostgresSchema {
 
   static let triggers = [
     Trigger(
-      table: "session", name: "session_feed", function: "session_feed", type: 1 | 2 | 16,
+      table: "accounts", name: "accounts_feed", function: "roster_feed", type: 1 | 2 | 4 | 8 | 16,
+      events: "BEFORE INSERT OR UPDATE OR DELETE FOR EACH ROW"),
+    Trigger(
+      table: "accounts", name: "accounts_lock", function: "roster_lock", type: 2 | 4 | 8 | 16,
+      events: "BEFORE INSERT OR UPDATE OR DELETE FOR EACH STATEMENT"),
+    Trigger(
+      table: "active_account", name: "active_account_lock", function: "roster_lock", type: 2 | 16,
+      events: "BEFORE UPDATE FOR EACH STATEMENT"),
+    Trigger(
+      table: "accounts", name: "accounts_refuse_truncate", function: "session_refuse", type: 2 | 32,
+      events: "BEFORE TRUNCATE FOR EACH STATEMENT"),
+    Trigger(
+      table: "active_account", name: "active_account_feed", function: "roster_feed", type: 1 | 2 | 16,
       events: "BEFORE UPDATE FOR EACH ROW"),
     Trigger(
-      table: "session", name: "session_refuse", function: "session_refuse", type: 1 | 2 | 4 | 8,
+      table: "active_account", name: "active_account_refuse", function: "session_refuse", type: 1 | 2 | 4 | 8,
       events: "BEFORE INSERT OR DELETE FOR EACH ROW"),
     Trigger(
-      table: "session", name: "session_refuse_truncate", function: "session_refuse", type: 2 | 32,
+      table: "active_account", name: "active_account_refuse_truncate", function: "session_refuse",
+      type: 2 | 32,
       events: "BEFORE TRUNCATE FOR EACH STATEMENT"),
+    Trigger(
+      table: "session_writer", name: "session_feed", function: "session_feed", type: 1 | 2 | 16,
+      events: "BEFORE UPDATE FOR EACH ROW"),
+    Trigger(
+      table: "session_writer", name: "session_writer_refuse", function: "session_refuse", type: 1 | 2 | 4 | 8,
+      events: "BEFORE INSERT OR DELETE FOR EACH ROW"),
+    Trigger(
+      table: "session_writer", name: "session_writer_refuse_truncate", function: "session_refuse",
+      type: 2 | 32,
+      events: "BEFORE TRUNCATE FOR EACH STATEMENT"),
+    Trigger(
+      table: "session", name: "session_update", function: "session_update", type: 1 | 64 | 16,
+      events: "INSTEAD OF UPDATE FOR EACH ROW"),
+    Trigger(
+      table: "session", name: "session_refuse", function: "session_refuse", type: 1 | 64 | 4 | 8,
+      events: "INSTEAD OF INSERT OR DELETE FOR EACH ROW"),
     Trigger(
       table: "session_changes", name: "session_changes_guard", function: "session_changes_guard",
       type: 1 | 2 | 4 | 16, events: "BEFORE INSERT OR UPDATE FOR EACH ROW"),
@@ -69,7 +98,11 @@ enum PostgresSchema {
     ),
   ]
 
-  static let tables = ["schema_migrations", "session", "session_changes"]
+  /// The store's tables, and its one view (`session`, the active account for 1.x habits).
+  static let tables = [
+    "accounts", "active_account", "schema_migrations", "session_changes", "session_writer",
+  ]
+  static let views = ["session"]
 
   /// The functions of the migrations, each as its newest migration defines it, by name.
   static let functions: [String: Function] = {
@@ -171,9 +204,13 @@ enum PostgresSchema {
         t.tgconstraint <> 0 AND t.tgdeferrable AND t.tginitdeferred
       FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
       JOIN pg_proc f ON f.oid = t.tgfoid JOIN pg_namespace fn ON fn.oid = f.pronamespace
-      WHERE n.nspname = $1 AND c.relname IN ('session', 'session_changes') AND NOT t.tgisinternal
+      WHERE n.nspname = $1 AND c.relname = ANY($3::text[]) AND NOT t.tgisinternal
       ORDER BY c.relname, t.tgname
-      """, [place.schema, "{" + functions.keys.sorted().joined(separator: ",") + "}"]
+      """,
+      [
+        place.schema, "{" + functions.keys.sorted().joined(separator: ",") + "}",
+        "{" + Set(triggers.map(\.table)).sorted().joined(separator: ",") + "}",
+      ]
     ).rows
     var problems: [String] = []
     for trigger in triggers where !rows.contains(where: { $0[0] == trigger.table && $0[1] == trigger.name }) {
@@ -227,14 +264,24 @@ enum PostgresSchema {
          FROM pg_inherits i WHERE i.inhrelid = c.oid)
       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
       WHERE n.nspname = $1 AND c.relname = ANY($2::text[]) ORDER BY c.relname
-      """, [connection.place.schema, "{" + tables.joined(separator: ",") + "}"]
+      """, [connection.place.schema, "{" + (tables + views).joined(separator: ",") + "}"]
     ).rows
     var problems: [String] = []
     for table in tables where !rows.contains(where: { $0[0] == table }) {
       problems.append("table \(table) is missing")
     }
+    for view in views where !rows.contains(where: { $0[0] == view }) {
+      problems.append("view \(view) is missing")
+    }
     for row in rows {
       let name = row[0] ?? ""
+      if views.contains(name) {
+        if row[1] != "v" { problems.append("\(name) is not a view (relkind '\(row[1] ?? "")')") }
+        if row[3] != "0" {
+          problems.append("view \(name) has rules (CREATE RULE), which can rewrite its writes")
+        }
+        continue
+      }
       if row[1] != "r" { problems.append("\(name) is not a plain table (relkind '\(row[1] ?? "")')") }
       if row[2] == "t" { problems.append("table \(name) has row-level security, which can hide its rows") }
       if row[3] != "0" {
@@ -274,17 +321,18 @@ enum PostgresSchema {
   }
 
   /// The refusal for a schema that differs from what its migrations make, or nil.
-  /// A session table without its row (emptied: an `UNLOGGED` table after a crash, or a
-  /// `TRUNCATE` with its triggers disabled) is refused too: writes would change nothing.
+  /// A `session_writer` or `active_account` table without its row (emptied: an `UNLOGGED`
+  /// table after a crash, or a `TRUNCATE` with its triggers disabled) is refused too: the
+  /// head or the active pointer is gone.
   static func refusal(on connection: PQConnection) throws -> SessionStorageError? {
     var found = try problems(on: connection)
-    if !found.contains("table session is missing"),
-      try connection.scalar("SELECT count(*) FROM ONLY session WHERE id = 1") == "0"
-    {
-      found.append(
-        "the session table holds no session row: it was emptied (an UNLOGGED table after a crash or an immediate "
-          + "shutdown, or a TRUNCATE with its triggers disabled), and the session and its history with it; "
-          + "restore the schema from a backup")
+    for table in ["session_writer", "active_account"] where !found.contains("table \(table) is missing") {
+      if try connection.scalar("SELECT count(*) FROM ONLY \(table) WHERE id = 1") == "0" {
+        found.append(
+          "the \(table) table holds no row: it was emptied (an UNLOGGED table after a crash or an immediate "
+            + "shutdown, or a TRUNCATE with its triggers disabled), and the store's head or active account with "
+            + "it; restore the schema from a backup")
+      }
     }
     guard !found.isEmpty else { return nil }
     return SessionStorageError(

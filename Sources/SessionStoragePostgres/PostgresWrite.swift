@@ -1,14 +1,18 @@
 import FeedKit
 import SessionStorage
 
-/// One write as PostgreSQL runs it: `BEGIN`, a conditional UPDATE that sets a fresh write
-/// token and returns its own change and feed entry (a head that did not move by one, or a
-/// feed without that entry, rolls it back), `COMMIT`. A write is reported done only when it
-/// committed; a connection lost while committing is resolved as the "Faults" article says.
+/// One write as PostgreSQL runs it: `BEGIN`; an UPDATE of `session_writer` that takes the
+/// lock every change of the roster waits for, names the write's origin and sets a fresh write
+/// token; the shared planner (``SessionWrite/plan(on:)``) over the transaction's rows; one
+/// statement on `accounts` or `active_account` per planned change, which the schema's
+/// triggers record as one feed entry each; the entries read back and compared with the plan
+/// (a schema whose triggers record something else rolls back); `COMMIT`. A write is reported
+/// done only when it committed; a connection lost while committing is resolved as the
+/// "Faults" article says.
 package struct PostgresWrite {
   let write: SessionWrite
   let origin: String
-  /// A random number only this write puts in `session.write_token`.
+  /// A random number only this write puts in `session_writer.write_token`.
   let token: String
 
   package init(write: SessionWrite, origin: String, token: String) {
@@ -17,52 +21,63 @@ package struct PostgresWrite {
     self.token = token
   }
 
-  /// The UPDATE and its values. It returns one row: the change in the columns of
-  /// ``PostgresTables/changeColumns`` then the head before it (all NULL when it changed
-  /// nothing), then the row it found in the columns of ``PostgresTables/snapshotSQL``.
-  /// (`package`: sessionbench's raw baseline runs the same statement.)
-  package var statement: (sql: String, values: [String?]) {
-    switch write.action {
-    case .logIn(let name): (Self.loginSQL, [origin, token, name])
-    case .rename(nil, let name): (Self.renameSQL, [origin, token, name])
-    default: (Self.logoutSQL, [origin, token])
+  // The statements, `package` for sessionbench's raw baseline, which runs the same ones.
+
+  /// Takes the lock, names the origin (`$1`) and the token (`$2`); returns the head.
+  package static let claimSQL =
+    "UPDATE ONLY session_writer SET origin = $1, write_token = $2, activates = false WHERE id = 1 RETURNING head"
+  /// Ends the write's claim: every committed state has no origin, so that other clients'
+  /// changes are recorded as `external`.
+  package static let releaseSQL = "UPDATE ONLY session_writer SET origin = NULL WHERE id = 1"
+  /// Asks that the account the next statement changes becomes the active one.
+  package static let activatesSQL = "UPDATE ONLY session_writer SET activates = true WHERE id = 1"
+  package static let insertSQL = "INSERT INTO accounts (username, is_logged_in) VALUES ($1, $2)"
+  package static let updateSQL = "UPDATE ONLY accounts SET username = $1, is_logged_in = $2 WHERE id = $3"
+  package static let deleteSQL = "DELETE FROM ONLY accounts WHERE id = $1"
+  package static let pointSQL = "UPDATE ONLY active_account SET account_id = $1 WHERE id = 1"
+  /// The entries after the head `$1`: the ones the write recorded.
+  package static let recordedSQL =
+    "SELECT \(PostgresTables.changeColumns) FROM ONLY session_changes WHERE seq > $1 ORDER BY seq"
+  package static let activeAccountSQL =
+    "SELECT \(PostgresTables.accountColumns) FROM ONLY active_account p JOIN ONLY accounts a ON a.id = p.account_id "
+    + "WHERE p.id = 1"
+  package static let accountNamedSQL =
+    "SELECT \(PostgresTables.accountColumns) FROM ONLY accounts a WHERE a.username = $1"
+  static let accountsSQL = "SELECT \(PostgresTables.accountColumns) FROM ONLY accounts a ORDER BY a.id"
+  static let signedInSQL =
+    "SELECT \(PostgresTables.accountColumns) FROM ONLY accounts a WHERE a.is_logged_in ORDER BY a.id"
+  static let accountCountSQL = "SELECT count(*) FROM ONLY accounts"
+
+  /// The statements that apply `plan`: one that the triggers record, after a request to
+  /// make its account active when the plan does so with a change of the account's row.
+  package static func statements(for plan: PlannedChange) -> [(sql: String, values: [String?])] {
+    let activates = plan.isActive && !plan.wasActive ? [(sql: activatesSQL, values: [String?]())] : []
+    switch (plan.account, plan.after) {
+    case (nil, let after?):
+      return activates + [(insertSQL, [after.username, after.isLoggedIn ? "true" : "false"])]
+    case (let id?, let after?):
+      if after.username != plan.before.username || after.isLoggedIn != plan.before.isLoggedIn {
+        return activates + [
+          (updateSQL, [after.username, after.isLoggedIn ? "true" : "false", String(id.value)])
+        ]
+      }
+      return [(pointSQL, [plan.isActive ? String(id.value) : nil])]
+    case (let id?, nil):
+      return [(deleteSQL, [String(id.value)])]
+    case (nil, nil):
+      return []
     }
   }
 
-  private static let loginSQL = update(
-    set: "username = $3, is_logged_in = true",
-    when: "old.username IS DISTINCT FROM $3 OR NOT old.is_logged_in")
-  private static let logoutSQL = update(set: "is_logged_in = false", when: "old.is_logged_in")
-  private static let renameSQL = update(set: "username = $3", when: "old.username IS DISTINCT FROM $3")
-
-  /// The UPDATE that sets `set` (with `$1` the origin, `$2` the token) when `condition`
-  /// holds for the row as it was (`old`), built once per kind of write.
-  ///
-  /// `old` is a materialized CTE, so the row is locked whatever `condition` says: inlined
-  /// as a subquery, the planner moves `condition` below the lock, and a write that changes
-  /// nothing then locks nothing and decides on the statement's snapshot, which another
-  /// writer's commit may already have replaced. Locked, the row `old` returns is the newest,
-  /// and no commit can change it before this transaction ends: what the write decided on
-  /// is what it reports.
-  private static func update(set: String, when condition: String) -> String {
-    "WITH old AS MATERIALIZED (SELECT username, is_logged_in, updated_at, head FROM session WHERE id = 1 "
-      + "FOR UPDATE), changed AS (UPDATE session SET \(set), updated_by = $1, write_token = $2 FROM old "
-      + "WHERE session.id = 1 AND (\(condition)) RETURNING session.head, "
-      + PostgresTables.time("session.updated_at") + ", session.updated_by, old.username, session.username, "
-      + "old.is_logged_in, session.is_logged_in, " + PostgresTables.time("old.updated_at") + ", old.head) "
-      + "SELECT changed.*, old.username, old.is_logged_in, " + PostgresTables.time("old.updated_at")
-      + ", old.head FROM old LEFT JOIN changed ON true"
-  }
-
-  /// Whether `entry` is the change this write makes (and not an older one: the trigger
-  /// that numbers entries was dropped by hand).
-  private func isMine(_ entry: SessionEntry) -> Bool {
-    guard entry.origin == origin else { return false }
-    switch write.action {
-    case .logIn(let name): return entry.after.username == name && entry.after.isLoggedIn
-    case .rename(nil, let name): return entry.after.username == name
-    default: return !entry.after.isLoggedIn
-    }
+  /// Whether `entry`, recorded at `cursor`, is the change `plan` makes (and not another:
+  /// the triggers that record changes were replaced or dropped by hand).
+  private func records(_ plan: PlannedChange, _ entry: SessionEntry, at cursor: Int64) -> Bool {
+    let change = entry.change
+    return entry.cursor.value == cursor && entry.origin == origin
+      && (plan.account == nil || plan.account == change.account)
+      && change.after.username == plan.after?.username
+      && change.after.isLoggedIn == (plan.after?.isLoggedIn ?? false)
+      && change.wasActive == plan.wasActive && change.isActive == plan.isActive
   }
 
   /// Runs the write in a transaction and returns its committed entry, or, when it changed
@@ -91,44 +106,56 @@ package struct PostgresWrite {
   /// One run of the write's transaction.
   private func attempt(on connection: PQConnection) throws -> WriteOutcome {
     let place = connection.place
-    let (sql, values) = statement
-    let entry: SessionEntry
+    let entries: [SessionEntry]
     do {
       try connection.begin()
-      // The UPDATE, then the feed's entry at the new head, in one round trip.
-      let results = try connection.pipelined([(sql, values), (PostgresTables.headEntrySQL, [])])
-      guard let row = results[0].rows.first, row.count == 13 else {
+      // The lock, then the reads: every change of the roster takes this lock before it
+      // commits, so what the planner reads is current until this transaction ends.
+      let claimed = try connection.pipelined([(Self.claimSQL, [origin, token]), (Self.activeAccountSQL, [])])
+      guard let headRow = claimed[0].rows.first else {
         try connection.execute("ROLLBACK")
         throw SessionStorageError(
-          .notFound, "the session row is missing (was the table edited by hand?)", path: place.described)
+          .notFound, "the session_writer row is missing (was the table edited by hand?)",
+          path: place.described)
       }
-      guard row[0] != nil else {
-        // Nothing to change: the row the statement locked and decided on.
+      let head = PostgresTables.integer(headRow[0])
+      let reader = Reader(
+        connection: connection, head: Cursor(head), active: claimed[1].rows.first.map(PostgresTables.account))
+      let planned = try write.plan(on: reader)
+      guard !planned.isEmpty else {
+        // Nothing to change: the state the transaction read, at its head.
+        let state = try connection.query(PostgresTables.snapshotSQL).rows.first.map(PostgresTables.snapshot)
         try connection.execute("ROLLBACK")
-        let found = PostgresTables.snapshot(Array(row[9...]))
-        return .unchanged(SessionSnapshot(state: found.state, cursor: found.cursor))
+        guard let state else {
+          throw SessionStorageError(
+            .notFound, "the active_account row is missing (was the table edited by hand?)",
+            path: place.described)
+        }
+        return .unchanged(SessionSnapshot(state: state.state, cursor: Cursor(head)))
       }
-      let found = PostgresTables.entry(row)
-      guard PostgresTables.integer(row[8]) + 1 == found.cursor.value, isMine(found),
-        results[1].rows.first.map(PostgresTables.entry) == found
+      guard Int64.max - head >= planned.count else {
+        try connection.execute("ROLLBACK")
+        throw SessionStorageError(
+          .cursorsExhausted, "the feed's cursor reached \(head): \(planned.count) change(s) cannot follow",
+          path: place.described)
+      }
+      // The changes, the claim's end and the entries recorded, in one round trip.
+      let statements = planned.flatMap(Self.statements(for:))
+      let results = try connection.pipelined(
+        statements + [(Self.releaseSQL, []), (Self.recordedSQL, [String(head)])])
+      let found = (results.last?.rows ?? []).map(PostgresTables.entry)
+      guard found.count == planned.count,
+        zip(planned, found).enumerated().allSatisfy({ records($1.0, $1.1, at: head + 1 + Int64($0)) })
       else {
         try connection.execute("ROLLBACK")
         throw SessionStorageError(
           .tamperedSchema,
-          "the write changed the session but the feed recorded no entry for it: the session_feed trigger of "
-            + "schema \(place.schema) (or the feed's guard) is missing or was changed. Nothing was written; "
-            + "'sessionctl check' names what differs",
+          "the write changed the roster but the feed did not record its \(planned.count) change(s): the "
+            + "roster_feed or session_feed trigger of schema \(place.schema) (or the feed's guard) is missing or "
+            + "was changed. Nothing was written; 'sessionctl check' names what differs",
           path: place.described)
       }
-      guard !found.events.isEmpty else {
-        // Only the username's bytes would change (another normalization stored by another
-        // client): a no-op for the library, as for the other stores. What it found is the
-        // row as it was, at the head before it.
-        try connection.execute("ROLLBACK")
-        return .unchanged(
-          SessionSnapshot(state: found.change.before, cursor: Cursor(PostgresTables.integer(row[8]))))
-      }
-      entry = found
+      entries = found
     } catch var error as SessionStorageError {
       let retryable = connection.lastFailureIsRetryable
       if connection.isBroken {
@@ -143,49 +170,96 @@ package struct PostgresWrite {
     do {
       try connection.execute("COMMIT")
     } catch let error as SessionStorageError where connection.isBroken {
-      return .committed([try outcome(of: entry, on: connection, lost: error, backend: backend)])
+      return .committed(try outcome(of: entries, on: connection, lost: error, backend: backend))
     }
-    return .committed([entry])
+    return .committed(entries)
   }
 
-  /// Whether `entry` committed, found on a new connection after the old one (whose server
-  /// process was `backend`) was lost while committing: returns it when it did, throws
-  /// `unavailable` saying what is known when it did not or cannot be told.
+  /// What the planner reads, in the write's transaction, after its lock: the head and the
+  /// active account from the claim's round trip, the rest on demand.
+  private struct Reader: RosterReading {
+    let connection: PQConnection
+    let headCursor: Cursor
+    let active: Account?
+
+    init(connection: PQConnection, head: Cursor, active: Account?) {
+      self.connection = connection
+      self.headCursor = head
+      self.active = active
+    }
+
+    func head() throws -> Cursor { headCursor }
+
+    func activeAccount() throws -> Account? { active }
+
+    /// The account stored with exactly these bytes, or else one whose name Swift takes for
+    /// the same (another normalization, stored by another client): the answer every store
+    /// gives.
+    func account(named username: String) throws -> Account? {
+      if let exact = try connection.query(PostgresWrite.accountNamedSQL, [username]).rows.first {
+        return PostgresTables.account(exact)
+      }
+      return try connection.query(PostgresWrite.accountsSQL).rows.map(PostgresTables.account).first {
+        $0.username == username
+      }
+    }
+
+    func accountCount() throws -> Int {
+      Int(PostgresTables.integer(try connection.scalar(PostgresWrite.accountCountSQL)))
+    }
+
+    func signedIn() throws -> [Account] {
+      try connection.query(PostgresWrite.signedInSQL).rows.map(PostgresTables.account)
+    }
+  }
+
+  /// Whether `entries` committed, found on a new connection after the old one (whose server
+  /// process was `backend`) was lost while committing: returns them when they did, throws
+  /// `unavailable` saying what is known when they did not or cannot be told.
   ///
   /// The old transaction may still be running on the server (its COMMIT waiting for a
-  /// synchronous standby, or not yet read): it holds the session row until it ends. So the
-  /// row is read `FOR UPDATE`, which waits for that end (at most the lock timeout), and only
-  /// then is the outcome decided; a wait that times out leaves it unknown.
+  /// synchronous standby, or not yet read): it holds the session_writer row until it ends.
+  /// So the row is read `FOR UPDATE`, which waits for that end (at most the lock timeout),
+  /// and only then is the outcome decided; a wait that times out leaves it unknown. The
+  /// write token names the transaction: it is this write's until another write commits.
   private func outcome(
-    of entry: SessionEntry, on connection: PQConnection, lost: SessionStorageError, backend: Int32
-  ) throws -> SessionEntry {
+    of entries: [SessionEntry], on connection: PQConnection, lost: SessionStorageError, backend: Int32
+  ) throws -> [SessionEntry] {
     var failure = lost
+    guard let first = entries.first, let last = entries.last else { throw failure }
+    let cursors = entries.count == 1 ? "cursor \(first.cursor)" : "cursors \(first.cursor)…\(last.cursor)"
     do {
       try connection.reconnect()
       try connection.execute("BEGIN")
       defer { try? connection.execute("ROLLBACK") }
-      let row = try connection.query("SELECT write_token, head FROM session WHERE id = 1 FOR UPDATE").rows
+      let row = try connection.query(
+        "SELECT write_token, head FROM ONLY session_writer WHERE id = 1 FOR UPDATE"
+      ).rows
         .first
-      if row?[0] == token { return entry }
+      if row?[0] == token { return entries }
       let head = PostgresTables.integer(row?[1] ?? nil)
-      if head < entry.cursor.value {
+      if head < first.cursor.value {
         failure.message += "; the change was not committed (the head is \(head)): nothing was written"
         throw failure
       }
-      if let found = try connection.query(PostgresTables.entrySQL, [String(entry.cursor.value)]).rows.first {
-        if PostgresTables.entry(found) == entry { return entry }
-        failure.message += "; the change was not committed (cursor \(entry.cursor) holds another change)"
+      let kept = try connection.query(
+        "SELECT \(PostgresTables.changeColumns) FROM ONLY session_changes WHERE seq BETWEEN $1 AND $2 ORDER BY seq",
+        [String(first.cursor.value), String(last.cursor.value)]
+      ).rows.map(PostgresTables.entry)
+      if kept == entries { return entries }
+      if !kept.isEmpty {
+        failure.message += "; the change was not committed (\(cursors) hold other changes)"
         throw failure
       }
     } catch let error as SessionStorageError where error.code == .busy {
       failure.message +=
-        "; its transaction still holds the session row on the server (process \(backend)) after the lock "
+        "; its transaction still holds the session_writer row on the server (process \(backend)) after the lock "
         + "timeout: its COMMIT may be waiting for a synchronous standby"
     } catch let error as SessionStorageError where error.code == .unavailable && error != failure {
       failure.message += " (and connecting again failed: \(error.message))"
     }
     failure.message +=
-      "; whether the change (cursor \(entry.cursor)) was committed is unknown: read the state before retrying"
+      "; whether the change (\(cursors)) was committed is unknown: read the state before retrying"
     throw failure
   }
 }

@@ -20,8 +20,10 @@ enum PostgresScenarios {
     }
   }
 
-  /// `pg-write`: `logIn(as:)`/`logOut()` alternating through the store (BEGIN, the UPDATE,
-  /// reading the entry back, COMMIT) against ``RawPQWriter`` (BEGIN, the same UPDATE, COMMIT).
+  /// `pg-write`: `logIn(as:)`/`logOut()` alternating through the store (BEGIN, the claim of
+  /// `session_writer`, the planner's reads, the change of `accounts`, reading the entry back,
+  /// COMMIT) against ``RawPQWriter`` (the same statements, decided and run without the Swift
+  /// layers).
   private static func write(_ schemas: PostgresSchemas, scale: Scale) throws -> Outcome {
     let store = try schemas.store()
     let raw = RawPQWriter(try schemas.rawConnection())
@@ -31,8 +33,8 @@ enum PostgresScenarios {
       raw: { login in try raw.write(login: login) != nil })
   }
 
-  /// `pg-read`: `store.state` against the store's SELECT of the session row with
-  /// `PQexecParams`, looking at its four columns. No aim: reported only.
+  /// `pg-read`: `store.state` against the store's SELECT of the active account's state and
+  /// the head with `PQexecParams`, looking at its four columns. No aim: reported only.
   private static func read(_ schemas: PostgresSchemas, scale: Scale) throws -> Outcome {
     let store = try schemas.store()
     try store.blocking.logIn(as: "alice")
@@ -48,7 +50,7 @@ enum PostgresScenarios {
           RawPQReads.readRows(result, raw.libpq)
           return raw.libpq.PQntuples(result)
         }
-        guard rows == 1 else { throw BenchError("the session row is missing") }
+        guard rows == 1 else { throw BenchError("the session_writer or active_account row is missing") }
       })
     return Outcome(measurements: Measurement.latency("pg-read", ours: ours, baseline: baseline))
   }
@@ -79,7 +81,7 @@ enum PostgresScenarios {
       return entry.cursor.value
     }
     let rawWriter = RawPQWriter(try schemas.rawConnection())
-    raw.head = try rawWriter.connection.integer("SELECT head FROM session WHERE id = 1")
+    raw.head = try rawWriter.connection.integer("SELECT head FROM session_writer WHERE id = 1")
     raw.write = { index in
       guard let head = try rawWriter.write(login: index.isMultiple(of: 2)) else {
         throw BenchError("raw write \(index) changed nothing")

@@ -108,9 +108,12 @@ extension [String] {
   }
 }
 
-/// The baseline write on PostgreSQL: `BEGIN`, the store's own UPDATE with `PQexecParams`
-/// (a fresh write token each time, so the trigger records the origin, as for the store),
-/// `COMMIT`: the transaction the store runs, without decoding the change it returns.
+/// The baseline write on PostgreSQL: the statements of the store's own write
+/// (`PostgresWrite`), each with `PQexecPrepared`: `BEGIN`, the claim of `session_writer` (a
+/// fresh write token each time, so the triggers record the origin, as for the store), the
+/// reads the planner makes for a login or logout, the change of `accounts`, the claim's end,
+/// the entries recorded, `COMMIT`. It decides as the planner does, without its Swift layers,
+/// and decodes nothing.
 final class RawPQWriter {
   let connection: RawPQ
   private let username: String
@@ -123,22 +126,55 @@ final class RawPQWriter {
     self.origin = origin
   }
 
+  /// An account row as the store's reads return it: id, username, whether signed in.
+  private func account(_ sql: String, _ values: [String] = []) throws -> (
+    id: Int64, name: String, isLoggedIn: Bool
+  )? {
+    let libpq = connection.libpq
+    return try connection.query(sql, values) { result in
+      guard libpq.PQntuples(result) == 1 else { return nil }
+      let name = libpq.PQgetvalue(result, 0, 1).map { String(cString: $0) } ?? ""
+      let signedIn = libpq.PQgetvalue(result, 0, 2).map { $0.pointee == CChar(UInt8(ascii: "t")) } ?? false
+      return (libpq.integer(result, 0, 0), name, signedIn)
+    }
+  }
+
   /// Signs in (`true`) or out in a transaction of its own; returns the new head, or nil
-  /// when no row changed.
+  /// when nothing changed.
   @discardableResult
   func write(login signIn: Bool) throws -> Int64? {
     token += 1
-    try connection.exec("BEGIN")
-    // The store's own UPDATE (it returns the change; its first column is the new head).
-    let (sql, values) = PostgresWrite(
-      write: signIn ? try .logIn(username) : try .logOut(), origin: origin, token: String(token)
-    ).statement
     let libpq = connection.libpq
-    let head = try connection.query(sql, values.map { $0 ?? "" }) { result in
-      libpq.PQntuples(result) == 1 && libpq.PQgetisnull(result, 0, 0) == 0 ? libpq.integer(result, 0, 0) : nil
+    try connection.exec("BEGIN")
+    let head = try connection.query(PostgresWrite.claimSQL, [origin, String(token)]) {
+      libpq.integer($0, 0, 0)
     }
+    let active = try account(PostgresWrite.activeAccountSQL)
+    var statements: [(sql: String, values: [String])] = []
+    if signIn {
+      if let named = try account(PostgresWrite.accountNamedSQL, [username]) {
+        if !named.isLoggedIn {
+          statements =
+            (active?.id == named.id ? [] : [(PostgresWrite.activatesSQL, [])])
+            + [(PostgresWrite.updateSQL, [named.name, "true", String(named.id)])]
+        } else if active?.id != named.id {
+          statements = [(PostgresWrite.pointSQL, [String(named.id)])]
+        }
+      } else {
+        statements = [(PostgresWrite.activatesSQL, []), (PostgresWrite.insertSQL, [username, "true"])]
+      }
+    } else if let active, active.isLoggedIn {
+      statements = [(PostgresWrite.updateSQL, [active.name, "false", String(active.id)])]
+    }
+    guard !statements.isEmpty else {
+      try connection.exec("ROLLBACK")
+      return nil
+    }
+    for statement in statements { try connection.query(statement.sql, statement.values) { _ in } }
+    try connection.query(PostgresWrite.releaseSQL) { _ in }
+    try connection.query(PostgresWrite.recordedSQL, [String(head)]) { RawPQReads.readRows($0, libpq) }
     try connection.exec("COMMIT")
-    return head
+    return head + 1
   }
 }
 
@@ -149,13 +185,16 @@ enum RawPQReads {
     "to_char(\(column) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
   }
 
-  /// The state and the head, in one row (what `state` and `snapshot()` run).
+  /// The active account's state and the head, in one row (what `state` and `snapshot()` run).
   static let snapshotSQL =
-    "SELECT username, is_logged_in, \(time("updated_at")), head FROM session WHERE id = 1"
+    "SELECT a.username, coalesce(a.is_logged_in, false), \(time("coalesce(a.updated_at, p.updated_at)")), w.head "
+    + "FROM ONLY session_writer w CROSS JOIN ONLY active_account p LEFT JOIN ONLY accounts a ON a.id = p.account_id "
+    + "WHERE w.id = 1 AND p.id = 1"
   /// A page of the feed after `$1`, at most `$2` rows (what a subscription runs).
   static let pageSQL =
     "SELECT seq, \(time("at")), origin, old_username, new_username, old_is_logged_in, new_is_logged_in, "
-    + "\(time("old_updated_at")) FROM session_changes WHERE seq > $1 ORDER BY seq LIMIT $2"
+    + "\(time("old_updated_at")), account_id, was_active, is_active FROM ONLY session_changes WHERE seq > $1 "
+    + "ORDER BY seq LIMIT $2"
 
   /// Looks at every column of every row of `result` (`PQgetvalue`, no conversion: the
   /// floor) and calls `each` with each row's first column as an integer.

@@ -13,6 +13,7 @@ import Testing
     let url = cluster.freshStoreURL()
     let stores = try (0..<8).map { try SessionStore(postgresURL: url, options: .init(origin: "writer\($0)")) }
     let schema = try stores[0].requirePostgres().schema
+    try await stores[0].logIn(as: "start")
     let subscription = try stores[0].changes(from: .beginning)
     // A child task of the test: the test's time limit ends it.
     async let received = { () async throws -> [SessionEntry] in
@@ -59,7 +60,9 @@ import Testing
     let history = try stores[0].history(from: .beginning, limit: .max)
     #expect(history.map(\.cursor.value) == Array(1...head.value), "every cursor once, no hole")
     #expect(written.count >= 8 * writesPerStore)
-    #expect(head.value == Int64(written.count + 4 + 1), "the library's changes, psql's 4 and the last")
+    #expect(
+      head.value == Int64(written.count + 4 + 2),
+      "the first login, the library's changes, psql's 4 and the last")
     #expect(Set(written.map(\.cursor)).count == written.count)
     for entry in written {
       #expect(history[Int(entry.cursor.value - 1)] == entry, "each write returned its committed entry")
@@ -85,24 +88,32 @@ import Testing
     let cluster = try await PostgresCluster.shared()
     let store = try SessionStore(postgresURL: cluster.freshStoreURL(), options: .init(origin: "app"))
     try await store.logIn(as: "a")
-    _ = try await cluster.psql(
-      "UPDATE session SET head = 100, username = 'b'", schema: store.requirePostgres().schema)
-    _ = try await cluster.psql("UPDATE session SET head = 100", schema: store.requirePostgres().schema)
+    _ = try await cluster.psql("UPDATE session SET username = 'b'", schema: store.requirePostgres().schema)
+    for sql in [
+      "UPDATE session SET head = 100, username = 'c'", "UPDATE session_writer SET head = 100",
+      "UPDATE session_writer SET head = 100, origin = 'x'",
+    ] {
+      await #expect(throws: (any Error).self, "\(sql)") {
+        try await cluster.psql(sql, schema: store.requirePostgres().schema)
+      }
+    }
     #expect(try store.bounds().head == Cursor(2), "the trigger numbers changes; the head cannot be set")
     await #expect(throws: (any Error).self) {
       try await cluster.psql(
-        "INSERT INTO session_changes VALUES (3, now(), 'x', NULL, 'c', false, true, now())",
+        "INSERT INTO session_changes VALUES (3, now(), 'x', NULL, 'c', false, true, now(), 1, false, true)",
         schema: store.requirePostgres().schema)
     }
     await #expect(throws: (any Error).self) {
       try await cluster.psql(
         "UPDATE session_changes SET origin = 'forged'", schema: store.requirePostgres().schema)
     }
-    await #expect(throws: (any Error).self) {
-      try await cluster.psql("DELETE FROM session", schema: store.requirePostgres().schema)
-    }
-    await #expect(throws: (any Error).self) {
-      try await cluster.psql("INSERT INTO session (id) VALUES (2)", schema: store.requirePostgres().schema)
+    for sql in [
+      "DELETE FROM session", "INSERT INTO session (id) VALUES (2)", "DELETE FROM session_writer",
+      "INSERT INTO session_writer (id) VALUES (2)",
+    ] {
+      await #expect(throws: (any Error).self, "\(sql)") {
+        try await cluster.psql(sql, schema: store.requirePostgres().schema)
+      }
     }
     #expect(try store.history(from: .beginning, limit: 10).map(\.origin) == ["app", "external"])
   }

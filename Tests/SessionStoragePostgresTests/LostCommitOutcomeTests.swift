@@ -37,8 +37,8 @@ import Testing
         END LOOP;
         RAISE EXCEPTION 'this commit is refused by the test';
       END $f$;
-      CREATE CONSTRAINT TRIGGER hold_commit AFTER UPDATE ON session DEFERRABLE INITIALLY DEFERRED
-        FOR EACH ROW WHEN (NEW.updated_by = '\(origin)') EXECUTE FUNCTION hold_commit();
+      CREATE CONSTRAINT TRIGGER hold_commit AFTER UPDATE ON session_writer DEFERRABLE INITIALLY DEFERRED
+        FOR EACH ROW WHEN (NEW.origin = '\(origin)') EXECUTE FUNCTION hold_commit();
       """, schema: schema)
 
     // Our rename's COMMIT is held on the server.
@@ -46,7 +46,7 @@ import Testing
     let held = try #require(
       try await backend(of: "\(origin)/writer", on: cluster, where: "wait_event = 'PgSleep'"),
       "the COMMIT waits in the trigger")
-    // Another store's rename waits for the session row, first in line.
+    // Another store's rename waits for the session_writer row, first in line.
     let winner = BlockingWrite { try other.blocking.rename(to: "mallory") }
     _ = try #require(
       try await backend(of: "\(origin)_other/writer", on: cluster, where: "wait_event_type = 'Lock'"),
@@ -71,6 +71,52 @@ import Testing
     #expect(error?.message.contains("not committed") == true, "\(String(describing: error))")
     #expect(try ours.history() == [first, taken])
     #expect(try ours.state.username == "mallory")
+  }
+}
+
+extension LostCommitOutcomeTests {
+  /// A logout of every account commits one entry per account in one transaction: when its
+  /// connection is lost while that COMMIT runs on the server and the COMMIT then succeeds,
+  /// the write token tells the store on a new connection, and it returns every entry.
+  @Test func aLostCommitOfSeveralEntriesThatCommittedReturnsThemAll() async throws {
+    let cluster = try await PostgresCluster.shared()
+    let url = cluster.freshStoreURL()
+    let origin = uniqueName("lostall")
+    let ours = try SessionStore(postgresURL: url, options: .init(origin: origin, lockTimeout: .seconds(90)))
+    try await ours.logIn(as: "alice")
+    let bob = try #require(try await ours.logIn(as: "bob"))
+    let schema = try ours.requirePostgres().schema
+    // Our write's COMMIT waits for a row in the gate table, then goes through.
+    try await cluster.query(
+      """
+      CREATE TABLE lost_commit_gate ();
+      CREATE FUNCTION hold_commit() RETURNS trigger LANGUAGE plpgsql AS $f$
+      BEGIN
+        WHILE NOT EXISTS (SELECT FROM "\(schema)".lost_commit_gate)
+          AND clock_timestamp() < now() + interval '120 seconds' LOOP
+          PERFORM pg_sleep(0.02);
+        END LOOP;
+        RETURN NULL;
+      END $f$;
+      CREATE CONSTRAINT TRIGGER hold_commit AFTER UPDATE ON session_writer DEFERRABLE INITIALLY DEFERRED
+        FOR EACH ROW WHEN (NEW.origin = '\(origin)') EXECUTE FUNCTION hold_commit();
+      """, schema: schema)
+
+    let lost = Task { try await onThreadOfItsOwn { try ours.blocking.logOutAll() } }
+    let held = try #require(
+      try await backend(of: "\(origin)/writer", on: cluster, where: "wait_event = 'PgSleep'"),
+      "the COMMIT waits in the trigger")
+    try #require(shutDownTCPConnections(localPort: held.port) == 1, "the connection is cut")
+    _ = try #require(
+      try await backend(
+        of: "\(origin)/writer", on: cluster, where: "wait_event_type = 'Lock' AND pid <> \(held.pid)"),
+      "the outcome check waits for the old transaction's lock")
+    try await cluster.query("INSERT INTO lost_commit_gate DEFAULT VALUES", schema: schema)
+
+    let entries = try await lost.value
+    #expect(entries.map(\.cursor) == [bob.cursor.next, bob.cursor.next?.next].compactMap { $0 })
+    #expect(entries.map(\.change.description).sorted() == ["logout alice", "logout bob"])
+    #expect(try ours.history(from: .after(bob.cursor)) == entries, "what it returned is what committed")
   }
 }
 

@@ -172,7 +172,7 @@ import Testing
       await eventually {
         (try? await cluster.query(
           "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE '\(waiter)-_/writer' "
-            + "AND wait_event_type = 'Lock' AND query LIKE '%UPDATE session SET%'")) == "3\n"
+            + "AND wait_event_type = 'Lock' AND query LIKE '%UPDATE ONLY session_writer SET%'")) == "3\n"
       }, "the three writers wait for the row")
     try await holder.release()
     var acknowledged = [first]
@@ -215,6 +215,7 @@ import Testing
     try await PostgresCluster.withPrivateCluster { cluster in
       let url = cluster.freshStoreURL()
       let writer = try SessionStore(postgresURL: url, options: .init(origin: "lost-writer"))
+      let start = try #require(try await writer.logIn(as: "zero"))
       let store = try SessionStore(
         postgresURL: url,
         options: .init(origin: "lost", readOnly: true, safetyPollInterval: .milliseconds(200)))
@@ -241,7 +242,7 @@ import Testing
       kill(pid, SIGCONT)
       acknowledged.append(try #require(try await writer.rename(to: "done")))
       let received = try await follower.finish()
-      try expectEveryChangeOnce(received, in: writer, acknowledged: acknowledged)
+      try expectEveryChangeOnce(received, in: writer, acknowledged: acknowledged, from: start.cursor)
     }
   }
 
@@ -439,8 +440,11 @@ private final class Writer: Sendable {
     var index = 0
     while !shared.progress.withLock({ $0.stop }) {
       do {
-        // nil: a retried write whose first attempt committed after all.
-        if let entry = try store.blocking.rename(to: "w\(index)") {
+        // nil: a retried write whose first attempt committed after all. The first signs in,
+        // the others rename the active account.
+        let written =
+          index == 0 ? try store.blocking.logIn(as: "w0") : try store.blocking.rename(to: "w\(index)")
+        if let entry = written {
           shared.progress.withLock { $0.acknowledged.append(entry) }
         }
         index += 1

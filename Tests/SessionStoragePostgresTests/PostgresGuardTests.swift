@@ -27,7 +27,7 @@ import Testing
       // The guard still refuses a row typed in by hand, in the server's language.
       await #expect(throws: (any Error).self) {
         try await psql(
-          "INSERT INTO \(store.requirePostgres().schema).session_changes VALUES (4, now(), 'forged', 'carol', 'eve', false, false, now())"
+          "INSERT INTO \(store.requirePostgres().schema).session_changes VALUES (4, now(), 'forged', 'carol', 'eve', false, false, now(), 1, true, true)"
         )
       }
       #expect(try store.bounds().head == Cursor(3))
@@ -49,7 +49,7 @@ import Testing
         """
         CREATE SCHEMA \(other);
         CREATE TABLE \(other).kid () INHERITS (\(schema).session_changes);
-        INSERT INTO \(other).kid VALUES (2, now(), 'forged', 'alice', 'eve', true, true, now());
+        INSERT INTO \(other).kid VALUES (2, now(), 'forged', 'alice', 'eve', true, true, now(), 1, true, true);
         """)
       #expect(try store.history() == [first], "the child's row is no entry")
       #expect(try store.bounds() == FeedBounds(oldest: first.cursor, head: first.cursor))
@@ -83,18 +83,18 @@ import Testing
     try await store.logIn(as: "alice")
     let schema = try store.requirePostgres().schema
     try await cluster.query(
-      "ALTER TABLE session SET UNLOGGED; ALTER TABLE session_changes SET UNLOGGED", schema: schema)
+      "ALTER TABLE session_writer SET UNLOGGED; ALTER TABLE session_changes SET UNLOGGED", schema: schema)
 
     let schemaCheck = try #require(try store.check().first { $0.check == .schema })
     #expect(schemaCheck.verdict == .failed)
-    for table in ["session", "session_changes"] {
+    for table in ["session_writer", "session_changes"] {
       #expect(schemaCheck.detail.contains("table \(table) is UNLOGGED"), "\(schemaCheck)")
     }
     let refused = #expect(throws: SessionStorageError.self) {
       try SessionStore(postgresURL: url, options: .init(origin: "late"))
     }
     #expect(refused?.code == .tamperedSchema)
-    let repairs = ["session", "session_changes"].map { "ALTER TABLE \"\(schema)\".\($0) SET LOGGED" }
+    let repairs = ["session_writer", "session_changes"].map { "ALTER TABLE \"\(schema)\".\($0) SET LOGGED" }
     for repair in repairs {
       #expect(refused?.message.contains(repair) == true, "\(String(describing: refused))")
     }
@@ -114,12 +114,12 @@ import Testing
       let store = try SessionStore(postgresURL: url, options: .init(origin: "desk"))
       let first = try #require(try await store.logIn(as: "alice"))
       let schema = try store.requirePostgres().schema
-      try await cluster.query("ALTER TABLE session SET UNLOGGED", schema: schema)
+      try await cluster.query("ALTER TABLE session_writer SET UNLOGGED", schema: schema)
 
       let refused = await #expect(throws: SessionStorageError.self) { try await store.rename(to: "bob") }
       #expect(refused?.code == .tamperedSchema)
       #expect(
-        refused?.message.contains("UNLOGGED table(s) of the store: session") == true,
+        refused?.message.contains("UNLOGGED table(s) of the store: session_writer") == true,
         "\(String(describing: refused))")
       await #expect(throws: (any Error).self, "psql's change is refused as well") {
         try await cluster.query("UPDATE session SET username = 'carol'", schema: schema)
@@ -132,12 +132,14 @@ import Testing
       }
       #expect(afterCrash?.code == .tamperedSchema)
       #expect(afterCrash?.message.contains("SET LOGGED") == true, "\(String(describing: afterCrash))")
-      try await cluster.query("ALTER TABLE \"\(schema)\".session SET LOGGED")
+      try await cluster.query("ALTER TABLE \"\(schema)\".session_writer SET LOGGED")
       let emptied = #expect(throws: SessionStorageError.self) {
         try SessionStore(postgresURL: url, options: .init(origin: "late"))
       }
       #expect(emptied?.code == .tamperedSchema)
-      #expect(emptied?.message.contains("holds no session row") == true, "\(String(describing: emptied))")
+      #expect(
+        emptied?.message.contains("the session_writer table holds no row") == true,
+        "\(String(describing: emptied))")
     }
   }
 

@@ -154,8 +154,12 @@ enum ForgedFeed: String, CaseIterable, CustomTestStringConvertible, Sendable {
   /// The same look-alike with a search path of its own that reaches the store's schema: in
   /// the server's messages it is named as the store's own function is.
   case lookalikeFunctionSearchingTheStore
-  /// The store's own `session_feed` attached to a temporary table that looks like `session`.
+  /// The store's own `session_feed` attached to a temporary table that looks like
+  /// `session_writer`.
   case storesFunctionOnAnotherTable
+  /// A trigger of a temporary table that hands the store's own `session_feed` an entry no
+  /// change of the roster made, through `session_writer.entry`.
+  case entryThroughTheWriter
   /// In one transaction, the head's entry deleted (as compaction may) and a forged one
   /// written at its cursor by a trigger of a temporary table.
   case rowAtACompactedCursor
@@ -169,16 +173,16 @@ enum ForgedFeed: String, CaseIterable, CustomTestStringConvertible, Sendable {
   func sql(schema: String) -> String {
     let insert =
       "INSERT INTO session_changes (seq, at, origin, old_username, new_username, old_is_logged_in, "
-      + "new_is_logged_in, old_updated_at) VALUES (NEW.head, now_ms, who, OLD.username, NEW.username, "
-      + "OLD.is_logged_in, NEW.is_logged_in, OLD.updated_at)"
+      + "new_is_logged_in, old_updated_at, account_id, was_active, is_active) VALUES (NEW.head, now_ms, who, "
+      + "OLD.username, NEW.username, OLD.is_logged_in, NEW.is_logged_in, OLD.updated_at, 1, true, true)"
     switch self {
     case .temporaryTablesTrigger:
       return """
         CREATE TEMP TABLE t (x int);
         CREATE FUNCTION pg_temp.forge() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
           INSERT INTO \(schema).session_changes (seq, at, origin, old_username, new_username, old_is_logged_in,
-            new_is_logged_in, old_updated_at)
-          SELECT head + 1, now(), 'forged', username, 'eve', true, true, now() FROM \(schema).session;
+            new_is_logged_in, old_updated_at, account_id, was_active, is_active)
+          SELECT head + 1, now(), 'forged', username, 'eve', true, true, now(), 1, true, true FROM \(schema).session;
           RETURN NEW; END $$;
         CREATE TRIGGER forge BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION pg_temp.forge();
         INSERT INTO t VALUES (1);
@@ -201,17 +205,34 @@ enum ForgedFeed: String, CaseIterable, CustomTestStringConvertible, Sendable {
         """
     case .storesFunctionOnAnotherTable:
       return """
-        CREATE TEMP TABLE t (id int, username text, is_logged_in boolean, updated_at timestamptz,
-          updated_by text, write_token bigint, head bigint);
-        INSERT INTO t SELECT * FROM \(schema).session;
+        CREATE TEMP TABLE t AS SELECT * FROM \(schema).session_writer;
         CREATE TRIGGER forge BEFORE UPDATE ON t FOR EACH ROW EXECUTE FUNCTION \(schema).session_feed();
-        UPDATE t SET username = 'eve', updated_by = 'forged', write_token = 7;
+        CREATE TEMP TABLE u (x int);
+        CREATE FUNCTION pg_temp.nest() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+          UPDATE t SET origin = 'forged', entry = jsonb_build_object('at', now(), 'account', 1,
+            'old_username', 'alice', 'new_username', 'eve', 'old_is_logged_in', true, 'new_is_logged_in', true,
+            'old_updated_at', now(), 'was_active', true, 'is_active', true);
+          RETURN NEW; END $$;
+        CREATE TRIGGER nest BEFORE INSERT ON u FOR EACH ROW EXECUTE FUNCTION pg_temp.nest();
+        INSERT INTO u VALUES (1);
+        """
+    case .entryThroughTheWriter:
+      return """
+        CREATE TEMP TABLE t (x int);
+        CREATE FUNCTION pg_temp.forge() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+          UPDATE \(schema).session_writer SET entry = jsonb_build_object('at', now(), 'account', 1,
+            'old_username', 'alice', 'new_username', 'eve', 'old_is_logged_in', true, 'new_is_logged_in', true,
+            'old_updated_at', now(), 'was_active', true, 'is_active', true);
+          RETURN NEW; END $$;
+        CREATE TRIGGER forge BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION pg_temp.forge();
+        INSERT INTO t VALUES (1);
         """
     case .rowAtACompactedCursor, .rowBeforeARealChange:
       let (seq, before, after) =
         self == .rowAtACompactedCursor
         ? (
-          "head", "DELETE FROM \(schema).session_changes WHERE seq = (SELECT head FROM \(schema).session);",
+          "head",
+          "DELETE FROM \(schema).session_changes WHERE seq = (SELECT head FROM \(schema).session_writer);",
           ""
         )
         : ("head + 1", "", "UPDATE \(schema).session SET username = 'eve';")
@@ -219,8 +240,8 @@ enum ForgedFeed: String, CaseIterable, CustomTestStringConvertible, Sendable {
         CREATE TEMP TABLE t (x int);
         CREATE FUNCTION pg_temp.forge() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
           INSERT INTO \(schema).session_changes (seq, at, origin, old_username, new_username, old_is_logged_in,
-            new_is_logged_in, old_updated_at)
-          SELECT \(seq), now(), 'forged', username, 'eve', true, true, now() FROM \(schema).session;
+            new_is_logged_in, old_updated_at, account_id, was_active, is_active)
+          SELECT \(seq), now(), 'forged', username, 'eve', true, true, now(), 1, true, true FROM \(schema).session;
           RETURN NEW; END $$;
         CREATE TRIGGER forge BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION pg_temp.forge();
         BEGIN;

@@ -68,20 +68,21 @@ enum Tampering: String, CaseIterable, CustomTestStringConvertible, Sendable {
   case swallowingGuard
   /// A rule that turns every insert into the feed into nothing.
   case swallowingRule
-  /// Another trigger on the session table.
+  /// Another trigger on the session_writer table.
   case addedTrigger
   /// Row-level security on the feed, which can hide rows from readers.
   case rowSecurity
   /// `session_feed` searching another schema.
   case otherSearchPath
-  /// The session table switched to `UNLOGGED`: emptied by the server after a crash.
+  /// The session_writer table (the head) switched to `UNLOGGED`: emptied by the server after
+  /// a crash.
   case unloggedSession
   /// The feed switched to `UNLOGGED`.
   case unloggedFeed
   /// A table of another schema that inherits from the feed: its rows pass none of the
   /// feed's triggers.
   case inheritedFeed
-  /// The session table inheriting from a table of another schema.
+  /// The session_writer table inheriting from a table of another schema.
   case inheritingSession
   /// The feed's deferred check made an ordinary trigger, which fires before the head moved.
   case undeferredCheck
@@ -97,18 +98,18 @@ enum Tampering: String, CaseIterable, CustomTestStringConvertible, Sendable {
   /// What `check` and the refusal say.
   var finding: String {
     switch self {
-    case .replicaTrigger: "trigger session_feed on session fires only for replication"
-    case .alwaysTrigger: "trigger session_feed on session fires always"
+    case .replicaTrigger: "trigger session_feed on session_writer fires only for replication"
+    case .alwaysTrigger: "trigger session_feed on session_writer fires always"
     case .emptyFeedFunction, .headWithoutEntry: "function session_feed() is not the one of migration"
     case .swallowingGuard: "function session_changes_guard() is not the one of migration"
     case .swallowingRule: "table session_changes has rules"
-    case .addedTrigger: "trigger extra on session was added by hand"
+    case .addedTrigger: "trigger extra on session_writer was added by hand"
     case .rowSecurity: "table session_changes has row-level security"
     case .otherSearchPath: "function session_feed() searches schema public"
-    case .unloggedSession: "table session is UNLOGGED"
+    case .unloggedSession: "table session_writer is UNLOGGED"
     case .unloggedFeed: "table session_changes is UNLOGGED"
     case .inheritedFeed: "table session_changes is inherited by"
-    case .inheritingSession: "table session inherits from"
+    case .inheritingSession: "table session_writer inherits from"
     case .undeferredCheck: "trigger session_changes_settled on session_changes does not fire"
     }
   }
@@ -119,19 +120,19 @@ enum Tampering: String, CaseIterable, CustomTestStringConvertible, Sendable {
       "CREATE OR REPLACE FUNCTION session_feed() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER "
       + "SET search_path = \(schema), pg_temp AS $$"
     switch self {
-    case .replicaTrigger: return "ALTER TABLE session ENABLE REPLICA TRIGGER session_feed;"
-    case .alwaysTrigger: return "ALTER TABLE session ENABLE ALWAYS TRIGGER session_feed;"
+    case .replicaTrigger: return "ALTER TABLE session_writer ENABLE REPLICA TRIGGER session_feed;"
+    case .alwaysTrigger: return "ALTER TABLE session_writer ENABLE ALWAYS TRIGGER session_feed;"
     case .emptyFeedFunction: return header + " BEGIN RETURN NEW; END $$;"
     case .headWithoutEntry:
       return header
         + """
          BEGIN
-          IF NEW.username IS DISTINCT FROM OLD.username OR NEW.is_logged_in <> OLD.is_logged_in THEN
+          IF NEW.entry IS NOT NULL THEN
             NEW.head := OLD.head + 1;
-            NEW.updated_at := date_trunc('milliseconds', clock_timestamp());
           ELSE
             NEW.head := OLD.head;
           END IF;
+          NEW.entry := NULL;
           RETURN NEW;
         END $$;
         """
@@ -144,11 +145,11 @@ enum Tampering: String, CaseIterable, CustomTestStringConvertible, Sendable {
       return """
         CREATE SCHEMA extra_\(schema);
         CREATE FUNCTION extra_\(schema).extra() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
-        CREATE TRIGGER extra BEFORE UPDATE ON session FOR EACH ROW EXECUTE FUNCTION extra_\(schema).extra();
+        CREATE TRIGGER extra BEFORE UPDATE ON session_writer FOR EACH ROW EXECUTE FUNCTION extra_\(schema).extra();
         """
     case .rowSecurity: return "ALTER TABLE session_changes ENABLE ROW LEVEL SECURITY;"
     case .otherSearchPath: return "ALTER FUNCTION session_feed() SET search_path = public, pg_temp;"
-    case .unloggedSession: return "ALTER TABLE session SET UNLOGGED;"
+    case .unloggedSession: return "ALTER TABLE session_writer SET UNLOGGED;"
     case .unloggedFeed: return "ALTER TABLE session_changes SET UNLOGGED;"
     case .inheritedFeed:
       return """
@@ -159,7 +160,7 @@ enum Tampering: String, CaseIterable, CustomTestStringConvertible, Sendable {
       return """
         CREATE SCHEMA extra_\(schema);
         CREATE TABLE extra_\(schema).base ();
-        ALTER TABLE session INHERIT extra_\(schema).base;
+        ALTER TABLE session_writer INHERIT extra_\(schema).base;
         """
     case .undeferredCheck:
       return """

@@ -12,7 +12,7 @@ import Testing
     let store = try SessionStore(postgresURL: cluster.freshStoreURL(), options: .init(origin: "front-desk"))
     #expect(
       store.appliedMigrations.map(\.name) == [
-        "0001_session_and_feed", "0002_own_tables_only", "0003_feed_guard_by_head",
+        "0001_session_and_feed", "0002_own_tables_only", "0003_feed_guard_by_head", "0004_accounts",
       ])
     let changes = try store.changes(from: .now)
     try await store.logIn(as: "alice")
@@ -22,8 +22,8 @@ import Testing
     #expect(entries.last?.events == [.usernameChanged(from: "alice", to: "bob")])
     #expect(try store.state.username == "bob")
     let row = try await cluster.psql(
-      "SELECT updated_by, head FROM session", schema: store.requirePostgres().schema)
-    #expect(row == "external|2\n")
+      "SELECT origin, head FROM session_writer", schema: store.requirePostgres().schema)
+    #expect(row == "|2\n", "no origin outside a library write")
     // Each schema is a store of its own.
     let other = try SessionStore(postgresURL: cluster.freshStoreURL(), options: .init(origin: "x"))
     #expect(try other.bounds().head == .zero, "a fresh schema is another store")
@@ -58,11 +58,11 @@ import Testing
       }
       return try await group.reduce(into: []) { $0.append($1) }
     }
-    #expect(applied.sorted() == [0, 0, 0, 0, 0, 3])
+    #expect(applied.sorted() == [0, 0, 0, 0, 0, 4])
     let store = try SessionStore(postgresURL: url)
     #expect(
       try await cluster.psql("SELECT count(*) FROM schema_migrations", schema: store.requirePostgres().schema)
-        == "3\n")
+        == "4\n")
   }
 
   @Test func aReadOnlyStoreNeverCreatesASchema() async throws {
@@ -166,17 +166,17 @@ import Testing
     try await store.logIn(as: "a")
     #expect(try store.check().allSatisfy { $0.verdict == .passed })
     _ = try await cluster.psql(
-      "ALTER TABLE session DISABLE TRIGGER session_feed; UPDATE session SET username = 'ghost'; "
-        + "ALTER TABLE session ENABLE TRIGGER session_feed", schema: store.requirePostgres().schema)
+      "ALTER TABLE accounts DISABLE TRIGGER accounts_feed; UPDATE accounts SET username = 'ghost'; "
+        + "ALTER TABLE accounts ENABLE TRIGGER accounts_feed", schema: store.requirePostgres().schema)
     let failed = try store.check().filter { $0.verdict == .failed }.map(\.check)
     #expect(failed == [.state])
     _ = try await cluster.psql(
-      "ALTER TABLE session DISABLE TRIGGER session_feed", schema: store.requirePostgres().schema)
+      "ALTER TABLE accounts DISABLE TRIGGER accounts_feed", schema: store.requirePostgres().schema)
     #expect(try store.check().filter { $0.verdict == .failed }.map(\.check) == [.schema, .state])
   }
 
-  /// The write returns the entry its UPDATE made; with the numbering trigger disabled or
-  /// dropped there is none, and the write is rolled back instead of returning a change
+  /// The write returns the entries its statements made; with the recording trigger disabled
+  /// or dropped there is none, and the write is rolled back instead of returning a change
   /// that is not in the feed.
   @Test func aWriteWithoutTheFeedTriggerIsRolledBack() async throws {
     let cluster = try await PostgresCluster.shared()
@@ -188,7 +188,7 @@ import Testing
         Issue.record("a write without the trigger returned a change (\(how))")
       } catch let error as SessionStorageError {
         #expect(error.code == .tamperedSchema)
-        #expect(error.message.contains("session_feed trigger"), "\(error)")
+        #expect(error.message.contains("roster_feed or session_feed trigger"), "\(error)")
       }
       #expect(try store.state.username == "alice", "rolled back (\(how))")
       #expect(
@@ -196,13 +196,14 @@ import Testing
           == "alice\n")
     }
     _ = try await cluster.psql(
-      "ALTER TABLE session DISABLE TRIGGER session_feed", schema: store.requirePostgres().schema)
+      "ALTER TABLE accounts DISABLE TRIGGER accounts_feed", schema: store.requirePostgres().schema)
     try await refused("disabled")
     _ = try await cluster.psql(
-      "ALTER TABLE session ENABLE TRIGGER session_feed", schema: store.requirePostgres().schema)
+      "ALTER TABLE accounts ENABLE TRIGGER accounts_feed", schema: store.requirePostgres().schema)
     #expect(try await store.rename(to: "carol")?.cursor == Cursor(2), "works again once enabled")
     try await store.rename(to: "alice")
-    _ = try await cluster.psql("DROP TRIGGER session_feed ON session", schema: store.requirePostgres().schema)
+    _ = try await cluster.psql(
+      "DROP TRIGGER accounts_feed ON accounts", schema: store.requirePostgres().schema)
     try await refused("dropped")
     #expect(try store.bounds().head == Cursor(3))
   }
@@ -275,7 +276,7 @@ extension PostgresStoreTests {
     let grants = hint.components(separatedBy: "GRANT ").dropFirst().compactMap { part in
       part.split(separator: ";", maxSplits: 1).first.map { "GRANT " + $0 + ";" }
     }
-    #expect(grants.count == 4, "\(hint)")
+    #expect(grants.count == 5, "\(hint)")
 
     try await cluster.query(grants.prefix(2).joined(separator: "\n"))
     let reader = try SessionStore(postgresURL: roleURL, options: .init(origin: "reader", readOnly: true))
