@@ -194,7 +194,6 @@ struct SessionCtl: Sendable {
     switch code {
     case .needsMigration: " (run 'sessionctl migrate')"
     case .accountNotFound: " ('sessionctl accounts' lists the roster)"
-    case .noActiveAccount: " (sessionctl: 'rename --account <username> <new>', or 'switch <username>' first)"
     case .conflict: " (sessionctl: read the store again, e.g. 'sessionctl status', before writing)"
     default: ""
     }

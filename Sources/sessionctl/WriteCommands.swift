@@ -139,7 +139,8 @@ extension SessionCtl {
       discussion: """
         Renames the active account, or with --account the account of that name, active or
         not (no switch needed, so watchers see one change). A name another account has is
-        refused (exit 65). With no active account, name the one to rename with --account.
+        refused (exit 65). With no active account, the name joins the roster, signed out
+        and active (as a new file took its first username before accounts).
         """ + "\n\n" + WriteOptions.discussion,
       arguments: [username], options: [account, WriteOptions.ifCursor])
 

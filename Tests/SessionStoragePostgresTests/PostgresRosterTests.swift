@@ -62,10 +62,13 @@ import Testing
     #expect(try store.state.username == nil)
     #expect(try !store.state.isLoggedIn)
     #expect(try store.state.updatedAt == store.history().last?.time, "no active account since the removal")
-    #expect(await code(.noActiveAccount) { try await store.rename(to: "erin") })
     #expect(try await store.logOut() == nil, "no active account: nothing to sign out")
-    // A new account gets a new id: removed ones are never given again.
-    #expect(try await store.logIn(as: "dave")?.change.account == AccountID(3))
+    // With none active, a rename adds the name, signed out and active; a new account gets a
+    // new id: removed ones are never given again.
+    let erin = try #require(try await store.rename(to: "erin"))
+    #expect(events([erin]) == ["add erin, activate erin"])
+    #expect(erin.change.account == AccountID(3))
+    #expect(try await store.logIn(as: "dave")?.change.account == AccountID(4))
     #expect(try store.history().allSatisfy { $0.origin == "desk" })
     try expectRosterIsItsHistory(store)
   }
@@ -196,17 +199,22 @@ import Testing
     try expectRosterIsItsHistory(store)
   }
 
-  @Test func aSessionUpdateWithNoActiveAccountIsRefused() async throws {
+  /// With no account active, an UPDATE of `session` that sets a username adds that account,
+  /// active, as one external entry (as the SQLite view does); one that only signs in is refused.
+  @Test func aSessionUpdateWithNoActiveAccountAddsTheNamedAccount() async throws {
     let cluster = try await PostgresCluster.shared()
     let store = try SessionStore(postgresURL: cluster.freshStoreURL(), options: .init(origin: "desk"))
+    let schema = try store.requirePostgres().schema
     await #expect(throws: (any Error).self) {
-      try await cluster.psql("UPDATE session SET username = 'alice'", schema: store.requirePostgres().schema)
+      try await cluster.psql("UPDATE session SET is_logged_in = true", schema: schema)
     }
     #expect(try store.bounds().head == .zero)
-    #expect(
-      try await cluster.psql(
-        "SELECT username, is_logged_in, head FROM session", schema: store.requirePostgres().schema)
-        == "|f|0\n")
+    try await cluster.psql("UPDATE session SET username = 'alice', is_logged_in = true", schema: schema)
+    let entry = try #require(try store.history().first)
+    #expect(entry.origin == "external")
+    #expect(entry.events == [.added(username: "alice"), .loggedIn(username: "alice"), .activated(username: "alice")])
+    #expect(try store.bounds().head == Cursor(1))
+    #expect(try await cluster.psql("SELECT username, is_logged_in, head FROM session", schema: schema) == "alice|t|1\n")
   }
 
   /// The 1.x habit of holding the session with `SELECT … FROM session FOR UPDATE` still holds

@@ -122,12 +122,11 @@ import Testing
     #expect(json["accounts"] as? Int == 1)
     #expect(json["cursor"] as? Int == 3)
     #expect(try await sandbox.run(db: db, ["logout"]).stdout == "no change: no account is active\n")
-    // With no account active, a rename must name its account.
+    // With no account active, a rename adds the name, signed out and active.
     let rename = try await sandbox.run(db: db, ["rename", "carol"])
-    #expect(rename.status == 1, "\(rename)")
-    #expect(rename.stderr.contains("no account is active"), "\(rename)")
-    #expect(rename.stderr.contains("rename --account"), "\(rename)")
-    #expect(try await entries(sandbox, db) == "3")
+    #expect(rename.status == 0, "\(rename)")
+    #expect(rename.stdout.hasSuffix("add carol, activate carol\n"), "\(rename)")
+    #expect(try await entries(sandbox, db) == "4")
   }
 
   @Test func statusShowsTheActiveAccountAndTheRostersSize() async throws {

@@ -81,12 +81,12 @@ import Testing
     let sandbox = try Sandbox()
     #expect(try await sandbox.run(db: url, ["login", "alice"]).status == 0)
     _ = try await server.psql(
-      "ALTER TABLE session ENABLE REPLICA TRIGGER session_feed", schema: schema(of: url))
+      "ALTER TABLE session_writer ENABLE REPLICA TRIGGER session_feed", schema: schema(of: url))
     let check = try await sandbox.run(db: url, ["check"])
     #expect(check.status == 1, "\(check)")
     #expect(
       check.lines.contains {
-        $0.hasPrefix("FAIL") && $0.contains("session_feed on session fires only for replication")
+        $0.hasPrefix("FAIL") && $0.contains("session_feed on session_writer fires only for replication")
       },
       "\(check)")
     let login = try await sandbox.run(db: url, ["logout"])

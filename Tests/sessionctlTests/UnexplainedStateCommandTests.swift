@@ -26,7 +26,7 @@ import Testing
     #expect(check.status == 1, "\(check)")
     #expect(
       check.lines.contains {
-        $0.hasPrefix("FAIL  state ") && $0.contains("bypassed the session_feed trigger")
+        $0.hasPrefix("FAIL  state ") && $0.contains("bypassed the triggers")
       },
       "\(check)")
     #expect(check.stderr == "sessionctl: error: check found 1 problem in \(db)\n")

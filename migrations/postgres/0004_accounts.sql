@@ -342,7 +342,13 @@ BEGIN
   END IF;
   SELECT p.account_id INTO active FROM ONLY active_account p WHERE p.id = 1;
   IF active IS NULL THEN
-    RAISE EXCEPTION 'no account is active: sign in with sessionctl login NAME, or INSERT INTO accounts and UPDATE active_account';
+    IF NEW.username IS NULL THEN
+      RAISE EXCEPTION 'no account is active: set a username too, and an account of that name joins, active';
+    END IF;
+    -- As the SQLite view: the name joins the roster, active, as one entry.
+    UPDATE ONLY session_writer SET activates = true WHERE id = 1;
+    INSERT INTO accounts (username, is_logged_in) VALUES (NEW.username, coalesce(NEW.is_logged_in, false));
+    RETURN NEW;
   END IF;
   UPDATE ONLY accounts SET username = NEW.username, is_logged_in = NEW.is_logged_in WHERE id = active;
   RETURN NEW;

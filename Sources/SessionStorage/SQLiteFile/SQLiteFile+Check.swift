@@ -133,7 +133,7 @@ extension SQLiteFile {
     return (
       true,
       "\(verified) of \(accounts.count) account(s) agree with their newest change, up to cursor \(tip.seq)"
-        + (verified < accounts.count ? " (the others' newest changes were compacted away)" : "")
+        + (verified < accounts.count ? " (the newest changes of the others are no longer kept)" : "")
     )
   }
 

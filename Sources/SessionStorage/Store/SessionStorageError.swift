@@ -31,8 +31,6 @@ public struct SessionStorageError: Error, Sendable, Equatable, CustomStringConve
     public static let conflict = Code(rawValue: "conflict")
     /// A write named an account the roster does not hold; nothing was written.
     public static let accountNotFound = Code(rawValue: "accountNotFound")
-    /// A write concerning the active account found none active; nothing was written.
-    public static let noActiveAccount = Code(rawValue: "noActiveAccount")
     /// A rename chose the username of another account; nothing was written.
     public static let usernameTaken = Code(rawValue: "usernameTaken")
     /// A login would add an account past ``SessionRoster/limit``; nothing was written.

@@ -88,7 +88,7 @@ package struct SessionWrite: Sendable {
   /// that transaction reads: the same write finds the same answer, refusal or no-op in a
   /// file, in memory and on a server.
   /// - Throws: `conflict` when the condition does not hold; `accountNotFound`,
-  ///   `noActiveAccount`, `usernameTaken` or `rosterFull` when the write cannot apply.
+  ///   `usernameTaken` or `rosterFull` when the write cannot apply.
   package func plan(on roster: some RosterReading) throws -> [PlannedChange] {
     try check(condition, on: roster)
     let active = try roster.activeAccount()
@@ -98,13 +98,8 @@ package struct SessionWrite: Sendable {
       }
       return found
     }
-    func target(_ name: String?) throws -> Account {
-      if let name { return try account(name) }
-      guard let active else {
-        throw SessionStorageError(.noActiveAccount, "no account is active: name the account")
-      }
-      return active
-    }
+    /// The named account, or the active one for no name (nil when none is active).
+    func target(_ name: String?) throws -> Account? { try name.map(account) ?? active }
     func change(_ account: Account, username: String? = nil, isLoggedIn: Bool? = nil, isActive: Bool? = nil)
       -> [PlannedChange]
     {
@@ -130,26 +125,26 @@ package struct SessionWrite: Sendable {
           after: (name, true), wasActive: false, isActive: true)
       ]
     case .logOut(let name):
-      if name == nil, active == nil { return [] }
-      return change(try target(name), isLoggedIn: false)
+      guard let signingOut = try target(name) else { return [] }
+      return change(signingOut, isLoggedIn: false)
     case .logOutAll:
       return try roster.signedIn().flatMap { change($0, isLoggedIn: false) }
-    case .rename(nil, let newName) where active == nil:
-      // No account is active: the name joins, signed out and active, as the one session of
-      // a 1.x store took its first username.
-      if try roster.account(named: newName) != nil {
-        throw SessionStorageError(
-          .usernameTaken, "an account is named '\(newName.escapedForTerminal)' already: switch to it instead")
-      }
-      try requireRoom(on: roster, for: newName)
-      return [
-        PlannedChange(
-          account: nil,
-          before: SessionState(username: nil, isLoggedIn: false, updatedAt: Date(timeIntervalSince1970: 0)),
-          after: (newName, false), wasActive: false, isActive: true)
-      ]
     case .rename(let name, let newName):
-      let renamed = try target(name)
+      guard let renamed = try target(name) else {
+        // No account is active: the name joins, signed out and active, as the one session
+        // of a 1.x store took its first username.
+        if try roster.account(named: newName) != nil {
+          throw SessionStorageError(
+            .usernameTaken, "an account is named '\(newName.escapedForTerminal)' already: switch to it instead")
+        }
+        try requireRoom(on: roster, for: newName)
+        return [
+          PlannedChange(
+            account: nil,
+            before: SessionState(username: nil, isLoggedIn: false, updatedAt: Date(timeIntervalSince1970: 0)),
+            after: (newName, false), wasActive: false, isActive: true)
+        ]
+      }
       if let other = try roster.account(named: newName), other.id != renamed.id {
         throw SessionStorageError(
           .usernameTaken,
