@@ -321,7 +321,8 @@ END
 $$;
 
 -- `UPDATE session SET username = …, is_logged_in = …` changes the active account (recorded
--- as any edit of accounts); with no active account it is refused.
+-- as any edit of accounts); with no active account, a username adds that account, active,
+-- as one entry (as the SQLite view does), and an UPDATE without one is refused.
 CREATE FUNCTION session_update() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
 SET search_path FROM CURRENT AS $$
 DECLARE
