@@ -212,9 +212,14 @@ import Testing
     try await cluster.psql("UPDATE session SET username = 'alice', is_logged_in = true", schema: schema)
     let entry = try #require(try store.history().first)
     #expect(entry.origin == "external")
-    #expect(entry.events == [.added(username: "alice"), .loggedIn(username: "alice"), .activated(username: "alice")])
+    #expect(
+      entry.events == [
+        .added(username: "alice"), .loggedIn(username: "alice"), .activated(username: "alice"),
+      ])
     #expect(try store.bounds().head == Cursor(1))
-    #expect(try await cluster.psql("SELECT username, is_logged_in, head FROM session", schema: schema) == "alice|t|1\n")
+    #expect(
+      try await cluster.psql("SELECT username, is_logged_in, head FROM session", schema: schema)
+        == "alice|t|1\n")
   }
 
   /// The 1.x habit of holding the session with `SELECT … FROM session FOR UPDATE` still holds

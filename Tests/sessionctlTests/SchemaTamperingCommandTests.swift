@@ -18,7 +18,8 @@ import Testing
       #expect(outcome.stdout == "", "\(command)")
       #expect(
         outcome.stderr.hasPrefix(
-          "sessionctl: error: \(db): the schema was changed by hand: the trigger accounts_external_update is missing"),
+          "sessionctl: error: \(db): the schema was changed by hand: the trigger accounts_external_update is missing"
+        ),
         "\(command): \(outcome)")
       #expect(outcome.stderr.contains("migrations/0004_accounts.sql"), "\(command): \(outcome)")
       #expect(sandbox.contents(db) == before, "\(command) changed the file")

@@ -135,7 +135,8 @@ package struct SessionWrite: Sendable {
         // of a 1.x store took its first username.
         if try roster.account(named: newName) != nil {
           throw SessionStorageError(
-            .usernameTaken, "an account is named '\(newName.escapedForTerminal)' already: switch to it instead")
+            .usernameTaken,
+            "an account is named '\(newName.escapedForTerminal)' already: switch to it instead")
         }
         try requireRoom(on: roster, for: newName)
         return [
