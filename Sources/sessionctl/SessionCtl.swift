@@ -19,7 +19,7 @@ import SessionStorage
 /// (one of ``commands``) and turns every outcome into output and an exit status.
 struct SessionCtl: Sendable {
   /// The version `--version` prints.
-  static let version = "1.0.0"
+  static let version = "2.0.0"
   /// The origin recorded on sessionctl's writes.
   static let origin = "sessionctl"
 

@@ -317,9 +317,9 @@ import Testing
     let sandbox = try Sandbox()
     let outcome = try await sandbox.run(["--version"])
     #expect(outcome.status == 0)
-    #expect(outcome.stdout == "sessionctl 1.0.0\n")
+    #expect(outcome.stdout == "sessionctl 2.0.0\n")
     #expect(outcome.stderr == "")
-    #expect(try await sandbox.run(["--version", "--json"]).stdout == #"{"version":"1.0.0"}"# + "\n")
+    #expect(try await sandbox.run(["--version", "--json"]).stdout == #"{"version":"2.0.0"}"# + "\n")
     #expect(!sandbox.exists(sandbox.home + "/.local"))
   }
 }
