@@ -116,17 +116,15 @@ struct RosterWrite: RosterReading {
   }
 
   /// The account stored with exactly these bytes, or else one whose name Swift takes for the
-  /// same (another normalization, stored by another client): the same answer a store in
-  /// memory gives.
+  /// same (another normalization, or the text as a BLOB, stored by another client): the same
+  /// answer a store in memory gives. Only such a name can differ in its bytes and still be
+  /// equal: two names of ASCII text are equal only byte for byte, so the second query reads
+  /// just the names that are not (usually none), not the roster.
   func account(named username: String) throws -> Account? {
-    if let exact = try SessionTables.accounts(
-      SessionTables.accountNamedSQL, [.text(username)], on: connection
-    ).first {
+    if let exact = try SessionTables.accounts(SessionTables.accountNamedSQL, [.text(username)], on: connection).first {
       return exact
     }
-    return try SessionTables.accounts(SessionTables.accountsSQL, on: connection).first {
-      $0.username == username
-    }
+    return try SessionTables.accounts(SessionTables.unusualNamesSQL, on: connection).first { $0.username == username }
   }
 
   func accountCount() throws -> Int { Int(try connection.scalarInt(SessionTables.accountCountSQL) ?? 0) }

@@ -16,6 +16,11 @@ enum SessionTables {
   static let accountNamedSQL = SQL("SELECT \(accountColumns) FROM accounts WHERE username = ?")
   static let activeAccountSQL = SQL(
     "SELECT \(accountColumns) FROM accounts WHERE id = (SELECT account_id FROM active_account WHERE id = 1)")
+  /// The accounts whose username is not ASCII text: the only ones whose name Swift may take
+  /// for another's with other bytes.
+  static let unusualNamesSQL = SQL(
+    "SELECT \(accountColumns) FROM accounts "
+      + "WHERE typeof(username) <> 'text' OR length(CAST(username AS BLOB)) <> length(username) ORDER BY id")
   static let signedInSQL = SQL("SELECT \(accountColumns) FROM accounts WHERE is_logged_in = 1 ORDER BY id")
   static let accountCountSQL = SQL("SELECT count(*) FROM accounts")
   static let activePointerSQL = SQL("SELECT account_id, updated_at FROM active_account WHERE id = 1")
