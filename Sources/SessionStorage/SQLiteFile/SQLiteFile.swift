@@ -121,10 +121,14 @@ struct RosterWrite: RosterReading {
   /// equal: two names of ASCII text are equal only byte for byte, so the second query reads
   /// just the names that are not (usually none), not the roster.
   func account(named username: String) throws -> Account? {
-    if let exact = try SessionTables.accounts(SessionTables.accountNamedSQL, [.text(username)], on: connection).first {
+    if let exact = try SessionTables.accounts(
+      SessionTables.accountNamedSQL, [.text(username)], on: connection
+    ).first {
       return exact
     }
-    return try SessionTables.accounts(SessionTables.unusualNamesSQL, on: connection).first { $0.username == username }
+    return try SessionTables.accounts(SessionTables.unusualNamesSQL, on: connection).first {
+      $0.username == username
+    }
   }
 
   func accountCount() throws -> Int { Int(try connection.scalarInt(SessionTables.accountCountSQL) ?? 0) }
