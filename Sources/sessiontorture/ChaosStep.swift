@@ -1,4 +1,5 @@
 import Foundation
+import SessionStorage
 import ToolingKit
 
 /// One step of the chaos driver, drawn from the seed alone: the same seed gives the same
@@ -6,24 +7,33 @@ import ToolingKit
 /// among the instances or subscribers alive when the step runs (modulo their number); a
 /// step with nothing to act on is skipped.
 enum ChaosStep: Sendable, CustomStringConvertible {
-  /// A write to the session.
+  /// A write to the roster.
   enum Action: Sendable, CustomStringConvertible {
     case login(String), logout, rename(String)
+    /// Makes the named account the active one (the library's writers only).
+    case switchTo(String)
+    /// Takes the named account out of the roster (the library's writers only).
+    case remove(String)
 
     var description: String {
       switch self {
       case .login(let name): "login \(name)"
       case .logout: "logout"
       case .rename(let name): "rename \(name)"
+      case .switchTo(let name): "switch to \(name)"
+      case .remove(let name): "remove \(name)"
       }
     }
 
-    /// How a writer process takes it on its command line: `login=NAME`, `logout`, `rename=NAME`.
+    /// How a writer process takes it on its command line: `login=NAME`, `logout`,
+    /// `rename=NAME`, `switch=NAME`, `remove=NAME`.
     var argument: String {
       switch self {
       case .login(let name): "login=\(name)"
       case .logout: "logout"
       case .rename(let name): "rename=\(name)"
+      case .switchTo(let name): "switch=\(name)"
+      case .remove(let name): "remove=\(name)"
       }
     }
 
@@ -32,8 +42,32 @@ enum ChaosStep: Sendable, CustomStringConvertible {
       switch verb {
       case "login" where !name.isEmpty: self = .login(String(name))
       case "rename" where !name.isEmpty: self = .rename(String(name))
+      case "switch" where !name.isEmpty: self = .switchTo(String(name))
+      case "remove" where !name.isEmpty: self = .remove(String(name))
       case "logout" where name.isEmpty: self = .logout
       default: return nil
+      }
+    }
+
+    /// The write through `store`'s synchronous API.
+    func make(through store: SessionStore) throws -> SessionEntry? {
+      switch self {
+      case .login(let name): try store.blocking.logIn(as: name)
+      case .logout: try store.blocking.logOut()
+      case .rename(let name): try store.blocking.rename(to: name)
+      case .switchTo(let name): try store.blocking.switchTo(name)
+      case .remove(let name): try store.blocking.remove(name)
+      }
+    }
+
+    /// The write through `store`'s `async` API.
+    func make(through store: SessionStore) async throws -> SessionEntry? {
+      switch self {
+      case .login(let name): try await store.logIn(as: name)
+      case .logout: try await store.logOut()
+      case .rename(let name): try await store.rename(to: name)
+      case .switchTo(let name): try await store.switchTo(name)
+      case .remove(let name): try await store.remove(name)
       }
     }
   }

@@ -42,19 +42,27 @@ extension ChaosWorld {
         backend.isPostgres
           ? "SELECT '|'"
           : "SELECT coalesce(keep_last, '') || '|' || coalesce(max_age_ms, '') FROM session_retention WHERE id = 1",
+        // The roster: `id|username|flag|time` for each account, `;`-separated, and the active id.
+        backend.isPostgres
+          ? "SELECT '-'"
+          : "SELECT coalesce(group_concat(id || '|' || quote(username) || '|' || is_logged_in || '|' || updated_at, "
+            + "';'), '') FROM (SELECT * FROM accounts ORDER BY id)",
+        backend.isPostgres ? "SELECT '-'" : "SELECT coalesce(account_id, '') FROM active_account WHERE id = 1",
         "SELECT \(backend.rowColumns) FROM session_changes WHERE seq > \(verifiedThrough) ORDER BY seq",
       ]
     ).split(separator: "\n", omittingEmptySubsequences: false)
-    guard output.count >= 5, output[0] == "ok" else { return ["quick_check: \(output.first ?? "no answer")"] }
+    guard output.count >= 7, output[0] == "ok" else { return ["quick_check: \(output.first ?? "no answer")"] }
     var problems: [String] = []
     let stateFields = output[1].split(separator: "|", omittingEmptySubsequences: false)
     guard stateFields.count == 3, let username = Self.quoted(stateFields[0]),
       let updatedAt = Self.milliseconds(stateFields[2]), let head = Int64(output[2])
     else { return ["unreadable session row or head: \(output.prefix(3))"] }
     let state = ChaosState(username: username, isLoggedIn: stateFields[1] == "1", updatedAt: updatedAt)
+    if model.state.updatedAt == ChaosState.unknown { model.learn(time: updatedAt, at: model.stateTimeFrom) }
     if !state.agrees(with: model.state) {
       problems.append("a fresh process reads the session \(state), the model \(model.state)")
     }
+    if output[5] != "-" { problems += compareRoster(output[5], active: output[6]) }
     if head != model.head {
       problems.append("a fresh process reads the head \(head), the model \(model.head)")
     }
@@ -73,7 +81,7 @@ extension ChaosWorld {
     if policy != model.policy {
       problems.append("the file's retention is \(policy), the model's \(model.policy)")
     }
-    for line in output.dropFirst(5) where !line.isEmpty {
+    for line in output.dropFirst(7) where !line.isEmpty {
       guard let row = Self.row(line) else {
         problems.append("unreadable row '\(line)'")
         continue
@@ -83,13 +91,42 @@ extension ChaosWorld {
           "the file holds \(row.cursor) (\(row.before) → \(row.after)), which no write the model knows made")
         continue
       }
-      model.learn(time: row.after.updatedAt, at: row.cursor)
-      model.learn(time: row.before.updatedAt, at: row.cursor - 1)
+      model.learn(from: row)
       if let entry = model.log[row.cursor], let difference = entry.difference(from: row) {
         problems.append("the file holds \(row.cursor) with \(difference)")
       }
     }
     if problems.isEmpty { verifiedThrough = model.head }
+    return problems
+  }
+
+  /// The file's accounts (`id|username|flag|time`, `;`-separated) and active id against the
+  /// model's roster.
+  private func compareRoster(_ accounts: Substring, active: Substring) -> [String] {
+    var found: [Int64: ChaosAccount] = [:]
+    for account in accounts.split(separator: ";") {
+      let fields = account.split(separator: "|", omittingEmptySubsequences: false)
+      guard fields.count == 4, let id = Int64(fields[0]), let username = Self.quoted(fields[1]) ?? nil,
+        let time = Self.milliseconds(fields[3])
+      else { return ["unreadable account '\(account)'"] }
+      found[id] = ChaosAccount(username: username, isLoggedIn: fields[2] == "1", updatedAt: time, cursor: 0)
+    }
+    var problems: [String] = []
+    for id in Set(found.keys).union(model.accounts.keys).sorted() {
+      if let file = found[id], let cursor = model.accounts[id]?.cursor { model.learn(time: file.updatedAt, at: cursor) }
+      let (file, expected) = (found[id], model.accounts[id])
+      if file?.username != expected?.username || file?.isLoggedIn != expected?.isLoggedIn
+        || !(file.map { expected?.state.agrees(with: $0.state) ?? false } ?? true)
+      {
+        problems.append(
+          "the file holds account \(id) as \(file.map { "\($0.state)" } ?? "nothing"), the model as "
+            + (expected.map { "\($0.state)" } ?? "nothing"))
+      }
+    }
+    if Int64(active) != model.activeID {
+      problems.append("the file's active account is \(active.isEmpty ? "none" : active), the model's "
+        + (model.activeID.map(String.init) ?? "none"))
+    }
     return problems
   }
 

@@ -13,10 +13,11 @@ import Testing
     var model = ChaosModel(initial: ChaosState(username: nil, isLoggedIn: false, updatedAt: 0), at: 0)
     model.policy = ChaosPolicy(maxAgeMilliseconds: 1000)
     for (index, (time, window)) in zip(times, windows).enumerated() {
+      // One account: it joins, active, then is renamed and signs in and out.
       let entry = ChaosEntry(
-        cursor: model.head + 1, origin: "test", before: model.state,
+        cursor: model.head + 1, origin: "test", account: 1, before: model.state,
         after: ChaosState(username: "u\(index)", isLoggedIn: index % 2 == 0, updatedAt: time),
-        serial: index, availableAt: 0)
+        wasActive: index > 0, isActive: true, serial: index, availableAt: 0)
       model.commit(entry)
       model.retainByAge(window: window, at: 0)
     }
