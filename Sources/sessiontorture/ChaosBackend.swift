@@ -67,8 +67,12 @@ enum ChaosBackend {
 
   /// Runs `statements` in one client process that stops at the first error: its exit
   /// status, its output and what it said on stderr.
-  func shellStatus(_ path: String, _ statements: [String]) throws -> (status: Int32, output: String, errors: String) {
-    let errors = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-shell-\(getpid()).stderr").path
+  func shellStatus(_ path: String, _ statements: [String]) throws -> (
+    status: Int32, output: String, errors: String
+  ) {
+    let errors = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "chaos-shell-\(getpid()).stderr"
+    ).path
     defer { unlink(errors) }
     let child: ChildProcess
     switch self {
@@ -85,7 +89,10 @@ enum ChaosBackend {
         ] + statements.flatMap { ["-c", $0] }, stderr: .file(errors))
     }
     let status = ChaosWorld.reap(child)
-    return (status, child.lines.joined(separator: "\n"), (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")
+    return (
+      status, child.lines.joined(separator: "\n"),
+      (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+    )
   }
 
   func awaitConnectionsGone(origin: String) throws {

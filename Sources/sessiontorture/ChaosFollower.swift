@@ -166,7 +166,8 @@ final class ChaosFollower {
     let change = delivery.entry.change
     model.learn(
       from: ChaosEntry(
-        cursor: cursor, origin: delivery.entry.origin, account: change.account.value, before: ChaosState(change.before),
+        cursor: cursor, origin: delivery.entry.origin, account: change.account.value,
+        before: ChaosState(change.before),
         after: ChaosState(change.after), wasActive: change.wasActive, isActive: change.isActive))
     guard let expected = model.log[cursor] else { return nil }
     if let difference = expected.difference(from: delivery.entry) {

@@ -102,7 +102,8 @@ struct ChaosEntry: Sendable {
       }
     case (false, true):
       // Leaves: signed out first when it was signed in.
-      return before.isLoggedIn ? [.loggedOut(username: old), .removed(username: old)] : [.removed(username: old)]
+      return before.isLoggedIn
+        ? [.loggedOut(username: old), .removed(username: old)] : [.removed(username: old)]
     case (true, true), (false, false):
       let rename = SessionEvent.usernameChanged(from: old, to: new)
       let logout = SessionEvent.loggedOut(username: old)
@@ -327,7 +328,8 @@ struct ChaosModel: Sendable {
   /// deleted it before the model read the file, and a subscriber delivered it): the entry's,
   /// the next one of its account's before it, the active states that carry it, the roster's.
   mutating func learn(time: Int64, at cursor: Int64) {
-    guard time != ChaosState.unknown, let entry = log[cursor], entry.after.updatedAt == ChaosState.unknown else {
+    guard time != ChaosState.unknown, let entry = log[cursor], entry.after.updatedAt == ChaosState.unknown
+    else {
       return
     }
     log[cursor]?.setTime(time)
@@ -351,7 +353,8 @@ struct ChaosModel: Sendable {
   /// account's before it (the time of the account's previous entry).
   mutating func learn(from entry: ChaosEntry) {
     learn(time: entry.after.updatedAt, at: entry.cursor)
-    guard entry.before.username != nil, let previous = previous(of: entry.account, before: entry.cursor) else {
+    guard entry.before.username != nil, let previous = previous(of: entry.account, before: entry.cursor)
+    else {
       return
     }
     learn(time: entry.before.updatedAt, at: previous)
@@ -372,8 +375,9 @@ struct ChaosModel: Sendable {
   /// The library (`SessionWrite.plan`): a login signs in an account of that name and makes it
   /// active, or adds a new one, signed in and active; a logout signs out the active one; a
   /// rename renames the active one (refused when another account holds the name) or, with
-  /// none active, adds an account of that name, signed out and active; a switch activates an
-  /// account; a removal takes it out. The view: an UPDATE sets the active account's columns
+  /// none active, adds an account of that name, signed out and active; a logout of a named
+  /// account signs it out; a switch activates an account; a removal takes it out (none is
+  /// active after the active one leaves); each refused when no account has the name. The view: an UPDATE sets the active account's columns
   /// (refused by the UNIQUE constraint when another account holds the name); with none
   /// active, a username adds an account of that name, active, and anything else changes
   /// nothing.
@@ -390,11 +394,13 @@ struct ChaosModel: Sendable {
           isActive: true))
     }
     func change(
-      _ id: Int64, _ account: ChaosAccount, username: String? = nil, isLoggedIn: Bool? = nil, isActive: Bool? = nil
+      _ id: Int64, _ account: ChaosAccount, username: String? = nil, isLoggedIn: Bool? = nil,
+      isActive: Bool? = nil
     ) -> ChaosPrediction {
       let wasActive = id == activeID
       let after = ChaosState(
-        username: username ?? account.username, isLoggedIn: isLoggedIn ?? account.isLoggedIn, updatedAt: unknown)
+        username: username ?? account.username, isLoggedIn: isLoggedIn ?? account.isLoggedIn,
+        updatedAt: unknown)
       let nowActive = isActive ?? wasActive
       if after.username == account.username, after.isLoggedIn == account.isLoggedIn, nowActive == wasActive {
         return .none
@@ -424,6 +430,9 @@ struct ChaosModel: Sendable {
         }
         if taken(name, byOtherThan: active.id) { return .refused("usernameTaken") }
         return change(active.id, active.account, username: name)
+      case .logoutOf(let name):
+        guard let (id, existing) = account(named: name) else { return .refused("accountNotFound") }
+        return change(id, existing, isLoggedIn: false)
       case .switchTo(let name):
         guard let (id, existing) = account(named: name) else { return .refused("accountNotFound") }
         return change(id, existing, isActive: true)
@@ -432,7 +441,8 @@ struct ChaosModel: Sendable {
         return .change(
           ChaosEntry(
             cursor: head + 1, origin: origin, account: id, before: existing.state,
-            after: ChaosState(username: nil, isLoggedIn: false, updatedAt: unknown), wasActive: id == activeID,
+            after: ChaosState(username: nil, isLoggedIn: false, updatedAt: unknown),
+            wasActive: id == activeID,
             isActive: false))
       }
     case .view:
@@ -441,11 +451,12 @@ struct ChaosModel: Sendable {
       case .login(let name): set = (name, true)
       case .logout: set = (nil, false)
       case .rename(let name): set = (name, nil)
-      case .switchTo, .remove: return .refused("no UPDATE of session does this")
+      case .logoutOf, .switchTo, .remove: return .refused("no UPDATE of session does this")
       }
       guard let active else {
         guard let name = set.username else { return .none }
-        return taken(name, byOtherThan: nil) ? .refused("UNIQUE") : join(name, loggedIn: set.isLoggedIn ?? false)
+        return taken(name, byOtherThan: nil)
+          ? .refused("UNIQUE") : join(name, loggedIn: set.isLoggedIn ?? false)
       }
       if let name = set.username, taken(name, byOtherThan: active.id) { return .refused("UNIQUE") }
       return change(active.id, active.account, username: set.username, isLoggedIn: set.isLoggedIn)

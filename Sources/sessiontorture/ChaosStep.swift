@@ -10,6 +10,8 @@ enum ChaosStep: Sendable, CustomStringConvertible {
   /// A write to the roster.
   enum Action: Sendable, CustomStringConvertible {
     case login(String), logout, rename(String)
+    /// Signs out the named account (the library's writers only).
+    case logoutOf(String)
     /// Makes the named account the active one (the library's writers only).
     case switchTo(String)
     /// Takes the named account out of the roster (the library's writers only).
@@ -19,6 +21,7 @@ enum ChaosStep: Sendable, CustomStringConvertible {
       switch self {
       case .login(let name): "login \(name)"
       case .logout: "logout"
+      case .logoutOf(let name): "logout \(name)"
       case .rename(let name): "rename \(name)"
       case .switchTo(let name): "switch to \(name)"
       case .remove(let name): "remove \(name)"
@@ -26,11 +29,12 @@ enum ChaosStep: Sendable, CustomStringConvertible {
     }
 
     /// How a writer process takes it on its command line: `login=NAME`, `logout`,
-    /// `rename=NAME`, `switch=NAME`, `remove=NAME`.
+    /// `logout=NAME`, `rename=NAME`, `switch=NAME`, `remove=NAME`.
     var argument: String {
       switch self {
       case .login(let name): "login=\(name)"
       case .logout: "logout"
+      case .logoutOf(let name): "logout=\(name)"
       case .rename(let name): "rename=\(name)"
       case .switchTo(let name): "switch=\(name)"
       case .remove(let name): "remove=\(name)"
@@ -45,6 +49,7 @@ enum ChaosStep: Sendable, CustomStringConvertible {
       case "switch" where !name.isEmpty: self = .switchTo(String(name))
       case "remove" where !name.isEmpty: self = .remove(String(name))
       case "logout" where name.isEmpty: self = .logout
+      case "logout": self = .logoutOf(String(name))
       default: return nil
       }
     }
@@ -54,6 +59,7 @@ enum ChaosStep: Sendable, CustomStringConvertible {
       switch self {
       case .login(let name): try store.blocking.logIn(as: name)
       case .logout: try store.blocking.logOut()
+      case .logoutOf(let name): try store.blocking.logOut(name)
       case .rename(let name): try store.blocking.rename(to: name)
       case .switchTo(let name): try store.blocking.switchTo(name)
       case .remove(let name): try store.blocking.remove(name)
@@ -65,6 +71,7 @@ enum ChaosStep: Sendable, CustomStringConvertible {
       switch self {
       case .login(let name): try await store.logIn(as: name)
       case .logout: try await store.logOut()
+      case .logoutOf(let name): try await store.logOut(name)
       case .rename(let name): try await store.rename(to: name)
       case .switchTo(let name): try await store.switchTo(name)
       case .remove(let name): try await store.remove(name)
@@ -217,8 +224,18 @@ enum ChaosStep: Sendable, CustomStringConvertible {
       default: .logout
       }
     }
+    // What only the library does: a switch, a removal, a logout of a named account.
+    func libraryAction() -> Action {
+      let name = names[Int.random(in: 0..<names.count, using: &random)]
+      switch Int.random(in: 0..<8, using: &random) {
+      case 0: return .switchTo(name)
+      case 1: return .remove(name)
+      case 2: return .logoutOf(name)
+      default: return action()
+      }
+    }
     func actions(_ range: ClosedRange<Int>) -> [Action] {
-      (0..<Int.random(in: range, using: &random)).map { _ in action() }
+      (0..<Int.random(in: range, using: &random)).map { _ in libraryAction() }
     }
     func index() -> Int { Int.random(in: 0..<8, using: &random) }
     func policy() -> ChaosPolicy {
@@ -250,7 +267,7 @@ enum ChaosStep: Sendable, CustomStringConvertible {
         readOnly: Int.random(in: 0..<5, using: &random) == 0,
         normalDurability: Bool.random(using: &random))
     case 1: return .release(index())
-    case 2: return .write(index(), action(), WriteMode.allCases[Int.random(in: 0..<3, using: &random)])
+    case 2: return .write(index(), libraryAction(), WriteMode.allCases[Int.random(in: 0..<3, using: &random)])
     case 3: return .shell(action())
     case 4: return .python(action())
     case 5: return .sessionctl(action())

@@ -47,7 +47,8 @@ extension ChaosWorld {
           ? "SELECT '-'"
           : "SELECT coalesce(group_concat(id || '|' || quote(username) || '|' || is_logged_in || '|' || updated_at, "
             + "';'), '') FROM (SELECT * FROM accounts ORDER BY id)",
-        backend.isPostgres ? "SELECT '-'" : "SELECT coalesce(account_id, '') FROM active_account WHERE id = 1",
+        backend.isPostgres
+          ? "SELECT '-'" : "SELECT coalesce(account_id, '') FROM active_account WHERE id = 1",
         "SELECT \(backend.rowColumns) FROM session_changes WHERE seq > \(verifiedThrough) ORDER BY seq",
       ]
     ).split(separator: "\n", omittingEmptySubsequences: false)
@@ -113,7 +114,9 @@ extension ChaosWorld {
     }
     var problems: [String] = []
     for id in Set(found.keys).union(model.accounts.keys).sorted() {
-      if let file = found[id], let cursor = model.accounts[id]?.cursor { model.learn(time: file.updatedAt, at: cursor) }
+      if let file = found[id], let cursor = model.accounts[id]?.cursor {
+        model.learn(time: file.updatedAt, at: cursor)
+      }
       let (file, expected) = (found[id], model.accounts[id])
       if file?.username != expected?.username || file?.isLoggedIn != expected?.isLoggedIn
         || !(file.map { expected?.state.agrees(with: $0.state) ?? false } ?? true)
@@ -124,8 +127,9 @@ extension ChaosWorld {
       }
     }
     if Int64(active) != model.activeID {
-      problems.append("the file's active account is \(active.isEmpty ? "none" : active), the model's "
-        + (model.activeID.map(String.init) ?? "none"))
+      problems.append(
+        "the file's active account is \(active.isEmpty ? "none" : active), the model's "
+          + (model.activeID.map(String.init) ?? "none"))
     }
     return problems
   }

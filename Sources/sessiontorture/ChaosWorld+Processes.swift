@@ -166,7 +166,7 @@ extension ChaosWorld {
     case .login(let name): set = "username = '\(name)', is_logged_in = \(backend.flag(true))"
     case .logout: set = "is_logged_in = \(backend.flag(false))"
     case .rename(let name): set = "username = '\(name)'"
-    case .switchTo, .remove: preconditionFailure("no UPDATE of session does \(action)")
+    case .logoutOf, .switchTo, .remove: preconditionFailure("no UPDATE of session does \(action)")
     }
     return (
       "UPDATE session SET \(set)",
@@ -193,6 +193,7 @@ extension ChaosWorld {
       guard head == model.head, rows.isEmpty else {
         throw TortureFailure("\(writer): \(action) was refused and still moved the head to \(head)")
       }
+      refused += 1
       return
     }
     guard status == 0 else {
@@ -289,7 +290,8 @@ extension ChaosWorld {
     case .login(let name): command = ["login", name]
     case .logout: command = ["logout"]
     case .rename(let name): command = ["rename", name]
-    case .switchTo, .remove: preconditionFailure("the chaos driver's sessionctl steps do not \(action)")
+    case .logoutOf, .switchTo, .remove:
+      preconditionFailure("the chaos driver's sessionctl steps do not \(action)")
     }
     let start = ChaosClock.wallMilliseconds()
     let (status, lines, errors) = try runSessionctlStatus(sessionctl, command)

@@ -37,7 +37,8 @@ extension ChaosWorld {
       case "error" where ChaosModel.isRefusal(report, model.predict(action, origin: origin)):
         // A write the rules refuse: nothing written, as the model predicts.
         try settle(
-          action, origin: origin, returned: nil, refused: report, window: window, ackedAt: ackedAt, by: writer)
+          action, origin: origin, returned: nil, refused: report, window: window, ackedAt: ackedAt, by: writer
+        )
       default:
         guard failuresAllowed else { throw TortureFailure("\(writer): \(action) failed: \(report)") }
         failedWrites += 1

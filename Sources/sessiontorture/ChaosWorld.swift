@@ -38,6 +38,8 @@ final class ChaosWorld {
   var failedWrites = 0
   /// How many unacknowledged writes of killed writers appeared later.
   var appeared = 0
+  /// How many writes were refused, as the model predicted.
+  var refused = 0
   private var deliveredBefore = 0
   /// What could not run here, said once each.
   private var notes: Set<String> = []
@@ -127,6 +129,7 @@ final class ChaosWorld {
           "\(writer): \(action) was refused (\(refused)), the model expects \(predicted.description) on "
             + "\(model.state)")
       }
+      self.refused += 1
       return
     }
     switch predicted {

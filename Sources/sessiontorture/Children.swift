@@ -144,7 +144,8 @@ enum Children {
     let parsed = try actions.map { argument in
       guard let action = ChaosStep.Action(argument: argument) else {
         throw TortureFailure(
-          "not a write: '\(argument)' (login=NAME, logout, rename=NAME, switch=NAME or remove=NAME)")
+          "not a write: '\(argument)' (login=NAME, logout, logout=NAME, rename=NAME, switch=NAME or remove=NAME)"
+        )
       }
       return action
     }
@@ -237,7 +238,7 @@ extension Torture {
   static let hold = CommandLineFlag(
     "hold", help: "After the last write, stay alive until standard input ends.")
   static let actions = CommandLineArgument<String>(
-    "write", help: "login=NAME, logout, rename=NAME, switch=NAME or remove=NAME, made in this order.",
+    "write", help: "login=NAME, logout, logout=NAME, rename=NAME, switch=NAME or remove=NAME, in this order.",
     isRepeating: true)
 
   /// The processes the scenarios spawn (``Children``).
