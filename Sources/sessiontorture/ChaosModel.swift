@@ -433,6 +433,12 @@ struct ChaosModel: Sendable {
       case .logoutOf(let name):
         guard let (id, existing) = account(named: name) else { return .refused("accountNotFound") }
         return change(id, existing, isLoggedIn: false)
+      case .renameOf(let name, let newName):
+        guard let (id, existing) = account(named: name) else { return .refused("accountNotFound") }
+        if taken(newName, byOtherThan: id) { return .refused("usernameTaken") }
+        return existing.username == newName ? .none : change(id, existing, username: newName)
+      case .logoutAll:
+        preconditionFailure("a logout of every account writes several entries: signingOutEveryone")
       case .switchTo(let name):
         guard let (id, existing) = account(named: name) else { return .refused("accountNotFound") }
         return change(id, existing, isActive: true)
@@ -451,7 +457,8 @@ struct ChaosModel: Sendable {
       case .login(let name): set = (name, true)
       case .logout: set = (nil, false)
       case .rename(let name): set = (name, nil)
-      case .logoutOf, .switchTo, .remove: return .refused("no UPDATE of session does this")
+      case .logoutOf, .renameOf, .switchTo, .remove, .logoutAll:
+        return .refused("no UPDATE of session does this")
       }
       guard let active else {
         guard let name = set.username else { return .none }
@@ -461,6 +468,23 @@ struct ChaosModel: Sendable {
       if let name = set.username, taken(name, byOtherThan: active.id) { return .refused("UNIQUE") }
       return change(active.id, active.account, username: set.username, isLoggedIn: set.isLoggedIn)
     }
+  }
+
+  /// The entries a logout of every account must write now, by `origin`, in the order they
+  /// commit: one for each signed-in account, by identifier (none when nobody is signed in).
+  func signingOutEveryone(origin: String) -> [ChaosEntry] {
+    var model = self
+    var entries: [ChaosEntry] = []
+    for id in accounts.keys.sorted() {
+      guard let account = accounts[id], account.isLoggedIn else { continue }
+      let entry = ChaosEntry(
+        cursor: model.head + 1, origin: origin, account: id, before: account.state,
+        after: ChaosState(username: account.username, isLoggedIn: false, updatedAt: ChaosState.unknown),
+        wasActive: id == activeID, isActive: id == activeID)
+      model.commit(entry)
+      entries.append(entry)
+    }
+    return entries
   }
 
   /// Whether `text` (an error's code and message, as a writer reported it) is the refusal

@@ -16,6 +16,11 @@ enum ChaosStep: Sendable, CustomStringConvertible {
     case switchTo(String)
     /// Takes the named account out of the roster (the library's writers only).
     case remove(String)
+    /// Renames the named account (the library's writers only).
+    case renameOf(String, to: String)
+    /// Signs out every signed-in account, one entry each (instances only: a writer process
+    /// reports one entry per write).
+    case logoutAll
 
     var description: String {
       switch self {
@@ -25,11 +30,14 @@ enum ChaosStep: Sendable, CustomStringConvertible {
       case .rename(let name): "rename \(name)"
       case .switchTo(let name): "switch to \(name)"
       case .remove(let name): "remove \(name)"
+      case .renameOf(let name, let newName): "rename \(name) to \(newName)"
+      case .logoutAll: "logout all"
       }
     }
 
     /// How a writer process takes it on its command line: `login=NAME`, `logout`,
-    /// `logout=NAME`, `rename=NAME`, `switch=NAME`, `remove=NAME`.
+    /// `logout=NAME`, `rename=NAME`, `rename=NAME>NEW`, `switch=NAME`, `remove=NAME`,
+    /// `logout-all`.
     var argument: String {
       switch self {
       case .login(let name): "login=\(name)"
@@ -38,6 +46,8 @@ enum ChaosStep: Sendable, CustomStringConvertible {
       case .rename(let name): "rename=\(name)"
       case .switchTo(let name): "switch=\(name)"
       case .remove(let name): "remove=\(name)"
+      case .renameOf(let name, let newName): "rename=\(name)>\(newName)"
+      case .logoutAll: "logout-all"
       }
     }
 
@@ -45,7 +55,12 @@ enum ChaosStep: Sendable, CustomStringConvertible {
       let (verb, name) = (argument.prefix { $0 != "=" }, argument.drop { $0 != "=" }.dropFirst())
       switch verb {
       case "login" where !name.isEmpty: self = .login(String(name))
+      case "rename" where name.contains(">"):
+        let (old, new) = (name.prefix { $0 != ">" }, name.drop { $0 != ">" }.dropFirst())
+        guard !old.isEmpty, !new.isEmpty else { return nil }
+        self = .renameOf(String(old), to: String(new))
       case "rename" where !name.isEmpty: self = .rename(String(name))
+      case "logout-all" where name.isEmpty: self = .logoutAll
       case "switch" where !name.isEmpty: self = .switchTo(String(name))
       case "remove" where !name.isEmpty: self = .remove(String(name))
       case "logout" where name.isEmpty: self = .logout
@@ -54,28 +69,37 @@ enum ChaosStep: Sendable, CustomStringConvertible {
       }
     }
 
-    /// The write through `store`'s synchronous API.
-    func make(through store: SessionStore) throws -> SessionEntry? {
+    /// The write through `store`'s synchronous API: the entries it committed, in order
+    /// (none when it changed nothing).
+    func make(through store: SessionStore) throws -> [SessionEntry] {
+      let entry: SessionEntry?
       switch self {
-      case .login(let name): try store.blocking.logIn(as: name)
-      case .logout: try store.blocking.logOut()
-      case .logoutOf(let name): try store.blocking.logOut(name)
-      case .rename(let name): try store.blocking.rename(to: name)
-      case .switchTo(let name): try store.blocking.switchTo(name)
-      case .remove(let name): try store.blocking.remove(name)
+      case .login(let name): entry = try store.blocking.logIn(as: name)
+      case .logout: entry = try store.blocking.logOut()
+      case .logoutOf(let name): entry = try store.blocking.logOut(name)
+      case .rename(let name): entry = try store.blocking.rename(to: name)
+      case .renameOf(let name, let newName): entry = try store.blocking.rename(name, to: newName)
+      case .switchTo(let name): entry = try store.blocking.switchTo(name)
+      case .remove(let name): entry = try store.blocking.remove(name)
+      case .logoutAll: return try store.blocking.logOutAll()
       }
+      return entry.map { [$0] } ?? []
     }
 
-    /// The write through `store`'s `async` API.
-    func make(through store: SessionStore) async throws -> SessionEntry? {
+    /// The write through `store`'s `async` API: the entries it committed, in order.
+    func make(through store: SessionStore) async throws -> [SessionEntry] {
+      let entry: SessionEntry?
       switch self {
-      case .login(let name): try await store.logIn(as: name)
-      case .logout: try await store.logOut()
-      case .logoutOf(let name): try await store.logOut(name)
-      case .rename(let name): try await store.rename(to: name)
-      case .switchTo(let name): try await store.switchTo(name)
-      case .remove(let name): try await store.remove(name)
+      case .login(let name): entry = try await store.logIn(as: name)
+      case .logout: entry = try await store.logOut()
+      case .logoutOf(let name): entry = try await store.logOut(name)
+      case .rename(let name): entry = try await store.rename(to: name)
+      case .renameOf(let name, let newName): entry = try await store.rename(name, to: newName)
+      case .switchTo(let name): entry = try await store.switchTo(name)
+      case .remove(let name): entry = try await store.remove(name)
+      case .logoutAll: return try await store.logOutAll()
       }
+      return entry.map { [$0] } ?? []
     }
   }
 
@@ -224,13 +248,16 @@ enum ChaosStep: Sendable, CustomStringConvertible {
       default: .logout
       }
     }
-    // What only the library does: a switch, a removal, a logout of a named account.
-    func libraryAction() -> Action {
+    // What only the library does: a switch, a removal, a logout or a rename of a named
+    // account; and through an instance, a logout of every account.
+    func libraryAction(instance: Bool = false) -> Action {
       let name = names[Int.random(in: 0..<names.count, using: &random)]
-      switch Int.random(in: 0..<8, using: &random) {
+      switch Int.random(in: 0..<10, using: &random) {
       case 0: return .switchTo(name)
       case 1: return .remove(name)
       case 2: return .logoutOf(name)
+      case 3: return .renameOf(name, to: names[Int.random(in: 0..<names.count, using: &random)])
+      case 4 where instance: return .logoutAll
       default: return action()
       }
     }
@@ -267,7 +294,9 @@ enum ChaosStep: Sendable, CustomStringConvertible {
         readOnly: Int.random(in: 0..<5, using: &random) == 0,
         normalDurability: Bool.random(using: &random))
     case 1: return .release(index())
-    case 2: return .write(index(), libraryAction(), WriteMode.allCases[Int.random(in: 0..<3, using: &random)])
+    case 2:
+      return .write(
+        index(), libraryAction(instance: true), WriteMode.allCases[Int.random(in: 0..<3, using: &random)])
     case 3: return .shell(action())
     case 4: return .python(action())
     case 5: return .sessionctl(action())

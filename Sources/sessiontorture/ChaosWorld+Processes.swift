@@ -166,7 +166,8 @@ extension ChaosWorld {
     case .login(let name): set = "username = '\(name)', is_logged_in = \(backend.flag(true))"
     case .logout: set = "is_logged_in = \(backend.flag(false))"
     case .rename(let name): set = "username = '\(name)'"
-    case .logoutOf, .switchTo, .remove: preconditionFailure("no UPDATE of session does \(action)")
+    case .logoutOf, .renameOf, .switchTo, .remove, .logoutAll:
+      preconditionFailure("no UPDATE of session does \(action)")
     }
     return (
       "UPDATE session SET \(set)",
@@ -290,7 +291,7 @@ extension ChaosWorld {
     case .login(let name): command = ["login", name]
     case .logout: command = ["logout"]
     case .rename(let name): command = ["rename", name]
-    case .logoutOf, .switchTo, .remove:
+    case .logoutOf, .renameOf, .switchTo, .remove, .logoutAll:
       preconditionFailure("the chaos driver's sessionctl steps do not \(action)")
     }
     let start = ChaosClock.wallMilliseconds()

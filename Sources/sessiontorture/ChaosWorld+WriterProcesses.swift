@@ -50,11 +50,14 @@ extension ChaosWorld {
     return reports.count
   }
 
-  func ioErrorWriter(_ actions: [ChaosStep.Action], when: Int, sticky: Bool) throws {
+  func ioErrorWriter(_ drawn: [ChaosStep.Action], when: Int, sticky: Bool) throws {
     let strace = "/usr/bin/strace"
     guard FileManager.default.isExecutableFile(atPath: strace) else {
       return note("no \(strace): the steps that make fsync fail are skipped")
     }
+    // A login of a name no account holds comes first: at least one write commits (and
+    // syncs), where the writes drawn may all be refusals or no-ops on the roster.
+    let actions = [.login(freshName("eio"))] + drawn
     // A connection of this process stays open meanwhile, so the writer's close is never the
     // last one: a failed commit's frames are left beyond the WAL's end, never checkpointed.
     let holder =

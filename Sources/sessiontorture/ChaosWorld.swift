@@ -297,7 +297,7 @@ final class ChaosWorld {
   /// thread waits for (the driver's steps are sequential).
   private static func write(
     _ action: ChaosStep.Action, through store: SessionStore, _ mode: ChaosStep.WriteMode
-  ) throws -> SessionEntry? {
+  ) throws -> [SessionEntry] {
     guard mode != .sync else { return try action.make(through: store) }
     let outcome = AsyncOutcome()
     let task = Task {
@@ -326,9 +326,9 @@ final class ChaosWorld {
       return try requireRefusal(writer) { try Self.write(action, through: store, mode) }
     }
     let start = ChaosClock.wallMilliseconds()
-    let entry: SessionEntry?
+    let entries: [SessionEntry]
     do {
-      entry = try Self.write(action, through: store, mode)
+      entries = try Self.write(action, through: store, mode)
     } catch let error as SessionStorageError
       where [.usernameTaken, .accountNotFound, .rosterFull, .noActiveAccount].contains(error.code)
     {
@@ -343,9 +343,40 @@ final class ChaosWorld {
       // the file. The head is compared at once too.
       return try requireHead(store, after: "\(writer): a write that threw CancellationError")
     }
+    let (window, ackedAt) = (start...ChaosClock.wallMilliseconds(), Monotonic.now())
+    if case .logoutAll = action {
+      return try settle(
+        signingOutEveryone: entries, origin: store.origin, window: window, ackedAt: ackedAt, by: writer)
+    }
+    guard entries.count <= 1 else {
+      throw TortureFailure("\(writer): \(action) returned \(entries.count) entries: \(entries.map(\.cursor))")
+    }
     try settle(
-      action, origin: store.origin, returned: entry, window: start...ChaosClock.wallMilliseconds(),
-      ackedAt: Monotonic.now(), by: writer)
+      action, origin: store.origin, returned: entries.first, window: window, ackedAt: ackedAt, by: writer)
+  }
+
+  /// Compares what a logout of every account returned with the model's entries, one for
+  /// each signed-in account in the order of their identifiers, then commits them.
+  private func settle(
+    signingOutEveryone entries: [SessionEntry], origin: String, window: ClosedRange<Int64>, ackedAt: UInt64,
+    by writer: String
+  ) throws {
+    let predicted = model.signingOutEveryone(origin: origin)
+    guard entries.count == predicted.count else {
+      throw TortureFailure(
+        "\(writer): logout all returned \(entries.count) entries, the model expects "
+          + "\(predicted.map(\.change).joined(separator: "; "))")
+    }
+    for (entry, predicted) in zip(entries, predicted) {
+      var expected = model.rebased(predicted)
+      let time = ChaosClock.milliseconds(entry.time)
+      try Self.requireTime(time, within: window, of: "\(writer): logout all")
+      expected.setTime(time)
+      if let difference = expected.difference(from: entry) {
+        throw TortureFailure("\(writer): logout all returned an entry with \(difference)")
+      }
+      commit(expected, window: window, at: ackedAt)
+    }
   }
 
   /// Throws unless `store`'s head is the model's (after a write that wrote nothing).
@@ -451,16 +482,16 @@ final class ChaosWorld {
 
 /// The result of an `async` write, handed to the synchronous thread that waits for it.
 private final class AsyncOutcome: Sendable {
-  private let result = Mutex<Result<SessionEntry?, any Error>?>(nil)
+  private let result = Mutex<Result<[SessionEntry], any Error>?>(nil)
   private let done = DispatchSemaphore(value: 0)
 
-  func finish(_ outcome: Result<SessionEntry?, any Error>) {
+  func finish(_ outcome: Result<[SessionEntry], any Error>) {
     result.withLock { $0 = outcome }
     done.signal()
   }
 
-  func wait() -> Result<SessionEntry?, any Error> {
+  func wait() -> Result<[SessionEntry], any Error> {
     done.wait()
-    return result.withLock { $0 } ?? .success(nil)
+    return result.withLock { $0 } ?? .success([])
   }
 }

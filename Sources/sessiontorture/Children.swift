@@ -142,10 +142,11 @@ enum Children {
   /// With `hold` it then stays alive until its standard input ends.
   static func apply(path: String, origin: String, actions: [String], pause: Int, hold: Bool) throws -> Int32 {
     let parsed = try actions.map { argument in
-      guard let action = ChaosStep.Action(argument: argument) else {
+      // A logout of every account writes several entries; each write here reports one.
+      guard let action = ChaosStep.Action(argument: argument), argument != "logout-all" else {
         throw TortureFailure(
-          "not a write: '\(argument)' (login=NAME, logout, logout=NAME, rename=NAME, switch=NAME or remove=NAME)"
-        )
+          "not a write of one entry: '\(argument)' (login=NAME, logout, logout=NAME, rename=NAME, "
+            + "rename=NAME>NEW, switch=NAME or remove=NAME)")
       }
       return action
     }
@@ -155,7 +156,7 @@ enum Children {
     for action in parsed {
       if pause > 0 { usleep(UInt32(pause) * 1000) }
       do {
-        let entry = try action.make(through: store)
+        let entry = try action.make(through: store).first
         let now = Monotonic.now()
         if let entry {
           ChildChannel.say("ok \(now) \(String(decoding: try encoder.encode(entry), as: UTF8.self))")
@@ -238,7 +239,9 @@ extension Torture {
   static let hold = CommandLineFlag(
     "hold", help: "After the last write, stay alive until standard input ends.")
   static let actions = CommandLineArgument<String>(
-    "write", help: "login=NAME, logout, logout=NAME, rename=NAME, switch=NAME or remove=NAME, in this order.",
+    "write",
+    help:
+      "login=NAME, logout, logout=NAME, rename=NAME, rename=NAME>NEW, switch=NAME or remove=NAME, in this order.",
     isRepeating: true)
 
   /// The processes the scenarios spawn (``Children``).
