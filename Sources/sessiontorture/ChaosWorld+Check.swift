@@ -42,10 +42,11 @@ extension ChaosWorld {
         backend.isPostgres
           ? "SELECT '|'"
           : "SELECT coalesce(keep_last, '') || '|' || coalesce(max_age_ms, '') FROM session_retention WHERE id = 1",
-        // The roster: `id|username|flag|time` for each account, `;`-separated, and the active id.
+        // The roster: `id|username|flag|time|cursor` for each account, `;`-separated, and the
+        // active id.
         backend.isPostgres
           ? "SELECT '-'"
-          : "SELECT coalesce(group_concat(id || '|' || quote(username) || '|' || is_logged_in || '|' || updated_at, "
+          : "SELECT coalesce(group_concat(id || '|' || quote(username) || '|' || is_logged_in || '|' || updated_at || '|' || seq, "
             + "';'), '') FROM (SELECT * FROM accounts ORDER BY id)",
         backend.isPostgres
           ? "SELECT '-'" : "SELECT coalesce(account_id, '') FROM active_account WHERE id = 1",
@@ -101,34 +102,48 @@ extension ChaosWorld {
     return problems
   }
 
-  /// The file's accounts (`id|username|flag|time`, `;`-separated) and active id against the
+  /// The file's accounts (`id|username|flag|time|cursor`, `;`-separated) and active id against the
   /// model's roster.
   private func compareRoster(_ accounts: Substring, active: Substring) -> [String] {
     var found: [Int64: ChaosAccount] = [:]
     for account in accounts.split(separator: ";") {
       let fields = account.split(separator: "|", omittingEmptySubsequences: false)
-      guard fields.count == 4, let id = Int64(fields[0]), let username = Self.quoted(fields[1]) ?? nil,
-        let time = Self.milliseconds(fields[3])
+      guard fields.count == 5, let id = Int64(fields[0]), let username = Self.quoted(fields[1]) ?? nil,
+        let time = Self.milliseconds(fields[3]), let cursor = Int64(fields[4])
       else { return ["unreadable account '\(account)'"] }
-      found[id] = ChaosAccount(username: username, isLoggedIn: fields[2] == "1", updatedAt: time, cursor: 0)
+      found[id] = ChaosAccount(
+        username: username, isLoggedIn: fields[2] == "1", updatedAt: time, cursor: cursor)
     }
     var problems: [String] = []
     for id in Set(found.keys).union(model.accounts.keys).sorted() {
       if let file = found[id], let cursor = model.accounts[id]?.cursor {
         model.learn(time: file.updatedAt, at: cursor)
       }
-      let (file, expected) = (found[id], model.accounts[id])
-      if file?.username != expected?.username || file?.isLoggedIn != expected?.isLoggedIn
-        || !(file.map { expected?.state.agrees(with: $0.state) ?? false } ?? true)
-      {
+    }
+    return compare(found, active: Int64(active), as: "the file")
+  }
+
+  /// `accounts` and `active` (a roster read by `reader`) against the model's roster.
+  private func compare(_ accounts: [Int64: ChaosAccount], active: Int64?, as reader: String) -> [String] {
+    var problems: [String] = []
+    for id in Set(accounts.keys).union(model.accounts.keys).sorted() {
+      let (found, expected) = (accounts[id], model.accounts[id])
+      let agrees =
+        switch (found, expected) {
+        case (nil, nil): true
+        case (let found?, let expected?):
+          expected.state.agrees(with: found.state) && found.cursor == expected.cursor
+        default: false
+        }
+      if !agrees {
         problems.append(
-          "the file holds account \(id) as \(file.map { "\($0.state)" } ?? "nothing"), the model as "
-            + (expected.map { "\($0.state)" } ?? "nothing"))
+          "\(reader) holds account \(id) as \(found.map { "\($0.state) at \($0.cursor)" } ?? "nothing"), the "
+            + "model as \(expected.map { "\($0.state) at \($0.cursor)" } ?? "nothing")")
       }
     }
-    if Int64(active) != model.activeID {
+    if active != model.activeID {
       problems.append(
-        "the file's active account is \(active.isEmpty ? "none" : active), the model's "
+        "\(reader)'s active account is \(active.map(String.init) ?? "none"), the model's "
           + (model.activeID.map(String.init) ?? "none"))
     }
     return problems
@@ -144,6 +159,18 @@ extension ChaosWorld {
         if !state.agrees(with: model.state) {
           problems.append("instance #\(index) reads \(state), the model \(model.state)")
         }
+        let roster = try store.roster()
+        let accounts = roster.accounts.map { account in
+          (
+            account.id.value,
+            ChaosAccount(
+              username: account.username, isLoggedIn: account.isLoggedIn,
+              updatedAt: ChaosClock.milliseconds(account.updatedAt), cursor: account.cursor.value)
+          )
+        }
+        problems += compare(
+          Dictionary(accounts) { first, _ in first }, active: roster.activeID?.value, as: "instance #\(index)"
+        )
         let bounds = try store.bounds()
         if bounds.head.value != model.head || bounds.oldest?.value != oldest {
           problems.append(
