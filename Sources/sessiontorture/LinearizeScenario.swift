@@ -83,6 +83,8 @@ struct LinearizeScenario: TortureScenario {
     var operations = 0
     var killed = 0
     var noChange = 0
+    /// Writes refused (a name another account holds), each explained by the model.
+    var refused = 0
     var delivered = 0
     var watchRestarts = 0
   }
@@ -107,7 +109,7 @@ struct LinearizeScenario: TortureScenario {
       seed &+= 1
     } while deadline.map { Date() < $0 } ?? false
     ChildChannel.say(
-      #"{"scenario":"linearize","seed":\#(self.seed),"rounds":\#(rounds),"operations":\#(counts.operations),"killed":\#(counts.killed),"noChange":\#(counts.noChange),"delivered":\#(counts.delivered),"watchRestarts":\#(counts.watchRestarts),"problems":\#(failure?.problems.count ?? 0)}"#
+      #"{"scenario":"linearize","seed":\#(self.seed),"rounds":\#(rounds),"operations":\#(counts.operations),"killed":\#(counts.killed),"noChange":\#(counts.noChange),"refused":\#(counts.refused),"delivered":\#(counts.delivered),"watchRestarts":\#(counts.watchRestarts),"problems":\#(failure?.problems.count ?? 0)}"#
     )
     guard let failure else { return 0 }
     report("seed \(failure.seed) failed:")
@@ -196,6 +198,7 @@ struct LinearizeRound {
     counts.operations += history.count
     counts.killed += outcomes.count(where: \.killed)
     counts.noChange += history.count { if case .noChange = $0.response { true } else { false } }
+    counts.refused += history.count { $0.response == .refused }
     problems += Self.logProblems(log, head: head)
     problems += outcomes.flatMap { $0.entries(against: log) }
     for watcher in watchers {

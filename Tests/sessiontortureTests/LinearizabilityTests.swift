@@ -293,6 +293,7 @@ import Testing
     #expect(values["problems"] as? Int == 0)
     #expect(values["operations"] as? Int ?? 0 >= operations * 5)
     #expect(values["noChange"] as? Int ?? 0 > 0)
+    #expect(values["refused"] as? Int ?? 0 > 0)
     #expect(values["killed"] as? Int ?? 0 > 0)
     #expect(values["delivered"] as? Int ?? 0 > 0)
   }
