@@ -1,6 +1,7 @@
 import Foundation
 import SessionStorage
 import SessionStoragePostgres
+import SystemKit
 import ToolingKit
 
 extension SessionStore {
@@ -54,31 +55,46 @@ enum ChaosBackend {
     }
   }
 
-  /// Runs `statements`, in order, in one session of the outside client on `path` (the
-  /// file; unused for PostgreSQL); what it printed, rows as `|`-separated lines.
+  /// Runs `statements` in one client process (sqlite3 or psql): its output.
   func shell(_ path: String, _ statements: [String]) throws -> String {
+    let (status, output, _) = try shellStatus(path, statements)
+    guard status == 0 else {
+      throw TortureFailure(
+        "\(isPostgres ? "psql" : "sqlite3") failed on: \(statements.joined(separator: "; "))")
+    }
+    return output
+  }
+
+  /// Runs `statements` in one client process that stops at the first error: its exit
+  /// status, its output and what it said on stderr.
+  func shellStatus(_ path: String, _ statements: [String]) throws -> (
+    status: Int32, output: String, errors: String
+  ) {
+    let errors = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "chaos-shell-\(getpid()).stderr"
+    ).path
+    defer { unlink(errors) }
+    let child: ChildProcess
     switch self {
-    case .sqlite: return try ChaosWorld.sqlite3(path, statements.joined(separator: "; "))
+    case .sqlite:
+      child = try ChaosWorld.spawn(
+        "/usr/bin/sqlite3", ["-bail", "-cmd", ".timeout 30000", path, statements.joined(separator: "; ")],
+        stderr: .file(errors))
     case .postgres(let server, let schema, let psql):
-      let arguments = statements.flatMap { ["-c", $0] }
-      let child = try ChaosWorld.spawn(
+      child = try ChaosWorld.spawn(
         psql,
         [
           "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", server, "-c",
           "SET client_min_messages TO warning", "-c", "SET search_path TO \(schema)",
-        ]
-          + arguments)
-      guard ChaosWorld.reap(child) == 0 else {
-        throw TortureFailure("psql failed on: \(statements.joined(separator: "; "))")
-      }
-      return child.lines.joined(separator: "\n")
+        ] + statements.flatMap { ["-c", $0] }, stderr: .file(errors))
     }
+    let status = ChaosWorld.reap(child)
+    return (
+      status, child.lines.joined(separator: "\n"),
+      (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+    )
   }
 
-  /// Waits (up to 10 s) until the server has no connection of a killed process whose
-  /// origin is `origin` left: then the outcome of its last write is settled (a COMMIT the
-  /// server received has gone through, anything else rolled back). Nothing to wait for with
-  /// a file.
   func awaitConnectionsGone(origin: String) throws {
     guard isPostgres else { return }
     let deadline = Date().addingTimeInterval(10)
@@ -111,20 +127,23 @@ enum ChaosBackend {
   }
 
   /// A feed row as one line: `seq|at|origin|old username|new username|old flag|new flag|old
-  /// time`, text quoted as SQL literals (`NULL` or `'…'`), times as ISO-8601 UTC with
-  /// milliseconds, flags as 0 or 1; the names the driver writes hold no `|`.
+  /// time|account|was active|is active`, text quoted as SQL literals (`NULL` or `'…'`), times
+  /// as ISO-8601 UTC with milliseconds, flags as 0 or 1; the names the driver writes hold no
+  /// `|`.
   var rowColumns: String {
     switch self {
     case .sqlite:
       """
       seq || '|' || at || '|' || quote(origin) || '|' || quote(old_username) || '|' || quote(new_username) \
-      || '|' || old_is_logged_in || '|' || new_is_logged_in || '|' || old_updated_at
+      || '|' || old_is_logged_in || '|' || new_is_logged_in || '|' || old_updated_at || '|' || account_id \
+      || '|' || was_active || '|' || is_active
       """
     case .postgres:
       """
       seq || '|' || \(Self.time("at")) || '|' || quote_nullable(origin) || '|' || quote_nullable(old_username) \
       || '|' || quote_nullable(new_username) || '|' || old_is_logged_in::int || '|' || new_is_logged_in::int \
-      || '|' || \(Self.time("old_updated_at"))
+      || '|' || \(Self.time("old_updated_at")) || '|' || account_id || '|' || was_active::int \
+      || '|' || is_active::int
       """
     }
   }

@@ -163,8 +163,12 @@ final class ChaosFollower {
     guard cursor <= model.head, model.log[cursor] != nil else {
       return "\(name) delivered \(cursor), which the log does not hold (head \(model.head))"
     }
-    model.learn(time: ChaosClock.milliseconds(delivery.entry.time), at: cursor)
-    model.learn(time: ChaosClock.milliseconds(delivery.entry.change.before.updatedAt), at: cursor - 1)
+    let change = delivery.entry.change
+    model.learn(
+      from: ChaosEntry(
+        cursor: cursor, origin: delivery.entry.origin, account: change.account.value,
+        before: ChaosState(change.before),
+        after: ChaosState(change.after), wasActive: change.wasActive, isActive: change.isActive))
     guard let expected = model.log[cursor] else { return nil }
     if let difference = expected.difference(from: delivery.entry) {
       return "\(name) delivered \(cursor) with \(difference)"
@@ -227,7 +231,7 @@ final class ChaosFollower {
   func requirement(_ model: ChaosModel, bound: UInt64) -> (deadline: UInt64, what: String)? {
     guard isLive else { return nil }
     if kind == .values {
-      guard lastValue != model.state else { return nil }
+      guard lastValue.map({ !$0.agrees(with: model.state) }) ?? true else { return nil }
       return (
         max(model.stateSince, startedAt) + bound,
         "\(name) shows \(lastValue?.description ?? "nothing"), the model \(model.state)"

@@ -109,12 +109,15 @@ struct ChaosScenario: TortureScenario {
     var failedWrites = 0
     /// Unacknowledged writes of killed writers that appeared later.
     var appeared = 0
+    /// Writes refused as the model predicted (a name another account holds), nothing written.
+    var refused = 0
 
     static func += (total: inout Counts, run: Counts) {
       total.acknowledged += run.acknowledged
       total.delivered += run.delivered
       total.failedWrites += run.failedWrites
       total.appeared += run.appeared
+      total.refused += run.refused
     }
   }
 
@@ -153,7 +156,7 @@ struct ChaosScenario: TortureScenario {
     func counts() -> Counts {
       Counts(
         acknowledged: world.acknowledged, delivered: world.delivered, failedWrites: world.failedWrites,
-        appeared: world.appeared)
+        appeared: world.appeared, refused: world.refused)
     }
     for (index, step) in steps.enumerated() {
       guardHang(seed, index, step, "", shrinking: shrinking)
@@ -197,7 +200,7 @@ struct ChaosScenario: TortureScenario {
       seed &+= 1
     } while deadline.map { Date() < $0 } ?? false
     ChildChannel.say(
-      #"{"scenario":"chaos","seed":\#(self.seed),"runs":\#(runs),"steps":\#(totalSteps),"acknowledged":\#(total.acknowledged),"delivered":\#(total.delivered),"failedWrites":\#(total.failedWrites),"appeared":\#(total.appeared),"problems":\#(found?.failure.problems.count ?? 0)}"#
+      #"{"scenario":"chaos","seed":\#(self.seed),"runs":\#(runs),"steps":\#(totalSteps),"acknowledged":\#(total.acknowledged),"delivered":\#(total.delivered),"failedWrites":\#(total.failedWrites),"appeared":\#(total.appeared),"refused":\#(total.refused),"problems":\#(found?.failure.problems.count ?? 0)}"#
     )
     guard let found else { return 0 }
     report(

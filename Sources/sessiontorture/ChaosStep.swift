@@ -1,4 +1,5 @@
 import Foundation
+import SessionStorage
 import ToolingKit
 
 /// One step of the chaos driver, drawn from the seed alone: the same seed gives the same
@@ -6,24 +7,47 @@ import ToolingKit
 /// among the instances or subscribers alive when the step runs (modulo their number); a
 /// step with nothing to act on is skipped.
 enum ChaosStep: Sendable, CustomStringConvertible {
-  /// A write to the session.
+  /// A write to the roster.
   enum Action: Sendable, CustomStringConvertible {
     case login(String), logout, rename(String)
+    /// Signs out the named account (the library's writers only).
+    case logoutOf(String)
+    /// Makes the named account the active one (the library's writers only).
+    case switchTo(String)
+    /// Takes the named account out of the roster (the library's writers only).
+    case remove(String)
+    /// Renames the named account (the library's writers only).
+    case renameOf(String, to: String)
+    /// Signs out every signed-in account, one entry each (instances only: a writer process
+    /// reports one entry per write).
+    case logoutAll
 
     var description: String {
       switch self {
       case .login(let name): "login \(name)"
       case .logout: "logout"
+      case .logoutOf(let name): "logout \(name)"
       case .rename(let name): "rename \(name)"
+      case .switchTo(let name): "switch to \(name)"
+      case .remove(let name): "remove \(name)"
+      case .renameOf(let name, let newName): "rename \(name) to \(newName)"
+      case .logoutAll: "logout all"
       }
     }
 
-    /// How a writer process takes it on its command line: `login=NAME`, `logout`, `rename=NAME`.
+    /// How a writer process takes it on its command line: `login=NAME`, `logout`,
+    /// `logout=NAME`, `rename=NAME`, `rename=NAME>NEW`, `switch=NAME`, `remove=NAME`,
+    /// `logout-all`.
     var argument: String {
       switch self {
       case .login(let name): "login=\(name)"
       case .logout: "logout"
+      case .logoutOf(let name): "logout=\(name)"
       case .rename(let name): "rename=\(name)"
+      case .switchTo(let name): "switch=\(name)"
+      case .remove(let name): "remove=\(name)"
+      case .renameOf(let name, let newName): "rename=\(name)>\(newName)"
+      case .logoutAll: "logout-all"
       }
     }
 
@@ -31,10 +55,51 @@ enum ChaosStep: Sendable, CustomStringConvertible {
       let (verb, name) = (argument.prefix { $0 != "=" }, argument.drop { $0 != "=" }.dropFirst())
       switch verb {
       case "login" where !name.isEmpty: self = .login(String(name))
+      case "rename" where name.contains(">"):
+        let (old, new) = (name.prefix { $0 != ">" }, name.drop { $0 != ">" }.dropFirst())
+        guard !old.isEmpty, !new.isEmpty else { return nil }
+        self = .renameOf(String(old), to: String(new))
       case "rename" where !name.isEmpty: self = .rename(String(name))
+      case "logout-all" where name.isEmpty: self = .logoutAll
+      case "switch" where !name.isEmpty: self = .switchTo(String(name))
+      case "remove" where !name.isEmpty: self = .remove(String(name))
       case "logout" where name.isEmpty: self = .logout
+      case "logout": self = .logoutOf(String(name))
       default: return nil
       }
+    }
+
+    /// The write through `store`'s synchronous API: the entries it committed, in order
+    /// (none when it changed nothing).
+    func make(through store: SessionStore) throws -> [SessionEntry] {
+      let entry: SessionEntry?
+      switch self {
+      case .login(let name): entry = try store.blocking.logIn(as: name)
+      case .logout: entry = try store.blocking.logOut()
+      case .logoutOf(let name): entry = try store.blocking.logOut(name)
+      case .rename(let name): entry = try store.blocking.rename(to: name)
+      case .renameOf(let name, let newName): entry = try store.blocking.rename(name, to: newName)
+      case .switchTo(let name): entry = try store.blocking.switchTo(name)
+      case .remove(let name): entry = try store.blocking.remove(name)
+      case .logoutAll: return try store.blocking.logOutAll()
+      }
+      return entry.map { [$0] } ?? []
+    }
+
+    /// The write through `store`'s `async` API: the entries it committed, in order.
+    func make(through store: SessionStore) async throws -> [SessionEntry] {
+      let entry: SessionEntry?
+      switch self {
+      case .login(let name): entry = try await store.logIn(as: name)
+      case .logout: entry = try await store.logOut()
+      case .logoutOf(let name): entry = try await store.logOut(name)
+      case .rename(let name): entry = try await store.rename(to: name)
+      case .renameOf(let name, let newName): entry = try await store.rename(name, to: newName)
+      case .switchTo(let name): entry = try await store.switchTo(name)
+      case .remove(let name): entry = try await store.remove(name)
+      case .logoutAll: return try await store.logOutAll()
+      }
+      return entry.map { [$0] } ?? []
     }
   }
 
@@ -183,8 +248,21 @@ enum ChaosStep: Sendable, CustomStringConvertible {
       default: .logout
       }
     }
+    // What only the library does: a switch, a removal, a logout or a rename of a named
+    // account; and through an instance, a logout of every account.
+    func libraryAction(instance: Bool = false) -> Action {
+      let name = names[Int.random(in: 0..<names.count, using: &random)]
+      switch Int.random(in: 0..<10, using: &random) {
+      case 0: return .switchTo(name)
+      case 1: return .remove(name)
+      case 2: return .logoutOf(name)
+      case 3: return .renameOf(name, to: names[Int.random(in: 0..<names.count, using: &random)])
+      case 4 where instance: return .logoutAll
+      default: return action()
+      }
+    }
     func actions(_ range: ClosedRange<Int>) -> [Action] {
-      (0..<Int.random(in: range, using: &random)).map { _ in action() }
+      (0..<Int.random(in: range, using: &random)).map { _ in libraryAction() }
     }
     func index() -> Int { Int.random(in: 0..<8, using: &random) }
     func policy() -> ChaosPolicy {
@@ -216,7 +294,9 @@ enum ChaosStep: Sendable, CustomStringConvertible {
         readOnly: Int.random(in: 0..<5, using: &random) == 0,
         normalDurability: Bool.random(using: &random))
     case 1: return .release(index())
-    case 2: return .write(index(), action(), WriteMode.allCases[Int.random(in: 0..<3, using: &random)])
+    case 2:
+      return .write(
+        index(), libraryAction(instance: true), WriteMode.allCases[Int.random(in: 0..<3, using: &random)])
     case 3: return .shell(action())
     case 4: return .python(action())
     case 5: return .sessionctl(action())

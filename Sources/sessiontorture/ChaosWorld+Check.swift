@@ -42,19 +42,29 @@ extension ChaosWorld {
         backend.isPostgres
           ? "SELECT '|'"
           : "SELECT coalesce(keep_last, '') || '|' || coalesce(max_age_ms, '') FROM session_retention WHERE id = 1",
+        // The roster: `id|username|flag|time|cursor` for each account, `;`-separated, and the
+        // active id.
+        backend.isPostgres
+          ? "SELECT '-'"
+          : "SELECT coalesce(group_concat(id || '|' || quote(username) || '|' || is_logged_in || '|' || updated_at || '|' || seq, "
+            + "';'), '') FROM (SELECT * FROM accounts ORDER BY id)",
+        backend.isPostgres
+          ? "SELECT '-'" : "SELECT coalesce(account_id, '') FROM active_account WHERE id = 1",
         "SELECT \(backend.rowColumns) FROM session_changes WHERE seq > \(verifiedThrough) ORDER BY seq",
       ]
     ).split(separator: "\n", omittingEmptySubsequences: false)
-    guard output.count >= 5, output[0] == "ok" else { return ["quick_check: \(output.first ?? "no answer")"] }
+    guard output.count >= 7, output[0] == "ok" else { return ["quick_check: \(output.first ?? "no answer")"] }
     var problems: [String] = []
     let stateFields = output[1].split(separator: "|", omittingEmptySubsequences: false)
     guard stateFields.count == 3, let username = Self.quoted(stateFields[0]),
       let updatedAt = Self.milliseconds(stateFields[2]), let head = Int64(output[2])
     else { return ["unreadable session row or head: \(output.prefix(3))"] }
     let state = ChaosState(username: username, isLoggedIn: stateFields[1] == "1", updatedAt: updatedAt)
+    if model.state.updatedAt == ChaosState.unknown { model.learn(time: updatedAt, at: model.stateTimeFrom) }
     if !state.agrees(with: model.state) {
       problems.append("a fresh process reads the session \(state), the model \(model.state)")
     }
+    if output[5] != "-" { problems += compareRoster(output[5], active: output[6]) }
     if head != model.head {
       problems.append("a fresh process reads the head \(head), the model \(model.head)")
     }
@@ -73,7 +83,7 @@ extension ChaosWorld {
     if policy != model.policy {
       problems.append("the file's retention is \(policy), the model's \(model.policy)")
     }
-    for line in output.dropFirst(5) where !line.isEmpty {
+    for line in output.dropFirst(7) where !line.isEmpty {
       guard let row = Self.row(line) else {
         problems.append("unreadable row '\(line)'")
         continue
@@ -83,13 +93,59 @@ extension ChaosWorld {
           "the file holds \(row.cursor) (\(row.before) → \(row.after)), which no write the model knows made")
         continue
       }
-      model.learn(time: row.after.updatedAt, at: row.cursor)
-      model.learn(time: row.before.updatedAt, at: row.cursor - 1)
+      model.learn(from: row)
       if let entry = model.log[row.cursor], let difference = entry.difference(from: row) {
         problems.append("the file holds \(row.cursor) with \(difference)")
       }
     }
     if problems.isEmpty { verifiedThrough = model.head }
+    return problems
+  }
+
+  /// The file's accounts (`id|username|flag|time|cursor`, `;`-separated) and active id against the
+  /// model's roster.
+  private func compareRoster(_ accounts: Substring, active: Substring) -> [String] {
+    var found: [Int64: ChaosAccount] = [:]
+    for account in accounts.split(separator: ";") {
+      let fields = account.split(separator: "|", omittingEmptySubsequences: false)
+      guard fields.count == 5, let id = Int64(fields[0]), let username = Self.quoted(fields[1]) ?? nil,
+        let time = Self.milliseconds(fields[3]), let cursor = Int64(fields[4])
+      else { return ["unreadable account '\(account)'"] }
+      found[id] = ChaosAccount(
+        username: username, isLoggedIn: fields[2] == "1", updatedAt: time, cursor: cursor)
+    }
+    var problems: [String] = []
+    for id in Set(found.keys).union(model.accounts.keys).sorted() {
+      if let file = found[id], let cursor = model.accounts[id]?.cursor {
+        model.learn(time: file.updatedAt, at: cursor)
+      }
+    }
+    return compare(found, active: Int64(active), as: "the file")
+  }
+
+  /// `accounts` and `active` (a roster read by `reader`) against the model's roster.
+  private func compare(_ accounts: [Int64: ChaosAccount], active: Int64?, as reader: String) -> [String] {
+    var problems: [String] = []
+    for id in Set(accounts.keys).union(model.accounts.keys).sorted() {
+      let (found, expected) = (accounts[id], model.accounts[id])
+      let agrees =
+        switch (found, expected) {
+        case (nil, nil): true
+        case (let found?, let expected?):
+          expected.state.agrees(with: found.state) && found.cursor == expected.cursor
+        default: false
+        }
+      if !agrees {
+        problems.append(
+          "\(reader) holds account \(id) as \(found.map { "\($0.state) at \($0.cursor)" } ?? "nothing"), the "
+            + "model as \(expected.map { "\($0.state) at \($0.cursor)" } ?? "nothing")")
+      }
+    }
+    if active != model.activeID {
+      problems.append(
+        "\(reader)'s active account is \(active.map(String.init) ?? "none"), the model's "
+          + (model.activeID.map(String.init) ?? "none"))
+    }
     return problems
   }
 
@@ -103,6 +159,18 @@ extension ChaosWorld {
         if !state.agrees(with: model.state) {
           problems.append("instance #\(index) reads \(state), the model \(model.state)")
         }
+        let roster = try store.roster()
+        let accounts = roster.accounts.map { account in
+          (
+            account.id.value,
+            ChaosAccount(
+              username: account.username, isLoggedIn: account.isLoggedIn,
+              updatedAt: ChaosClock.milliseconds(account.updatedAt), cursor: account.cursor.value)
+          )
+        }
+        problems += compare(
+          Dictionary(accounts) { first, _ in first }, active: roster.activeID?.value, as: "instance #\(index)"
+        )
         let bounds = try store.bounds()
         if bounds.head.value != model.head || bounds.oldest?.value != oldest {
           problems.append(

@@ -6,15 +6,16 @@ import ToolingKit
 /// The steps that act on the SQLite file itself: its feed trigger dropped with the shell,
 /// and a copy of the backup renamed over it.
 extension ChaosWorld {
-  /// Drops the feed trigger: a write through an instance and a new open must be refused
-  /// (nothing written, nothing acknowledged); then the trigger is created again.
+  /// Drops the trigger that records edits of an account (the feed's for any client but the
+  /// library): a write through an instance and a new open must be refused (nothing written,
+  /// nothing acknowledged); then the trigger is created again.
   func tamper(_ index: Int) throws {
     let trigger = try Self.sqlite3(
-      path, "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'session_feed'")
+      path, "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'accounts_external_update'")
     guard !trigger.isEmpty else {
       throw TortureFailure("the feed trigger is missing before the tamper step")
     }
-    _ = try Self.sqlite3(path, "DROP TRIGGER session_feed")
+    _ = try Self.sqlite3(path, "DROP TRIGGER accounts_external_update")
     defer { _ = try? Self.sqlite3(path, trigger + ";") }  // the repair; the check after the step verifies it
     if let store = instance(index), !store.isReadOnly {
       do {

@@ -20,10 +20,13 @@ extension ChaosWorld {
   /// acknowledged write: the file must hold a prefix of its writes, every acknowledged one
   /// included.
   func crashWriter(writes: Int, instances count: Int, microseconds: Int) throws {
-    let candidates = childWrites(writes, origin: "crash")
+    let names = freshName("crash")
+    let candidates = childWrites(writes, origin: "crash", names: names)
     let start = ChaosClock.wallMilliseconds()
-    let writer = try Self.spawnChild(
-      ["write", "--db", path, "--count", String(writes), "--origin", "crash", "--instances", String(count)])
+    let writer = try Self.spawnChild([
+      "write", "--db", path, "--count", String(writes), "--origin", "crash", "--instances", String(count),
+      "--names", names,
+    ])
     _ = writer.waitForLine { _ in true }
     usleep(UInt32(microseconds))
     writer.kill(SIGKILL)
@@ -44,7 +47,8 @@ extension ChaosWorld {
     }
     // strace names a descriptor's file by its real path, which SQLite's `-wal` is beside.
     let wal = URL(fileURLWithPath: path).resolvingSymlinksInPath().path + "-wal"
-    let candidates = childWrites(writes, origin: "crash")
+    let names = freshName("crash")
+    let candidates = childWrites(writes, origin: "crash", names: names)
     let start = ChaosClock.wallMilliseconds()
     let writer = try Self.spawn(
       strace,
@@ -52,6 +56,7 @@ extension ChaosWorld {
         "-f", "-qq", "-o", "/dev/null", "-P", wal, "-e",
         "inject=fdatasync,fsync:signal=SIGKILL:when=\(when)",
         ChildProcess.currentExecutable, "write", "--db", path, "--count", String(writes), "--origin", "crash",
+        "--names", names,
       ], stderr: .null)
     Self.reap(writer)
     try settleKilled(writer, candidates, since: start, by: "the writer killed at fsync \(when)")
@@ -88,11 +93,10 @@ extension ChaosWorld {
     guard head == model.head + 1, rows.count == 1, let row = rows.first, row.cursor == head else { return }
     let what = "\(pending.writer)'s unacknowledged \(pending.entry.after) at \(head)"
     try Self.requireTime(row.after.updatedAt, within: pending.window, of: what)
-    model.learn(time: row.before.updatedAt, at: model.head)
-    var expected = pending.entry
+    model.learn(from: row)
+    var expected = model.rebased(pending.entry)
     expected.cursor = model.head + 1
-    expected.before = model.state
-    expected.after.updatedAt = row.after.updatedAt
+    expected.setTime(row.after.updatedAt)
     if let difference = expected.difference(from: row) {
       throw TortureFailure("\(what) appeared with \(difference)")
     }

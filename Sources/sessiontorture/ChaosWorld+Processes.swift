@@ -45,15 +45,15 @@ extension ChaosWorld {
   /// Reads a line of ``ChaosBackend/rowColumns``.
   static func row(_ line: Substring) -> ChaosEntry? {
     let fields = line.split(separator: "|", omittingEmptySubsequences: false)
-    guard fields.count == 8, let cursor = Int64(fields[0]), let time = milliseconds(fields[1]),
-      let origin = quoted(fields[2]), let oldTime = milliseconds(fields[7])
+    guard fields.count == 11, let cursor = Int64(fields[0]), let time = milliseconds(fields[1]),
+      let origin = quoted(fields[2]), let oldTime = milliseconds(fields[7]), let account = Int64(fields[8])
     else { return nil }
     return ChaosEntry(
-      cursor: cursor, origin: origin ?? "NULL",
+      cursor: cursor, origin: origin ?? "NULL", account: account,
       before: ChaosState(
         username: quoted(fields[3]) ?? nil, isLoggedIn: fields[5] == "1", updatedAt: oldTime),
       after: ChaosState(username: quoted(fields[4]) ?? nil, isLoggedIn: fields[6] == "1", updatedAt: time),
-      serial: 0, availableAt: 0)
+      wasActive: fields[9] == "1", isActive: fields[10] == "1")
   }
 
   /// A time as the file stores it, in ms.
@@ -87,30 +87,36 @@ extension ChaosWorld {
     )
   }
 
-  /// The entries `Children.write` makes, in order, from the model's state: step `s` logs in
-  /// as `origin-s` (s % 4 == 0), logs out or else logs in (s % 4 == 3), renames to it
-  /// otherwise; a step that changes nothing writes nothing. Times are left unknown.
-  func childWrites(_ count: Int, origin: String) -> [ChaosEntry] {
-    var state = model.state
-    var cursor = model.head
+  /// The entries `Children.write` makes, in order, from the model's roster, its names
+  /// `names-STEP`: step `s` logs in as a new account (s % 4 == 0), signs the active one out
+  /// or else logs in (s % 4 == 3, then removes the oldest inactive account once the roster
+  /// holds more than half its limit), renames the active one otherwise (or adds the name,
+  /// active, when none is); a step that changes nothing writes nothing. Times are left
+  /// unknown.
+  func childWrites(_ count: Int, origin: String, names: String) -> [ChaosEntry] {
+    var model = model
     var entries: [ChaosEntry] = []
+    @discardableResult
+    func take(_ action: ChaosStep.Action) -> Bool {
+      guard let entry = model.predict(action, origin: origin).entry else { return false }
+      model.commit(entry)
+      entries.append(entry)
+      return true
+    }
     for step in 0..<count {
-      let name = "\(origin)-\(step)"
-      let actions: [ChaosStep.Action] =
-        switch step % 4 {
-        case 0: [.login(name)]
-        case 3: [.logout, .login(name)]
-        default: [.rename(name)]
+      let name = "\(names)-\(step)"
+      switch step % 4 {
+      case 0: take(.login(name))
+      case 3:
+        if !take(.logout) { take(.login(name)) }
+        if model.accounts.count > SessionRoster.limit / 2,
+          let oldest = model.accounts.keys.sorted().first(where: { $0 != model.activeID }),
+          let username = model.accounts[oldest]?.username
+        {
+          take(.remove(username))
         }
-      guard let values = actions.lazy.compactMap({ ChaosModel.values(after: $0, from: state) }).first else {
-        continue
+      default: take(.rename(name))
       }
-      let after = ChaosState(
-        username: values.username, isLoggedIn: values.isLoggedIn, updatedAt: ChaosState.unknown)
-      cursor += 1
-      entries.append(
-        ChaosEntry(cursor: cursor, origin: origin, before: state, after: after, serial: 0, availableAt: 0))
-      state = after
     }
     return entries
   }
@@ -133,23 +139,20 @@ extension ChaosWorld {
       throw TortureFailure("\(writer): the rows after \(model.head) are \(rows.map(\.cursor))")
     }
     for candidate in candidates.prefix(written) {
-      var expected = candidate
+      if let row = found[candidate.cursor] { model.learn(from: row) }
+      var expected = model.rebased(candidate)
       if let row = found[candidate.cursor] {
-        model.learn(time: row.before.updatedAt, at: candidate.cursor - 1)
         try Self.requireTime(row.after.updatedAt, within: window, of: writer)
-        expected.after.updatedAt = row.after.updatedAt
-      }
-      expected.before = model.state
-      if let row = found[candidate.cursor], let difference = expected.difference(from: row) {
-        throw TortureFailure("\(writer) wrote \(candidate.cursor) with \(difference)")
+        expected.setTime(row.after.updatedAt)
+        if let difference = expected.difference(from: row) {
+          throw TortureFailure("\(writer) wrote \(candidate.cursor) with \(difference)")
+        }
       }
       commit(expected, window: window, at: ackedAt)
     }
     // The write after the last one in the file was perhaps issued: it may appear later.
     if written < candidates.count {
-      var next = candidates[written]
-      next.before = model.state
-      issuedWithoutAcknowledgement(next, window: window, by: writer)
+      issuedWithoutAcknowledgement(model.rebased(candidates[written]), window: window, by: writer)
     }
   }
 
@@ -163,6 +166,8 @@ extension ChaosWorld {
     case .login(let name): set = "username = '\(name)', is_logged_in = \(backend.flag(true))"
     case .logout: set = "is_logged_in = \(backend.flag(false))"
     case .rename(let name): set = "username = '\(name)'"
+    case .logoutOf, .renameOf, .switchTo, .remove, .logoutAll:
+      preconditionFailure("no UPDATE of session does \(action)")
     }
     return (
       "UPDATE session SET \(set)",
@@ -170,30 +175,49 @@ extension ChaosWorld {
     )
   }
 
-  /// Checks what an outside client's transaction printed (the rows it wrote) against the
-  /// model, then commits it.
+  /// Checks what an outside client's transaction did against the model's prediction by the
+  /// view's rules: the rows it printed (the ones it wrote), or, for a write the schema
+  /// refuses, its failure (exit status and message) with nothing written. Then commits it.
   private func settleOutside(
-    _ action: ChaosStep.Action, printed lines: [Substring], window: ClosedRange<Int64>, ackedAt: UInt64,
-    by writer: String
+    _ action: ChaosStep.Action, status: Int32, printed lines: [Substring], errors: String,
+    window: ClosedRange<Int64>, ackedAt: UInt64, by writer: String
   ) throws {
-    let predicted = model.predict(action, origin: "external", time: ChaosState.unknown)
+    let predicted = model.predict(action, origin: "external", rules: .view)
+    if case .refused(let why) = predicted {
+      let refusal = why == "UNIQUE" ? "UNIQUE constraint failed" : "1000 accounts"
+      guard status != 0, errors.contains(refusal) || (backend.isPostgres && errors.contains("unique")) else {
+        throw TortureFailure(
+          "\(writer): \(action) exited with \(status) (\(errors.prefix(200))), the model expects a refusal "
+            + "(\(why))")
+      }
+      let (head, rows) = try newRows()
+      guard head == model.head, rows.isEmpty else {
+        throw TortureFailure("\(writer): \(action) was refused and still moved the head to \(head)")
+      }
+      refused += 1
+      return
+    }
+    guard status == 0 else {
+      throw TortureFailure(
+        "\(writer): \(action) failed (\(status): \(errors.prefix(200))), the model expects "
+          + predicted.description)
+    }
     let rows = try lines.map { line in
       guard let row = Self.row(line) else { throw TortureFailure("\(writer): unreadable row '\(line)'") }
       return row
     }
     guard let row = rows.first else {
-      if let predicted {
-        throw TortureFailure(
-          "\(writer): \(action) wrote no entry, the model expects \(predicted.before) → \(predicted.after)")
+      if let expected = predicted.entry {
+        throw TortureFailure("\(writer): \(action) wrote no entry, the model expects \(expected.change)")
       }
       return
     }
-    guard rows.count == 1, var expected = predicted else {
+    guard rows.count == 1, var expected = predicted.entry else {
       throw TortureFailure(
-        "\(writer): \(action) wrote \(rows.map(\.cursor)), the model expects none (\(model.state))")
+        "\(writer): \(action) wrote \(rows.map(\.change)), the model expects none (\(model.state))")
     }
     try Self.requireTime(row.after.updatedAt, within: window, of: "\(writer): \(action)")
-    expected.after.updatedAt = row.after.updatedAt
+    expected.setTime(row.after.updatedAt)
     if let difference = expected.difference(from: row) {
       throw TortureFailure("\(writer): \(action) wrote an entry with \(difference)")
     }
@@ -203,10 +227,11 @@ extension ChaosWorld {
   func shellWrite(_ action: ChaosStep.Action) throws {
     let (update, select) = outsideSQL(action)
     let start = ChaosClock.wallMilliseconds()
-    let output = try backend.shell(path, [backend.begin, update, select, "COMMIT"])
+    let (status, output, errors) = try backend.shellStatus(path, [backend.begin, update, select, "COMMIT"])
     try settleOutside(
-      action, printed: output.split(separator: "\n"), window: start...ChaosClock.wallMilliseconds(),
-      ackedAt: Monotonic.now(), by: backend.isPostgres ? "psql" : "sqlite3 shell")
+      action, status: status, printed: output.split(separator: "\n"), errors: errors,
+      window: start...ChaosClock.wallMilliseconds(), ackedAt: Monotonic.now(),
+      by: backend.isPostgres ? "psql" : "sqlite3 shell")
   }
 
   func pythonWrite(_ action: ChaosStep.Action, through prefix: [String] = ["/usr/bin/env"]) throws {
@@ -221,12 +246,14 @@ extension ChaosWorld {
       """
     let (update, select) = outsideSQL(action)
     let start = ChaosClock.wallMilliseconds()
+    let errors = path + ".stderr"
     let python = try Self.spawn(
-      prefix[0], prefix.dropFirst() + ["python3", "-c", script, path, update, select])
-    guard Self.reap(python) == 0 else { throw TortureFailure("the python client failed") }
+      prefix[0], prefix.dropFirst() + ["python3", "-c", script, path, update, select], stderr: .file(errors))
+    let status = Self.reap(python)
     try settleOutside(
-      action, printed: python.lines.map { Substring($0) }, window: start...ChaosClock.wallMilliseconds(),
-      ackedAt: Monotonic.now(), by: "python sqlite3")
+      action, status: status, printed: python.lines.map { Substring($0) },
+      errors: (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "",
+      window: start...ChaosClock.wallMilliseconds(), ackedAt: Monotonic.now(), by: "python sqlite3")
   }
 
   /// What `sessionctl --json` prints for a write that changed nothing.
@@ -236,14 +263,25 @@ extension ChaosWorld {
     var state: SessionState
   }
 
+  /// Runs sessionctl with `arguments` (after `--db PATH --json`): its exit status, output
+  /// lines, and what it said on stderr.
+  private func runSessionctlStatus(_ sessionctl: String, _ arguments: [String]) throws -> (
+    status: Int32, lines: [String], errors: String
+  ) {
+    let errors = path + ".stderr"
+    let child = try Self.spawn(sessionctl, ["--db", path, "--json"] + arguments, stderr: .file(errors))
+    let status = Self.reap(child)
+    return (status, child.lines, (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")
+  }
+
   /// Runs sessionctl with `arguments` (after `--db PATH --json`); its output lines.
   private func runSessionctl(_ sessionctl: String, _ arguments: [String]) throws -> [String] {
-    let child = try Self.spawn(sessionctl, ["--db", path, "--json"] + arguments)
-    let status = Self.reap(child)
+    let (status, lines, errors) = try runSessionctlStatus(sessionctl, arguments)
     guard status == 0 else {
-      throw TortureFailure("sessionctl \(arguments.joined(separator: " ")) exited with \(status)")
+      throw TortureFailure(
+        "sessionctl \(arguments.joined(separator: " ")) exited with \(status): \(errors.prefix(200))")
     }
-    return child.lines
+    return lines
   }
 
   func sessionctlWrite(_ action: ChaosStep.Action) throws {
@@ -253,10 +291,29 @@ extension ChaosWorld {
     case .login(let name): command = ["login", name]
     case .logout: command = ["logout"]
     case .rename(let name): command = ["rename", name]
+    case .logoutOf, .renameOf, .switchTo, .remove, .logoutAll:
+      preconditionFailure("the chaos driver's sessionctl steps do not \(action)")
     }
     let start = ChaosClock.wallMilliseconds()
-    let lines = try runSessionctl(sessionctl, command)
+    let (status, lines, errors) = try runSessionctlStatus(sessionctl, command)
     let (window, ackedAt) = (start...ChaosClock.wallMilliseconds(), Monotonic.now())
+    if status != 0 {
+      // A refusal: exit status 1, one line on stderr saying why, nothing on stdout.
+      guard status == 1, lines.isEmpty, errors.split(separator: "\n").count == 1,
+        errors.contains("named '\(command.last ?? "")'")
+      else {
+        throw TortureFailure(
+          "sessionctl \(action) exited with \(status), printed \(lines) and said '\(errors)'")
+      }
+      try settle(
+        action, origin: "sessionctl", returned: nil, refused: "usernameTaken: \(errors)", window: window,
+        ackedAt: ackedAt, by: "sessionctl")
+      let (head, rows) = try newRows()
+      guard head == model.head, rows.isEmpty else {
+        throw TortureFailure("sessionctl \(action) was refused and still moved the head to \(head)")
+      }
+      return
+    }
     guard lines.count == 1, let line = lines.first else {
       throw TortureFailure("sessionctl \(action) printed \(lines)")
     }
@@ -368,9 +425,11 @@ extension ChaosWorld {
 
   func snapshotsUnderLoad(_ index: Int, writes: Int) throws {
     guard let store = instance(index) else { return }
-    let candidates = childWrites(writes, origin: "load")
+    let names = freshName("load")
+    let candidates = childWrites(writes, origin: "load", names: names)
     let start = ChaosClock.wallMilliseconds()
-    let child = try Self.spawnChild(["write", "--db", path, "--count", String(writes), "--origin", "load"])
+    let child = try Self.spawnChild(
+      ["write", "--db", path, "--count", String(writes), "--origin", "load", "--names", names])
     var snapshots: [SessionSnapshot] = []
     while child.status(within: .zero) == nil, snapshots.count < 20_000 {
       snapshots.append(try store.snapshot())

@@ -7,8 +7,8 @@ import ToolingKit
 /// `fsync` calls fail, and one that stays alive between its writes.
 extension ChaosWorld {
   /// Reads what a writer process of `Children.apply` printed for `actions`, in order, and
-  /// settles each against the model: "ok" must be the model's entry, "none" a no-op, and an
-  /// "error" changed nothing (the check after the step finds any row it left). An "unknown"
+  /// settles each against the model: "ok" must be the model's entry, "none" a no-op, an
+  /// "error" the model predicts as a refusal is one, and any other "error" changed nothing (the check after the step finds any row it left). An "unknown"
   /// (a COMMIT the disk failed, which the library reports as possibly still in the `-wal`)
   /// changed nothing that anyone sees now, and may appear later as a write nobody
   /// acknowledged may. Returns how many writes it reported.
@@ -34,11 +34,15 @@ extension ChaosWorld {
         try settle(action, origin: origin, returned: entry, window: window, ackedAt: ackedAt, by: writer)
       case "none":
         try settle(action, origin: origin, returned: nil, window: window, ackedAt: ackedAt, by: writer)
+      case "error" where ChaosModel.isRefusal(report, model.predict(action, origin: origin)):
+        // A write the rules refuse: nothing written, as the model predicts.
+        try settle(
+          action, origin: origin, returned: nil, refused: report, window: window, ackedAt: ackedAt, by: writer
+        )
       default:
         guard failuresAllowed else { throw TortureFailure("\(writer): \(action) failed: \(report)") }
         failedWrites += 1
-        if words[0] == "unknown", let issued = model.predict(action, origin: origin, time: ChaosState.unknown)
-        {
+        if words[0] == "unknown", let issued = model.predict(action, origin: origin).entry {
           issuedWithoutAcknowledgement(issued, window: window, by: writer)
         }
       }
@@ -46,11 +50,14 @@ extension ChaosWorld {
     return reports.count
   }
 
-  func ioErrorWriter(_ actions: [ChaosStep.Action], when: Int, sticky: Bool) throws {
+  func ioErrorWriter(_ drawn: [ChaosStep.Action], when: Int, sticky: Bool) throws {
     let strace = "/usr/bin/strace"
     guard FileManager.default.isExecutableFile(atPath: strace) else {
       return note("no \(strace): the steps that make fsync fail are skipped")
     }
+    // A login of a name no account holds comes first: at least one write commits (and
+    // syncs), where the writes drawn may all be refusals or no-ops on the roster.
+    let actions = [.login(freshName("eio"))] + drawn
     // A connection of this process stays open meanwhile, so the writer's close is never the
     // last one: a failed commit's frames are left beyond the WAL's end, never checkpointed.
     let holder =
@@ -79,9 +86,7 @@ extension ChaosWorld {
     }
     let reported = try settleReports(
       lines, actions, origin: origin, window: window, by: writer, failuresAllowed: true)
-    if reported < actions.count,
-      let next = model.predict(actions[reported], origin: origin, time: ChaosState.unknown)
-    {
+    if reported < actions.count, let next = model.predict(actions[reported], origin: origin).entry {
       // It died in the middle of a write (its outcome unknown): the file says.
       try adopt([next], required: 0, window: window, ackedAt: Monotonic.now(), by: writer)
     }

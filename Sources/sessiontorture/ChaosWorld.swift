@@ -27,6 +27,8 @@ final class ChaosWorld {
   /// The model when the last backup was taken: a restore rewinds to it.
   var backedUp: ChaosModel?
   private var nextSerial = 1
+  /// How many names ``freshName(_:)`` made.
+  private var freshNames = 0
   private var followerCount = 0
   /// The file's rows up to this cursor were compared with the model already.
   var verifiedThrough: Int64 = 0
@@ -36,6 +38,8 @@ final class ChaosWorld {
   var failedWrites = 0
   /// How many unacknowledged writes of killed writers appeared later.
   var appeared = 0
+  /// How many writes were refused, as the model predicted.
+  var refused = 0
   private var deliveredBefore = 0
   /// What could not run here, said once each.
   private var notes: Set<String> = []
@@ -67,6 +71,12 @@ final class ChaosWorld {
     origin: String, durability: SessionStore.Durability = .full, readOnly: Bool = false
   ) -> SessionStore.FileOptions {
     .init(durability: durability, origin: origin, readOnly: readOnly, safetyPollInterval: safetyPoll)
+  }
+
+  /// A name no account of any history of this run holds: `prefix` and a number.
+  func freshName(_ prefix: String) -> String {
+    freshNames += 1
+    return "\(prefix)\(freshNames)"
   }
 
   /// How many entries and values followers delivered (each one verified), so far.
@@ -104,34 +114,46 @@ final class ChaosWorld {
 
   // MARK: The model
 
-  /// Compares what a write of `action` by `origin` returned with the model's prediction,
-  /// then commits it. `window`: the wall clock (ms) around the write; `ackedAt`: when it
-  /// was acknowledged (``Monotonic/now()``).
+  /// Compares what a write of `action` by `origin` returned (an entry, nil, or the
+  /// refusal `refused`: the error's code or message) with the model's prediction by the
+  /// library's rules, then commits it. `window`: the wall clock (ms) around the write;
+  /// `ackedAt`: when it was acknowledged (``Monotonic/now()``).
   func settle(
-    _ action: ChaosStep.Action, origin: String, returned entry: SessionEntry?, window: ClosedRange<Int64>,
-    ackedAt: UInt64, by writer: String
+    _ action: ChaosStep.Action, origin: String, returned entry: SessionEntry?, refused: String? = nil,
+    window: ClosedRange<Int64>, ackedAt: UInt64, by writer: String
   ) throws {
-    let predicted = model.predict(action, origin: origin, time: ChaosState.unknown)
-    guard let entry else {
-      if let predicted {
+    let predicted = model.predict(action, origin: origin)
+    if let refused {
+      guard ChaosModel.isRefusal(refused, predicted) else {
         throw TortureFailure(
-          "\(writer): \(action) returned no change, the model expects \(predicted.before) → \(predicted.after)"
-        )
+          "\(writer): \(action) was refused (\(refused)), the model expects \(predicted.description) on "
+            + "\(model.state)")
       }
+      self.refused += 1
       return
     }
-    guard var expected = predicted else {
+    switch predicted {
+    case .refused(let why):
+      throw TortureFailure(
+        "\(writer): \(action) returned \(entry.map { "entry \($0.cursor) (\($0.change))" } ?? "no change"), the "
+          + "model expects a refusal (\(why))")
+    case .none:
+      guard let entry else { return }
       throw TortureFailure(
         "\(writer): \(action) returned entry \(entry.cursor) (\(entry.change)) for a write the model calls a "
           + "no-op on \(model.state)")
+    case .change(var expected):
+      guard let entry else {
+        throw TortureFailure("\(writer): \(action) returned no change, the model expects \(expected.change)")
+      }
+      let time = ChaosClock.milliseconds(entry.time)
+      try Self.requireTime(time, within: window, of: "\(writer): \(action)")
+      expected.setTime(time)
+      if let difference = expected.difference(from: entry) {
+        throw TortureFailure("\(writer): \(action) returned an entry with \(difference)")
+      }
+      commit(expected, window: window, at: ackedAt)
     }
-    let time = ChaosClock.milliseconds(entry.time)
-    try Self.requireTime(time, within: window, of: "\(writer): \(action)")
-    expected.after.updatedAt = time
-    if let difference = expected.difference(from: entry) {
-      throw TortureFailure("\(writer): \(action) returned an entry with \(difference)")
-    }
-    commit(expected, window: window, at: ackedAt)
   }
 
   /// Adds an entry the model checked to its log, as acknowledged at `ackedAt` (or, for an
@@ -265,9 +287,8 @@ final class ChaosWorld {
     case .ioError(let actions, let when, let sticky): try ioErrorWriter(actions, when: when, sticky: sticky)
     case .liveWriter(let actions, let pause): try liveWriter(actions, pause: pause)
     case .quietWriter:
-      // A rename the model calls a change: the first name that is not the current one.
-      let name = model.state.username == "alice" ? "bob" : "alice"
-      try liveWriter([.rename(name)], pause: 5_500)
+      // A rename the model calls a change: to a name no account holds.
+      try liveWriter([.rename(freshName("quiet"))], pause: 5_500)
     case .snapshotsUnderLoad(let index, let writes): try snapshotsUnderLoad(index, writes: writes)
     }
   }
@@ -276,24 +297,12 @@ final class ChaosWorld {
   /// thread waits for (the driver's steps are sequential).
   private static func write(
     _ action: ChaosStep.Action, through store: SessionStore, _ mode: ChaosStep.WriteMode
-  ) throws -> SessionEntry? {
-    guard mode != .sync else {
-      switch action {
-      case .login(let name): return try store.blocking.logIn(as: name)
-      case .logout: return try store.blocking.logOut()
-      case .rename(let name): return try store.blocking.rename(to: name)
-      }
-    }
+  ) throws -> [SessionEntry] {
+    guard mode != .sync else { return try action.make(through: store) }
     let outcome = AsyncOutcome()
     let task = Task {
       do {
-        let entry: SessionEntry? =
-          switch action {
-          case .login(let name): try await store.logIn(as: name)
-          case .logout: try await store.logOut()
-          case .rename(let name): try await store.rename(to: name)
-          }
-        outcome.finish(.success(entry))
+        outcome.finish(.success(try await action.make(through: store)))
       } catch {
         outcome.finish(.failure(error))
       }
@@ -317,22 +326,65 @@ final class ChaosWorld {
       return try requireRefusal(writer) { try Self.write(action, through: store, mode) }
     }
     let start = ChaosClock.wallMilliseconds()
-    let entry: SessionEntry?
+    let entries: [SessionEntry]
     do {
-      entry = try Self.write(action, through: store, mode)
+      entries = try Self.write(action, through: store, mode)
+    } catch let error as SessionStorageError
+      where [.usernameTaken, .accountNotFound, .rosterFull, .noActiveAccount].contains(error.code)
+    {
+      // A refusal writes nothing: the model says whether it is one, and the head must stay.
+      try settle(
+        action, origin: store.origin, returned: nil, refused: "\(error.code.rawValue): \(error)",
+        window: start...ChaosClock.wallMilliseconds(), ackedAt: Monotonic.now(), by: writer)
+      try requireHead(store, after: "\(writer): \(action), refused,")
+      return
     } catch is CancellationError where mode == .cancelled {
       // A cancelled write writes nothing: the model stays as it is, and the check reads
       // the file. The head is compared at once too.
-      let head = try store.bounds().head.value
-      if head != model.head {
-        throw TortureFailure(
-          "\(writer): a write that threw CancellationError moved the head from \(model.head) to \(head)")
-      }
-      return
+      return try requireHead(store, after: "\(writer): a write that threw CancellationError")
+    }
+    let (window, ackedAt) = (start...ChaosClock.wallMilliseconds(), Monotonic.now())
+    if case .logoutAll = action {
+      return try settle(
+        signingOutEveryone: entries, origin: store.origin, window: window, ackedAt: ackedAt, by: writer)
+    }
+    guard entries.count <= 1 else {
+      throw TortureFailure("\(writer): \(action) returned \(entries.count) entries: \(entries.map(\.cursor))")
     }
     try settle(
-      action, origin: store.origin, returned: entry, window: start...ChaosClock.wallMilliseconds(),
-      ackedAt: Monotonic.now(), by: writer)
+      action, origin: store.origin, returned: entries.first, window: window, ackedAt: ackedAt, by: writer)
+  }
+
+  /// Compares what a logout of every account returned with the model's entries, one for
+  /// each signed-in account in the order of their identifiers, then commits them.
+  private func settle(
+    signingOutEveryone entries: [SessionEntry], origin: String, window: ClosedRange<Int64>, ackedAt: UInt64,
+    by writer: String
+  ) throws {
+    let predicted = model.signingOutEveryone(origin: origin)
+    guard entries.count == predicted.count else {
+      throw TortureFailure(
+        "\(writer): logout all returned \(entries.count) entries, the model expects "
+          + "\(predicted.map(\.change).joined(separator: "; "))")
+    }
+    for (entry, predicted) in zip(entries, predicted) {
+      var expected = model.rebased(predicted)
+      let time = ChaosClock.milliseconds(entry.time)
+      try Self.requireTime(time, within: window, of: "\(writer): logout all")
+      expected.setTime(time)
+      if let difference = expected.difference(from: entry) {
+        throw TortureFailure("\(writer): logout all returned an entry with \(difference)")
+      }
+      commit(expected, window: window, at: ackedAt)
+    }
+  }
+
+  /// Throws unless `store`'s head is the model's (after a write that wrote nothing).
+  private func requireHead(_ store: SessionStore, after what: String) throws {
+    let head = try store.bounds().head.value
+    if head != model.head {
+      throw TortureFailure("\(what) moved the head from \(model.head) to \(head)")
+    }
   }
 
   /// Checks a compaction's answer against the range the model computed for the oldest
@@ -430,16 +482,16 @@ final class ChaosWorld {
 
 /// The result of an `async` write, handed to the synchronous thread that waits for it.
 private final class AsyncOutcome: Sendable {
-  private let result = Mutex<Result<SessionEntry?, any Error>?>(nil)
+  private let result = Mutex<Result<[SessionEntry], any Error>?>(nil)
   private let done = DispatchSemaphore(value: 0)
 
-  func finish(_ outcome: Result<SessionEntry?, any Error>) {
+  func finish(_ outcome: Result<[SessionEntry], any Error>) {
     result.withLock { $0 = outcome }
     done.signal()
   }
 
-  func wait() -> Result<SessionEntry?, any Error> {
+  func wait() -> Result<[SessionEntry], any Error> {
     done.wait()
-    return result.withLock { $0 } ?? .success(nil)
+    return result.withLock { $0 } ?? .success([])
   }
 }

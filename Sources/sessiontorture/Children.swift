@@ -14,10 +14,11 @@ enum Children {
   /// with other writers racing, also writers of an earlier run: a login, a rename, and
   /// every fourth step a logout. With `keepGoing`, a write that fails prints "failed NAME:
   /// MESSAGE" and the next step follows on the same instances (a failed commit must leave
-  /// them fit to write).
+  /// them fit to write). `names` replaces the names' `ORIGIN-PID` prefix (the chaos driver
+  /// predicts each write, so it gives one no other writer uses).
   static func write(
     path: String, count: Int, origin: String, instances: Int,
-    durability: SessionStore.Durability = .full, keepGoing: Bool = false
+    durability: SessionStore.Durability = .full, keepGoing: Bool = false, names: String? = nil
   ) throws -> Int32 {
     // Several instances on the file, written through in turn: they share one set of
     // connections, and a kill must lose nothing any of them acknowledged.
@@ -27,7 +28,7 @@ enum Children {
     var step = 0
     while count == 0 || step < count {
       let store = stores[step % stores.count]
-      let name = "\(origin)-\(getpid())-\(step)"
+      let name = "\(names ?? "\(origin)-\(getpid())")-\(step)"
       defer { step += 1 }
       let entry: SessionEntry?
       do {
@@ -142,8 +143,11 @@ enum Children {
   /// With `hold` it then stays alive until its standard input ends.
   static func apply(path: String, origin: String, actions: [String], pause: Int, hold: Bool) throws -> Int32 {
     let parsed = try actions.map { argument in
-      guard let action = ChaosStep.Action(argument: argument) else {
-        throw TortureFailure("not a write: '\(argument)' (login=NAME, logout or rename=NAME)")
+      // A logout of every account writes several entries; each write here reports one.
+      guard let action = ChaosStep.Action(argument: argument), argument != "logout-all" else {
+        throw TortureFailure(
+          "not a write of one entry: '\(argument)' (login=NAME, logout, logout=NAME, rename=NAME, "
+            + "rename=NAME>NEW, switch=NAME or remove=NAME)")
       }
       return action
     }
@@ -153,12 +157,7 @@ enum Children {
     for action in parsed {
       if pause > 0 { usleep(UInt32(pause) * 1000) }
       do {
-        let entry: SessionEntry? =
-          switch action {
-          case .login(let name): try store.blocking.logIn(as: name)
-          case .logout: try store.blocking.logOut()
-          case .rename(let name): try store.blocking.rename(to: name)
-          }
+        let entry = try action.make(through: store).first
         let now = Monotonic.now()
         if let entry {
           ChildChannel.say("ok \(now) \(String(decoding: try encoder.encode(entry), as: UTF8.self))")
@@ -223,6 +222,9 @@ extension Torture {
     "instances", placeholder: "k", help: "How many instances to write through in turn (default 1).")
   static let normalDurability = CommandLineFlag(
     "normal-durability", help: "Open with durability normal (synchronous=NORMAL) instead of full.")
+  static let names = CommandLineOption<String>(
+    "names", placeholder: "prefix",
+    help: "The names' prefix, before -STEP (default ORIGIN-PID: unique per process).")
   static let keepGoing = CommandLineFlag(
     "keep-going", help: "Print \"failed NAME: MESSAGE\" for a write that fails and go on (default: exit).")
   static let reads = CommandLineOption<Int>("count", placeholder: "n", help: "How many reads (default 1000).")
@@ -238,19 +240,22 @@ extension Torture {
   static let hold = CommandLineFlag(
     "hold", help: "After the last write, stay alive until standard input ends.")
   static let actions = CommandLineArgument<String>(
-    "write", help: "login=NAME, logout or rename=NAME, made in this order.", isRepeating: true)
+    "write",
+    help:
+      "login=NAME, logout, logout=NAME, rename=NAME, rename=NAME>NEW, switch=NAME or remove=NAME, in this order.",
+    isRepeating: true)
 
   /// The processes the scenarios spawn (``Children``).
   static let children = [
     TortureCommand(
       CommandSpec(
         "write", abstract: "A child: login, rename and logout in turn; print each acknowledged cursor.",
-        options: [writes, origin, instances, normalDurability, keepGoing])
+        options: [writes, origin, instances, normalDurability, keepGoing, names])
     ) { arguments in
       try Children.write(
         path: arguments.required(db), count: arguments[writes] ?? 0, origin: arguments[origin] ?? "torture",
         instances: arguments[instances] ?? 1, durability: arguments[normalDurability] ? .normal : .full,
-        keepGoing: arguments[keepGoing])
+        keepGoing: arguments[keepGoing], names: arguments[names])
     },
     TortureCommand(CommandSpec("read", abstract: "A child: read the state <n> times.", options: [reads])) {
       try Children.read(path: $0.required(db), count: $0[reads] ?? 1000)

@@ -1,6 +1,7 @@
 import Foundation
+import SessionStorage
 
-/// A linearizability checker for the session as `sessionctl --json` shows it: a history of
+/// A linearizability checker for the roster as `sessionctl --json` shows it: a history of
 /// concurrent operations, each with its call and return time and the response it printed,
 /// is searched for one sequential order that respects real time (an operation that returned
 /// before another was called comes first) and in which every response is exactly what the
@@ -11,28 +12,75 @@ import Foundation
 /// An operation whose outcome is unknown (its process was killed, or it failed) has no
 /// return: it may take effect at any time after its call, or never.
 enum Linearizability {
-  /// The values a response shows of the session: who, and whether signed in.
+  /// The values a response shows of an account (or of the active one): who, and whether
+  /// signed in; no username for none.
   struct Values: Hashable, Sendable, CustomStringConvertible {
     var username: String?
     var isLoggedIn: Bool
 
     var description: String { "\(username.map { "'\($0)'" } ?? "nil")/\(isLoggedIn ? "in" : "out")" }
+
+    /// No account.
+    static let none = Values(username: nil, isLoggedIn: false)
   }
 
-  /// The sequential model's state: the values and the head cursor.
+  /// The sequential model's state: the roster (accounts by identifier, the active one, the
+  /// identifier the next account gets) and the head cursor.
   struct State: Hashable, Sendable, CustomStringConvertible {
-    var values: Values
+    var accounts: [Int64: Values]
+    var active: Int64?
+    var nextID: Int64
     var head: Int64
 
-    var description: String { "\(values)@\(head)" }
+    init(accounts: [Int64: Values], active: Int64?, nextID: Int64? = nil, head: Int64) {
+      self.accounts = accounts
+      self.active = active
+      self.nextID = nextID ?? ((accounts.keys.max() ?? 0) + 1)
+      self.head = head
+    }
+
+    /// The active account's values (what `status` shows), no username when none is active.
+    var values: Values { active.flatMap { accounts[$0] } ?? .none }
+
+    /// The account with this username, with its identifier.
+    func account(named name: String) -> (id: Int64, values: Values)? {
+      accounts.first { $0.value.username == name }.map { ($0.key, $0.value) }
+    }
+
+    /// The state after a change line's account, values and active flags at `cursor`.
+    func applying(cursor: Int64, account: Int64, after: Values, isActive: Bool, wasActive: Bool) -> State {
+      var next = self
+      next.accounts[account] = after.username == nil ? nil : after
+      next.nextID = max(nextID, account + 1)
+      if isActive {
+        next.active = account
+      } else if wasActive {
+        next.active = nil
+      }
+      next.head = cursor
+      return next
+    }
+
+    /// The state after `change`.
+    func applying(_ change: Change) -> State {
+      applying(
+        cursor: change.cursor, account: change.account, after: change.after, isActive: change.isActive,
+        wasActive: change.wasActive)
+    }
+
+    var description: String {
+      "\(values)@\(head) (\(accounts.count) account\(accounts.count == 1 ? "" : "s"), active "
+        + "\(active.map(String.init) ?? "none"))"
+    }
   }
 
   /// What a client asks.
   enum Call: Hashable, Sendable, CustomStringConvertible {
     case login(String), logout, rename(String)
-    /// `status`: the state and the head cursor, read at once.
+    /// `status`: the active account's state and the head cursor, read at once.
     case status
-    /// `history` from the beginning: its last entry's cursor and values.
+    /// `history` from the round's start: its last entry's cursor, and the active state its
+    /// entries lead to.
     case history
 
     var description: String {
@@ -64,12 +112,29 @@ enum Linearizability {
     }
   }
 
+  /// One change of one account, as a write's answer shows it.
+  struct Change: Hashable, Sendable, CustomStringConvertible {
+    var cursor: Int64
+    var account: Int64
+    var before: Values
+    var after: Values
+    var wasActive: Bool
+    var isActive: Bool
+
+    var description: String {
+      "\(cursor) #\(account) \(before)→\(after)\(wasActive == isActive ? "" : isActive ? " activated" : " deactivated")"
+    }
+  }
+
   /// What the client was answered.
   enum Response: Hashable, Sendable, CustomStringConvertible {
-    /// A write's change: its cursor, the values before and after.
-    case change(cursor: Int64, before: Values, after: Values)
+    /// A write's change.
+    case change(Change)
     /// A write that changed nothing, with the state and cursor it shows.
     case noChange(cursor: Int64, state: Values)
+    /// A write refused (another account holds the name, or the roster is full): nothing
+    /// written.
+    case refused
     /// A read: the state and cursor it shows.
     case observed(cursor: Int64, state: Values)
     /// No answer (killed, failed): any outcome, at any time after the call, or none.
@@ -77,8 +142,9 @@ enum Linearizability {
 
     var description: String {
       switch self {
-      case .change(let cursor, let before, let after): "change \(cursor) \(before)→\(after)"
+      case .change(let change): "change \(change)"
       case .noChange(let cursor, let state): "noChange \(state)@\(cursor)"
+      case .refused: "refused"
       case .observed(let cursor, let state): "\(state)@\(cursor)"
       case .unknown: "unknown"
       }
@@ -106,21 +172,50 @@ enum Linearizability {
     }
   }
 
-  /// The sequential model: what `call` answers in `state`, and the state after it.
+  /// The sequential model, the library's rules (`SessionWrite.plan`): what `call` answers in
+  /// `state`, and the state after it. A login signs in the account of that name and makes it
+  /// active, or adds a new one, signed in and active; a logout signs out the active account;
+  /// a rename renames the active account, or adds the name, signed out and active, when none
+  /// is; a rename to a name another account holds, or a new account past the roster's
+  /// limit, is refused.
   static func step(_ call: Call, _ state: State) -> (response: Response, next: State) {
-    let values = state.values
-    let after: Values
-    switch call {
-    case .status, .history: return (.observed(cursor: state.head, state: values), state)
-    case .login(let name): after = Values(username: name, isLoggedIn: true)
-    case .logout: after = Values(username: values.username, isLoggedIn: false)
-    case .rename(let name): after = Values(username: name, isLoggedIn: values.isLoggedIn)
+    let unchanged = (Response.noChange(cursor: state.head, state: state.values), state)
+    func write(_ account: Int64, before: Values, after: Values, isActive: Bool) -> (Response, State) {
+      let wasActive = account == state.active
+      if before == after, wasActive == isActive { return unchanged }
+      let change = Change(
+        cursor: state.head + 1, account: account, before: before, after: after, wasActive: wasActive,
+        isActive: isActive)
+      return (
+        .change(change),
+        state.applying(
+          cursor: change.cursor, account: account, after: after, isActive: isActive, wasActive: wasActive)
+      )
     }
-    if after == values { return (.noChange(cursor: state.head, state: values), state) }
-    return (
-      .change(cursor: state.head + 1, before: values, after: after),
-      State(values: after, head: state.head + 1)
-    )
+    func join(_ name: String, isLoggedIn: Bool) -> (Response, State) {
+      guard state.accounts.count < SessionRoster.limit else { return (.refused, state) }
+      return write(
+        state.nextID, before: .none, after: Values(username: name, isLoggedIn: isLoggedIn), isActive: true)
+    }
+    let active = state.active.flatMap { id in state.accounts[id].map { (id: id, values: $0) } }
+    switch call {
+    case .status, .history: return (.observed(cursor: state.head, state: state.values), state)
+    case .login(let name):
+      guard let (id, values) = state.account(named: name) else { return join(name, isLoggedIn: true) }
+      return write(id, before: values, after: Values(username: name, isLoggedIn: true), isActive: true)
+    case .logout:
+      guard let active else { return unchanged }
+      return write(
+        active.id, before: active.values, after: Values(username: active.values.username, isLoggedIn: false),
+        isActive: true)
+    case .rename(let name):
+      let holder = state.account(named: name)
+      guard let active else { return holder == nil ? join(name, isLoggedIn: false) : (.refused, state) }
+      if let holder, holder.id != active.id { return (.refused, state) }
+      return write(
+        active.id, before: active.values, after: Values(username: name, isLoggedIn: active.values.isLoggedIn),
+        isActive: true)
+    }
   }
 
   /// What a check found: nil when a linearization exists.

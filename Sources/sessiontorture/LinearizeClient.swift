@@ -1,4 +1,5 @@
 import Foundation
+import SessionStorage
 import SystemKit
 import ToolingKit
 
@@ -10,7 +11,7 @@ struct LinearizeClient: Sendable {
   /// A directory for the children's `HOME` and standard error.
   let scratch: String
   /// The state of the store when the round's clients start: `history` reads after its cursor.
-  var initial = Linearizability.State(values: .init(username: nil, isLoggedIn: false), head: 0)
+  var initial = Linearizability.State(accounts: [:], active: nil, head: 0)
 
   /// What one operation gave.
   struct Outcome: Sendable {
@@ -32,7 +33,8 @@ struct LinearizeClient: Sendable {
       let name = "c\(operation.client) \(operation.call)"
       switch operation.call {
       case .login, .logout, .rename:
-        guard case .change(let cursor, _, _) = operation.response, let line = changes.first else { return [] }
+        guard case .change(let change) = operation.response, let line = changes.first else { return [] }
+        let cursor = change.cursor
         return log[cursor] == line
           ? []
           : ["\(name): the change it acknowledged, \(line), is in the log as \(log[cursor] ?? "nothing")"]
@@ -95,6 +97,12 @@ struct LinearizeClient: Sendable {
       outcome.killed = true
       return outcome
     }
+    if status == 1, call.isWrite, child.lines.isEmpty, Self.isRefusal(firstLine(of: stderr)) {
+      // Refused, nothing written: a name another account holds, or a full roster.
+      outcome.operation.response = .refused
+      outcome.operation.end = end
+      return outcome
+    }
     guard status == 0 else {
       outcome.problem = "c\(number) \(call) exited with \(status): \(firstLine(of: stderr))"
       return outcome
@@ -116,11 +124,14 @@ struct LinearizeClient: Sendable {
       else { throw TortureFailure("unreadable answer \(lines)") }
       switch object["type"] as? String {
       case "change":
-        guard let before = JSONLines.values(object["before"]), let after = JSONLines.values(object["after"])
+        // Decoded as the library reads a change line too: its events must be the ones
+        // between its states and flags.
+        guard let change = JSONLines.change(object),
+          (try? JSONDecoder().decode(SessionEntry.self, from: Data(lines[0].utf8))) != nil
         else {
           break
         }
-        return (.change(cursor: cursor, before: before, after: after), lines)
+        return (.change(change), lines)
       case "noChange":
         guard let state = JSONLines.values(object["state"]) else { break }
         return (.noChange(cursor: cursor, state: state), [])
@@ -133,15 +144,25 @@ struct LinearizeClient: Sendable {
       else { throw TortureFailure("unreadable answer \(lines)") }
       return (.observed(cursor: cursor, state: state), [])
     case .history:
-      guard let last = lines.last else { return (.observed(cursor: initial.head, state: initial.values), []) }
-      guard let object = JSONLines.object(last), let cursor = JSONLines.cursor(object),
-        let after = JSONLines.values(object["after"])
-      else { throw TortureFailure("unreadable entry \(last)") }
-      return (.observed(cursor: cursor, state: after), lines)
+      // The active state its entries lead to from the round's start.
+      var state = initial
+      for line in lines {
+        guard let object = JSONLines.object(line), let change = JSONLines.change(object) else {
+          throw TortureFailure("unreadable entry \(line)")
+        }
+        state = state.applying(change)
+      }
+      return (.observed(cursor: state.head, state: state.values), lines)
     }
   }
 
   /// The whole log, read by one `history` once the clients are done: each entry's line by cursor.
+  /// Whether `message` (sessionctl's line on stderr) says a write was refused by the rules:
+  /// a name another account holds, or a roster at its limit.
+  static func isRefusal(_ message: String) -> Bool {
+    message.contains("is named '") || message.contains("accounts, its limit")
+  }
+
   func log() throws -> [Int64: String] {
     let stderr = scratch + "/log.stderr"
     let child = try spawn(["history"], stderr: stderr)
@@ -176,5 +197,17 @@ enum JSONLines {
     let username = object["username"]
     guard username is NSNull || username is String else { return nil }
     return .init(username: username as? String, isLoggedIn: isLoggedIn)
+  }
+
+  /// The change a change line holds: cursor, account, before, after and active flags.
+  static func change(_ object: [String: Any]) -> Linearizability.Change? {
+    guard object["type"] as? String == "change", let cursor = cursor(object),
+      let account = (object["account"] as? NSNumber)?.int64Value, let before = values(object["before"]),
+      let after = values(object["after"]), let wasActive = object["wasActive"] as? Bool,
+      let isActive = object["isActive"] as? Bool
+    else { return nil }
+    return .init(
+      cursor: cursor, account: account, before: before, after: after, wasActive: wasActive, isActive: isActive
+    )
   }
 }

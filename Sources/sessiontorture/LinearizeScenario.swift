@@ -83,6 +83,8 @@ struct LinearizeScenario: TortureScenario {
     var operations = 0
     var killed = 0
     var noChange = 0
+    /// Writes refused (a name another account holds), each explained by the model.
+    var refused = 0
     var delivered = 0
     var watchRestarts = 0
   }
@@ -107,7 +109,7 @@ struct LinearizeScenario: TortureScenario {
       seed &+= 1
     } while deadline.map { Date() < $0 } ?? false
     ChildChannel.say(
-      #"{"scenario":"linearize","seed":\#(self.seed),"rounds":\#(rounds),"operations":\#(counts.operations),"killed":\#(counts.killed),"noChange":\#(counts.noChange),"delivered":\#(counts.delivered),"watchRestarts":\#(counts.watchRestarts),"problems":\#(failure?.problems.count ?? 0)}"#
+      #"{"scenario":"linearize","seed":\#(self.seed),"rounds":\#(rounds),"operations":\#(counts.operations),"killed":\#(counts.killed),"noChange":\#(counts.noChange),"refused":\#(counts.refused),"delivered":\#(counts.delivered),"watchRestarts":\#(counts.watchRestarts),"problems":\#(failure?.problems.count ?? 0)}"#
     )
     guard let failure else { return 0 }
     report("seed \(failure.seed) failed:")
@@ -142,8 +144,9 @@ struct LinearizeRound {
     let opening = try client.perform(.login(Self.names[0]), number: -1, killAfter: nil)
     let initial: Linearizability.State
     switch opening.operation.response {
-    case .change(let cursor, _, let after), .noChange(let cursor, let after):
-      initial = .init(values: after, head: cursor)
+    case .change, .noChange:
+      // The roster every round before this one left, read from the whole log.
+      initial = try Self.roster(client.log())
     default: return ["the opening login failed: \(opening.problem ?? "\(opening.operation.response)")"]
     }
     client.initial = initial
@@ -162,7 +165,9 @@ struct LinearizeRound {
         for step in 0..<scenario.operations {
           // A write to be killed takes a name of its own: the log tells whether it took effect.
           let killed = random.below(100) < scenario.killPercent
-          let call = killed ? Self.drawKilled(&random, name: "k\(index)-\(step)") : Self.draw(&random)
+          let call =
+            killed
+            ? Self.drawKilled(&random, name: "k\(seed % 1_000_000)-\(index)-\(step)") : Self.draw(&random)
           let kill = killed ? UInt64(random.below(40)) * 1_000_000 : nil
           do {
             outcomes.append(try client.perform(call, number: index, killAfter: kill))
@@ -189,10 +194,11 @@ struct LinearizeRound {
     for watcher in watchers { watcher.finish(at: head) }
 
     var problems = outcomes.compactMap(\.problem)
-    let history = Self.resolve(outcomes, log)
+    let history = Self.resolve(outcomes, log, after: initial.head)
     counts.operations += history.count
     counts.killed += outcomes.count(where: \.killed)
     counts.noChange += history.count { if case .noChange = $0.response { true } else { false } }
+    counts.refused += history.count { $0.response == .refused }
     problems += Self.logProblems(log, head: head)
     problems += outcomes.flatMap { $0.entries(against: log) }
     for watcher in watchers {
@@ -226,15 +232,30 @@ struct LinearizeRound {
   /// effect at any time after its call), or nothing when the log holds none (it never took
   /// effect); a read without an answer is left out. A write without an answer that no name
   /// identifies (a failed logout) stays an unknown.
-  static func resolve(_ outcomes: [LinearizeClient.Outcome], _ log: [Int64: String]) -> [Linearizability
-    .Operation]
+  /// The roster and head `log` (every entry from the first) leads to.
+  static func roster(_ log: [Int64: String]) throws -> Linearizability.State {
+    var state = Linearizability.State(accounts: [:], active: nil, head: 0)
+    for cursor in log.keys.sorted() {
+      guard let line = log[cursor], let object = JSONLines.object(line), let change = JSONLines.change(object)
+      else { throw TortureFailure("history printed an unreadable change: \(log[cursor] ?? "")") }
+      state = state.applying(change)
+    }
+    return state
+  }
+
+  /// The operations with the outcome of each killed write of a name of its own taken from
+  /// the log after `head` (the round's start); a killed write the log does not hold never
+  /// took effect, and is dropped with the reads whose answers were lost.
+  static func resolve(_ outcomes: [LinearizeClient.Outcome], _ log: [Int64: String], after head: Int64)
+    -> [Linearizability.Operation]
   {
     var byName: [String: Linearizability.Response] = [:]
-    for (cursor, line) in log {
-      guard let object = JSONLines.object(line), let before = JSONLines.values(object["before"]),
-        let after = JSONLines.values(object["after"]), let name = after.username, name.hasPrefix("k")
+    for (cursor, line) in log where cursor > head {
+      // The entry that gave the name (later ones of that account keep it).
+      guard let object = JSONLines.object(line), let change = JSONLines.change(object),
+        let name = change.after.username, name.hasPrefix("k"), change.before.username != name
       else { continue }
-      byName[name] = .change(cursor: cursor, before: before, after: after)
+      byName[name] = .change(change)
     }
     return outcomes.compactMap { outcome in
       var operation = outcome.operation

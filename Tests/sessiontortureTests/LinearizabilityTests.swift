@@ -12,7 +12,11 @@ import Testing
   static let ann = L.Values(username: "ann", isLoggedIn: true)
   static let annOut = L.Values(username: "ann", isLoggedIn: false)
   static let bob = L.Values(username: "bob", isLoggedIn: true)
-  static let initial = L.State(values: ann, head: 1)
+  static let bobOut = L.Values(username: "bob", isLoggedIn: false)
+  /// Account 1, ann, signed in and active, at cursor 1.
+  static let initial = L.State(accounts: [1: ann], active: 1, head: 1)
+  /// Beside her, account 2, bob, signed out and not active, at cursor 2.
+  static let two = L.State(accounts: [1: ann, 2: bobOut], active: 1, head: 2)
 
   /// An operation of client `client` from `start` to `end` ms (nil: never returned).
   static func op(_ client: Int, _ call: L.Call, _ start: UInt64, _ end: UInt64?, _ response: L.Response)
@@ -23,22 +27,83 @@ import Testing
       response: response)
   }
 
+  /// The change of `account` at `cursor`; active before and after unless said otherwise.
+  static func change(
+    _ cursor: Int64, _ account: Int64, _ before: L.Values, _ after: L.Values, wasActive: Bool = true,
+    isActive: Bool = true
+  ) -> L.Response {
+    .change(
+      L.Change(
+        cursor: cursor, account: account, before: before, after: after, wasActive: wasActive,
+        isActive: isActive))
+  }
+
   @Test func sequentialResponsesOfTheModelPass() throws {
     try L.check(
       [
-        Self.op(0, .logout, 0, 1, .change(cursor: 2, before: Self.ann, after: Self.annOut)),
+        Self.op(0, .logout, 0, 1, Self.change(2, 1, Self.ann, Self.annOut)),
         Self.op(0, .logout, 2, 3, .noChange(cursor: 2, state: Self.annOut)),
-        Self.op(0, .login("bob"), 4, 5, .change(cursor: 3, before: Self.annOut, after: Self.bob)),
+        Self.op(0, .login("bob"), 4, 5, Self.change(3, 2, .none, Self.bob, wasActive: false)),
         Self.op(0, .status, 6, 7, .observed(cursor: 3, state: Self.bob)),
+        Self.op(0, .login("ann"), 8, 9, Self.change(4, 1, Self.annOut, Self.ann, wasActive: false)),
+        Self.op(0, .rename("bob"), 10, 11, .refused),
+        Self.op(0, .status, 12, 13, .observed(cursor: 4, state: Self.ann)),
       ], from: Self.initial)
+  }
+
+  /// A login of an account in the roster signs it in and makes it active; the account that
+  /// was active keeps its state and gets no entry.
+  @Test func aLoginOfAnotherAccountSwitchesToIt() throws {
+    let login = Self.op(0, .login("bob"), 0, 1, Self.change(3, 2, Self.bobOut, Self.bob, wasActive: false))
+    try L.check([login, Self.op(0, .status, 2, 3, .observed(cursor: 3, state: Self.bob))], from: Self.two)
+    // Not a new account: the one of that name.
+    #expect(throws: L.Violation.self) {
+      try L.check(
+        [Self.op(0, .login("bob"), 0, 1, Self.change(3, 3, .none, Self.bob, wasActive: false))],
+        from: Self.two)
+    }
+    // Nor a change of the account that was active.
+    #expect(throws: L.Violation.self) {
+      try L.check(
+        [Self.op(0, .login("bob"), 0, 1, Self.change(3, 1, Self.ann, Self.bob))], from: Self.two)
+    }
+  }
+
+  /// A rename to a name another account holds is refused and writes nothing; a refusal
+  /// where the model renames fails, and so does a rename the model refuses.
+  @Test func aRenameToATakenNameIsRefused() throws {
+    try L.check(
+      [
+        Self.op(0, .rename("bob"), 0, 1, .refused),
+        Self.op(0, .status, 2, 3, .observed(cursor: 2, state: Self.ann)),
+      ], from: Self.two)
+    #expect(throws: L.Violation.self) {
+      try L.check([Self.op(0, .rename("carol"), 0, 1, .refused)], from: Self.two)
+    }
+    #expect(throws: L.Violation.self) {
+      let bobIn = L.Values(username: "bob", isLoggedIn: true)
+      try L.check([Self.op(0, .rename("bob"), 0, 1, Self.change(3, 1, Self.ann, bobIn))], from: Self.two)
+    }
+  }
+
+  /// With no account active, a rename adds the name, signed out and active; a logout
+  /// changes nothing.
+  @Test func withNoActiveAccountARenameAddsOne() throws {
+    let empty = L.State(accounts: [:], active: nil, head: 0)
+    try L.check(
+      [
+        Self.op(0, .logout, 0, 1, .noChange(cursor: 0, state: .none)),
+        Self.op(0, .rename("ann"), 2, 3, Self.change(1, 1, .none, Self.annOut, wasActive: false)),
+        Self.op(0, .status, 4, 5, .observed(cursor: 1, state: Self.annOut)),
+      ], from: empty)
   }
 
   /// Overlapping calls may take effect in either order: here the one called second first.
   @Test func overlappingCallsMayBeOrderedEitherWay() throws {
     try L.check(
       [
-        Self.op(0, .login("bob"), 0, 10, .change(cursor: 3, before: Self.annOut, after: Self.bob)),
-        Self.op(1, .logout, 1, 9, .change(cursor: 2, before: Self.ann, after: Self.annOut)),
+        Self.op(0, .login("bob"), 0, 10, Self.change(3, 2, .none, Self.bob, wasActive: false)),
+        Self.op(1, .logout, 1, 9, Self.change(2, 1, Self.ann, Self.annOut)),
         Self.op(2, .status, 2, 3, .observed(cursor: 1, state: Self.ann)),
         Self.op(2, .status, 11, 12, .observed(cursor: 3, state: Self.bob)),
       ], from: Self.initial)
@@ -50,8 +115,22 @@ import Testing
     #expect(throws: L.Violation.self) {
       try L.check(
         [
-          Self.op(0, .logout, 0, 1, .change(cursor: 2, before: Self.ann, after: Self.annOut)),
+          Self.op(0, .logout, 0, 1, Self.change(2, 1, Self.ann, Self.annOut)),
           Self.op(1, .status, 2, 3, .observed(cursor: 1, state: Self.ann)),
+        ], from: Self.initial)
+    }
+  }
+
+  /// A write's answer that shows its account as it was before a write that returned
+  /// earlier (a stale read inside the write) fails, even with the right state after it.
+  @Test func aChangeFromAStaleStateFails() {
+    #expect(throws: L.Violation.self) {
+      try L.check(
+        [
+          Self.op(0, .logout, 0, 1, Self.change(2, 1, Self.ann, Self.annOut)),
+          Self.op(
+            1, .rename("carol"), 2, 3,
+            Self.change(3, 1, Self.ann, L.Values(username: "carol", isLoggedIn: false))),
         ], from: Self.initial)
     }
   }
@@ -61,7 +140,7 @@ import Testing
   @Test func aNoChangeAnswerShowingAStateTheWriteWouldChangeFails() throws {
     let history = [
       Self.op(0, .login("ann"), 0, 10, .noChange(cursor: 2, state: Self.annOut)),
-      Self.op(1, .logout, 1, 5, .change(cursor: 2, before: Self.ann, after: Self.annOut)),
+      Self.op(1, .logout, 1, 5, Self.change(2, 1, Self.ann, Self.annOut)),
     ]
     let violation = try #require(throws: L.Violation.self) { try L.check(history, from: Self.initial) }
     #expect(!violation.gaveUp)
@@ -75,7 +154,7 @@ import Testing
   @Test func aWrongCursorFails() {
     #expect(throws: L.Violation.self) {
       try L.check(
-        [Self.op(0, .logout, 0, 1, .change(cursor: 3, before: Self.ann, after: Self.annOut))],
+        [Self.op(0, .logout, 0, 1, Self.change(3, 1, Self.ann, Self.annOut))],
         from: Self.initial)
     }
   }
@@ -214,6 +293,7 @@ import Testing
     #expect(values["problems"] as? Int == 0)
     #expect(values["operations"] as? Int ?? 0 >= operations * 5)
     #expect(values["noChange"] as? Int ?? 0 > 0)
+    #expect(values["refused"] as? Int ?? 0 > 0)
     #expect(values["killed"] as? Int ?? 0 > 0)
     #expect(values["delivered"] as? Int ?? 0 > 0)
   }
