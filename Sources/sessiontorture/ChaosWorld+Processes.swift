@@ -109,7 +109,8 @@ extension ChaosWorld {
       case 0: take(.login(name))
       case 3:
         if !take(.logout) { take(.login(name)) }
-        if model.accounts.count > SessionRoster.limit / 2,
+        // The writer reads its roster every 64th step (Children.write).
+        if step % 64 == 3, model.accounts.count > SessionRoster.limit / 2,
           let oldest = model.accounts.keys.sorted().first(where: { $0 != model.activeID }),
           let username = model.accounts[oldest]?.username
         {
