@@ -330,7 +330,7 @@ final class ChaosWorld {
     do {
       entries = try Self.write(action, through: store, mode)
     } catch let error as SessionStorageError
-      where [.usernameTaken, .accountNotFound, .rosterFull, .noActiveAccount].contains(error.code)
+      where [.usernameTaken, .accountNotFound, .rosterFull].contains(error.code)
     {
       // A refusal writes nothing: the model says whether it is one, and the head must stay.
       try settle(
