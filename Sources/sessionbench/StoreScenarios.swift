@@ -94,12 +94,15 @@ enum Roster {
   static func populate(_ store: SessionStore, _ raw: RawWriter, accounts: Int) throws {
     guard accounts > 1 else { return }
     for number in 2...accounts {
-      let name = "user-" + String(number).leftPadded(to: 3)
+      let name = Self.name(number)
       guard try store.blocking.logIn(as: name) != nil, try raw.write(name) else {
         throw BenchError("\(name) did not join the roster")
       }
     }
   }
+
+  /// The name of the account numbered `number`: `user-002` for 2.
+  static func name(_ number: Int) -> String { "user-" + String(number).leftPadded(to: 3) }
 }
 
 extension String {
