@@ -154,8 +154,10 @@ final class RawWriter {
     """
   static let claimSQL = "UPDATE session_writer SET origin = ?1 WHERE id = 1"
   static let releaseSQL = "UPDATE session_writer SET origin = NULL WHERE id = 1"
-  static let insertSQL = "INSERT INTO accounts (username, is_logged_in, updated_at, seq) VALUES (?1, ?2, ?3, ?4)"
-  static let updateSQL = "UPDATE accounts SET username = ?1, is_logged_in = ?2, updated_at = ?3, seq = ?4 WHERE id = ?5"
+  static let insertSQL =
+    "INSERT INTO accounts (username, is_logged_in, updated_at, seq) VALUES (?1, ?2, ?3, ?4)"
+  static let updateSQL =
+    "UPDATE accounts SET username = ?1, is_logged_in = ?2, updated_at = ?3, seq = ?4 WHERE id = ?5"
   static let pointSQL = "UPDATE active_account SET account_id = ?1, updated_at = ?2 WHERE id = 1"
   static let recordSQL =
     "INSERT INTO session_changes (at, origin, account_id, old_username, new_username, old_is_logged_in, "
@@ -292,7 +294,9 @@ final class RawWriter {
       guard wasLoggedIn != 1 || wasActive != 1 else { return false }
       let cursor = try head() + 1
       formatStamp()
-      bindRecord(account: id, before: named, newUsername: name, wasLoggedIn: wasLoggedIn, isLoggedIn: 1, wasActive: wasActive)
+      bindRecord(
+        account: id, before: named, newUsername: name, wasLoggedIn: wasLoggedIn, isLoggedIn: 1,
+        wasActive: wasActive)
       sqlite3_bind_text(updateAccount, 1, name, -1, csqlite_transient())
       bindUpdate(username: nil, isLoggedIn: 1, cursor: cursor, account: id)
       sqlite3_reset(active)

@@ -72,7 +72,9 @@ import Testing
     let (workspace, store, raw) = try Self.files(accounts: accounts)
     // Joins, logouts, a login of a signed-out account, a switch to a signed-in one, no-ops.
     let other = accounts > 1 ? "user-002" : "bob"
-    let writes: [String?] = ["alice", nil, "alice", other, nil, "alice", nil, nil, "alice", "alice", other, "alice"]
+    let writes: [String?] = [
+      "alice", nil, "alice", other, nil, "alice", nil, nil, "alice", "alice", other, "alice",
+    ]
     for (index, name) in writes.enumerated() {
       let ours = try name.map { try store.blocking.logIn(as: $0) } ?? store.blocking.logOut()
       let changed = try raw.write(name)
@@ -127,7 +129,8 @@ import Testing
     let environment = ProcessScenario.childEnvironment(workspace)
     let runs = 5
     for run in 0..<runs {
-      _ = try ProcessScenario.timed(prepared.ours(ProcessRunner.product("sessionctl"), run), workspace, environment)
+      _ = try ProcessScenario.timed(
+        prepared.ours(ProcessRunner.product("sessionctl"), run), workspace, environment)
       _ = try ProcessScenario.timed(prepared.shell(sqlite3, run), workspace, environment)
     }
     try prepared.verify(runs, runs)
