@@ -82,7 +82,8 @@ enum Command: Equatable {
     options: [childServer, childSchema], isHidden: true)
 
   static let loopScenario = CommandLineOption<String>(
-    "scenario", placeholder: "name", help: "write-normal, read or history.", isRequired: true)
+    "scenario", placeholder: "name", help: InstructionCount.scenarios.joined(separator: ", ") + ".",
+    isRequired: true)
   static let loopSide = CommandLineOption<String>(
     "side", placeholder: "side", help: "ours or raw.", isRequired: true)
   static let loopCount = CommandLineOption<Int>(

@@ -18,13 +18,16 @@ enum DeliverScenario {
     var write: (Int) throws -> Int64? = { _ in nil }
   }
 
-  /// `deliver-local`: a subscriber in this process. Baseline: a thread with its own
-  /// connection, woken by a semaphore after the raw commit, reading the new rows.
-  static func local(scale: Scale) throws -> Outcome {
-    let workspace = try Workspace("deliver-local")
+  /// `deliver-local`, `deliver-local-100`: a subscriber in this process. Baseline: a thread
+  /// with its own connection, woken by a semaphore after the raw commit, reading the new
+  /// rows. `accounts`: the roster's size, as in ``WriteScenario``.
+  static func local(_ name: String, accounts: Int = 1, scale: Scale) throws -> Outcome {
+    let workspace = try Workspace(name)
     try workspace.createRawSchema()
     let store = try SessionStore(
       path: workspace.ours, options: .init(durability: .normal, origin: "sessionbench"))
+    let rawWriter = try RawWriter(db: RawDB(path: workspace.raw, synchronous: "NORMAL"))
+    try Roster.populate(store, rawWriter, accounts: accounts)
     let subscribers = InProcessSubscribers()
     defer { subscribers.stop() }
     var ours = Side()
@@ -33,30 +36,33 @@ enum DeliverScenario {
     ours.subscribers = 1
     ours.head = try store.bounds().head.value
     ours.write = storeWrites(store)
-    let rawWriter = try RawWriter(db: RawDB(path: workspace.raw, synchronous: "NORMAL"))
     raw.head = try rawWriter.db.head()
     subscribers.startRaw(1, path: workspace.raw, head: raw.head, arrivals: raw.arrivals)
     raw.subscribers = 1
     raw.write = { index in
-      try rawWriter.write(login: index.isMultiple(of: 2))
+      guard try rawWriter.write(login: index.isMultiple(of: 2)) else {
+        throw BenchError("raw write \(index) changed nothing")
+      }
       subscribers.wakeRaw()
       return nil
     }
     let (oursSample, rawSample) = try alternate(&ours, &raw, count: scale.deliveries, rounds: scale.rounds)
     return Outcome(
-      measurements: Measurement.latency("deliver-local", ours: oursSample, baseline: rawSample),
-      verdicts: [.latency("deliver-local", ours: oursSample, raw: rawSample, p50: 1.2, p99: 1.5)])
+      measurements: Measurement.latency(name, ours: oursSample, baseline: rawSample),
+      verdicts: [.latency(name, ours: oursSample, raw: rawSample, p50: 1.2, p99: 1.5)])
   }
 
-  /// `deliver-remote` (the store writes) and `deliver-external` (a raw connection writes
-  /// what a sqlite3 shell user would, on both sides): a subscriber in another process.
-  /// Baseline: the raw inotify + `data_version` watcher process (``RawWatcher``).
-  static func remote(external: Bool, scale: Scale) throws -> Outcome {
-    let name = external ? "deliver-external" : "deliver-remote"
+  /// `deliver-remote`, `deliver-remote-100` (the store writes) and `deliver-external` (a raw
+  /// connection writes what a sqlite3 shell user would, on both sides): a subscriber in
+  /// another process. Baseline: the raw inotify + `data_version` watcher process
+  /// (``RawWatcher``). `accounts`: the roster's size, as in ``WriteScenario``.
+  static func remote(_ name: String, external: Bool, accounts: Int = 1, scale: Scale) throws -> Outcome {
     let workspace = try Workspace(name)
     try workspace.createRawSchema()
     let store = try SessionStore(
       path: workspace.ours, options: .init(durability: .normal, origin: "sessionbench"))
+    let rawWriter = try RawWriter(db: RawDB(path: workspace.raw, synchronous: "NORMAL"), external: external)
+    try Roster.populate(store, rawWriter, accounts: accounts)
     var ours = Side()
     var raw = Side()
     let oursChild = try BenchChild(["child-subscriber", "--db", workspace.ours], arrivals: ours.arrivals)
@@ -74,7 +80,6 @@ enum DeliverScenario {
     } else {
       ours.write = storeWrites(store)
     }
-    let rawWriter = try RawWriter(db: RawDB(path: workspace.raw, synchronous: "NORMAL"), external: external)
     raw.head = try rawWriter.db.head()
     raw.write = rawWrites(rawWriter)
     let (oursSample, rawSample) = try alternate(&ours, &raw, count: scale.deliveries, rounds: scale.rounds)
@@ -111,7 +116,9 @@ enum DeliverScenario {
     subscribers.startRaw(local, path: workspace.raw, head: raw.head, arrivals: raw.arrivals)
     raw.subscribers = local + remote
     raw.write = { index in
-      try rawWriter.write(login: index.isMultiple(of: 2))
+      guard try rawWriter.write(login: index.isMultiple(of: 2)) else {
+        throw BenchError("raw write \(index) changed nothing")
+      }
       subscribers.wakeRaw()
       return nil
     }

@@ -10,9 +10,10 @@ import SystemKit
 /// waits. Each side runs in a child process twice, with N and 2N operations after the same
 /// setup: the difference divided by N is the cost of one operation, setup excluded.
 enum InstructionCount {
-  /// The scenarios that have an instruction count: one write, one read, one history page
-  /// of 100 entries (the newest of a log of 1,000 changes).
-  static let scenarios = ["write-normal", "read", "history"]
+  /// The scenarios that have an instruction count: one write (with 1 and with 100 accounts
+  /// in the roster), one read, one history page of 100 entries (the newest of a log of
+  /// 1,000 changes).
+  static let scenarios = ["write-normal", "write-normal-100", "read", "history"]
   static let operations = 2_000
 
   static func run(_ scenarios: [String]) throws -> Outcome {
@@ -73,6 +74,10 @@ enum InstructionCount {
     if scenario == "history" {
       try HistoryScenario.fill(
         RawWriter(db: db, origin: "sessionbench"), count: HistoryScenario.smallLog, from: 0)
+    }
+    if scenario == "write-normal-100" {
+      // The 99 other accounts, as ``Roster`` makes them (both sides share the file here).
+      for number in 2...100 { try store.blocking.logIn(as: Roster.name(number)) }
     }
     let newest = Cursor(try db.head() - Int64(page))
     if ours {

@@ -227,13 +227,15 @@ enum ProcessScenario {
     let verify: (_ oursRuns: Int, _ shellRuns: Int) throws -> Void
   }
 
-  /// Prepares both files: created by the store (its migrations), `alice` signed in, and for
-  /// `cli-history` a log of 1,000 changes (the store's own UPDATE, so the trigger writes the
-  /// log). No connection of sessionbench stays open on them while the processes run.
+  /// Prepares both files: created by the store (its migrations), `bob` and then `alice` signed
+  /// in (so `alice` is the active account, and each `cli-login` run switches to the other
+  /// one), and for `cli-history` a log of 1,000 changes (the baseline's write, the store's
+  /// statements). No connection of sessionbench stays open on them while the processes run.
   static func prepare(_ name: String, _ workspace: Workspace) throws -> Prepared {
     var heads: [String: Int64] = [:]
     for path in [workspace.ours, workspace.raw] {
       let store = try SessionStore(path: path, options: .init(origin: "sessionbench"))
+      try store.blocking.logIn(as: "bob")
       try store.blocking.logIn(as: "alice")
       if name == "cli-history" {
         let db = try RawDB(path: path, synchronous: "NORMAL")
@@ -264,15 +266,33 @@ enum ProcessScenario {
         shell: { sqlite3, _ in shell(sqlite3, sql, expected: "alice|1|") },
         verify: { _, _ in })
     case "cli-login":
-      // What `sessionctl login` commits in one transaction: the store's conditional UPDATE
-      // (its trigger appends the change row) and the read of that row, which it prints;
-      // `synchronous=FULL`, the store's default.
+      // What `sessionctl login` commits in one transaction, typed into the shell: the reads
+      // of its plan (the active account, the account named, the feed's bounds), the claim of
+      // session_writer, the feed row, the account's UPDATE, the move of active_account, the
+      // release, and the read of the new row, which it prints; `synchronous=FULL`, the
+      // store's default. The feed row goes in before the UPDATE, which takes its cursor and
+      // time, because the shell has no variables to keep the values before the change in.
       func user(_ run: Int) -> String { run.isMultiple(of: 2) ? "bob" : "alice" }
       func sql(_ run: Int) -> String {
-        "PRAGMA synchronous = FULL; BEGIN IMMEDIATE; UPDATE session SET username = '\(user(run))', "
-          + "is_logged_in = 1, updated_by = 'sqlite3', write_token = write_token + 1 WHERE id = 1 AND "
-          + "(username IS NOT '\(user(run))' OR is_logged_in IS NOT 1); SELECT \(changeColumns) "
-          + "FROM session_changes ORDER BY seq DESC LIMIT 1; COMMIT;"
+        let name = user(run)
+        let row = "(SELECT %@ FROM session_changes WHERE seq = last_insert_rowid())"
+        func newest(_ column: String) -> String { row.replacingOccurrences(of: "%@", with: column) }
+        return "PRAGMA synchronous = FULL; BEGIN IMMEDIATE; "
+          + "\(RawWriter.activeSQL); "
+          + "\(RawWriter.namedSQL.replacingOccurrences(of: "?1", with: "'\(name)'")); "
+          + "\(RawWriter.boundsSQL); "
+          + "UPDATE session_writer SET origin = 'sqlite3' WHERE id = 1; "
+          + "INSERT INTO session_changes (at, origin, account_id, old_username, new_username, old_is_logged_in, "
+          + "new_is_logged_in, old_updated_at, was_active, is_active) SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), "
+          + "'sqlite3', a.id, a.username, '\(name)', a.is_logged_in, 1, a.updated_at, a.id IS p.account_id, 1 "
+          + "FROM accounts a JOIN active_account p ON p.id = 1 WHERE a.username = '\(name)' "
+          + "AND (a.is_logged_in IS NOT 1 OR a.id IS NOT p.account_id); "
+          + "UPDATE accounts SET username = '\(name)', is_logged_in = 1, updated_at = \(newest("at")), "
+          + "seq = last_insert_rowid() WHERE username = '\(name)' AND seq < last_insert_rowid(); "
+          + "UPDATE active_account SET account_id = \(newest("account_id")), updated_at = \(newest("at")) "
+          + "WHERE id = 1 AND account_id IS NOT \(newest("account_id")); "
+          + "UPDATE session_writer SET origin = NULL WHERE id = 1; "
+          + "SELECT \(RawDB.changeColumns) FROM session_changes ORDER BY seq DESC LIMIT 1; COMMIT;"
       }
       return Prepared(
         ours: { program, run in
@@ -311,8 +331,7 @@ enum ProcessScenario {
   }
 
   /// The columns of a change row, as the store reads them.
-  static let changeColumns =
-    "seq, at, origin, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at"
+  static let changeColumns = RawDB.changeColumns
 }
 
 /// The peak resident set of a whole process, measured by GNU time (`/usr/bin/time -f %M`).

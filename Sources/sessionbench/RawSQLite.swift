@@ -68,11 +68,37 @@ final class RawDB {
     return step == SQLITE_ROW ? sqlite3_column_int64(statement, 0) : 0
   }
 
+  /// Every row of `sql`, its columns as text joined by `|` (NULL as `NULL`), as the `sqlite3`
+  /// shell prints them: for checks that two files hold the same rows.
+  func rows(_ sql: String) throws -> [String] {
+    var statement: OpaquePointer?
+    let rc = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+    guard rc == SQLITE_OK, let statement else { throw failure(rc, sql) }
+    defer { sqlite3_finalize(statement) }
+    var rows: [String] = []
+    while true {
+      let step = sqlite3_step(statement)
+      guard step == SQLITE_ROW else {
+        guard step == SQLITE_DONE else { throw failure(step, sql) }
+        return rows
+      }
+      rows.append(
+        (0..<sqlite3_column_count(statement)).map { column in
+          sqlite3_column_text(statement, column).map { String(cString: $0) } ?? "NULL"
+        }.joined(separator: "|"))
+    }
+  }
+
+  /// The columns of a change row, as the store reads them.
+  static let changeColumns =
+    "seq, at, origin, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at, "
+    + "account_id, was_active, is_active"
+
   /// The baseline's page query: the change rows after `?1`, oldest first.
   func prepareChanges(limit: Int? = nil) throws -> OpaquePointer {
     try prepare(
-      "SELECT seq, at, origin, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at "
-        + "FROM session_changes WHERE seq > ?1 ORDER BY seq" + (limit.map { " LIMIT \($0)" } ?? ""))
+      "SELECT \(Self.changeColumns) FROM session_changes WHERE seq > ?1 ORDER BY seq"
+        + (limit.map { " LIMIT \($0)" } ?? ""))
   }
 
   /// Runs a statement from ``prepareChanges(limit:)`` after `cursor`, reading every column
@@ -87,6 +113,7 @@ final class RawDB {
       for column in 1...4 { _ = sqlite3_column_text(select, Int32(column)) }
       _ = sqlite3_column_int64(select, 5) + sqlite3_column_int64(select, 6)
       _ = sqlite3_column_text(select, 7)
+      _ = sqlite3_column_int64(select, 8) + sqlite3_column_int64(select, 9) + sqlite3_column_int64(select, 10)
       rows += 1
       each(sqlite3_column_int64(select, 0))
     }
@@ -101,63 +128,311 @@ final class RawDB {
   }
 }
 
-/// The baseline write: `BEGIN IMMEDIATE`, the store's own UPDATE, `COMMIT`, with
-/// statements prepared once and bindings set once.
+/// The baseline write: the store's write done with `sqlite3_*` calls and nothing on top. In
+/// one `BEGIN IMMEDIATE` transaction it reads what the store's plan reads (the active
+/// account, the account named, the roster's size when the name is new, the head), claims
+/// `session_writer` with its origin, updates (or inserts) the account, moves
+/// `active_account` when the active account changes, inserts the feed row with the values
+/// before and after, releases `session_writer` and commits: the statements the store runs,
+/// prepared once, without the plan, the model types and the checks around them.
+///
+/// `external` writes as a `sqlite3` shell user does instead: one autocommit UPDATE of the
+/// `session` view, whose triggers change the active account (or add one to an empty
+/// roster) and record the change with the origin `external`.
 final class RawWriter {
-  /// The UPDATE of `SessionStore.login(username:)`, as the store runs it (origin bound last).
-  static let loginSQL =
-    "UPDATE session SET username = ?1, is_logged_in = 1, updated_by = ?2, write_token = write_token + 1 "
-    + "WHERE id = 1 AND (username IS NOT ?1 OR is_logged_in IS NOT 1)"
-  /// The UPDATE of `SessionStore.logOut()`, as the store runs it.
-  static let logoutSQL =
-    "UPDATE session SET is_logged_in = 0, updated_by = ?1, write_token = write_token + 1 "
-    + "WHERE id = 1 AND is_logged_in IS NOT 0"
-  /// What a `sqlite3` shell user types: no origin, no token, so the trigger records `external`.
+  static let accountColumns = "id, username, is_logged_in, updated_at, seq"
+  static let activeSQL =
+    "SELECT \(accountColumns) FROM accounts WHERE id = (SELECT account_id FROM active_account WHERE id = 1)"
+  static let namedSQL = "SELECT \(accountColumns) FROM accounts WHERE username = ?1"
+  static let countSQL = "SELECT count(*) FROM accounts"
+  /// The feed's bounds, as the store reads them: the head is the larger of the newest row
+  /// and the sequence (rows compacted away keep their cursors used).
+  static let boundsSQL = """
+    SELECT (SELECT min(seq) FROM session_changes),
+      max(coalesce((SELECT max(seq) FROM session_changes), 0),
+          coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'session_changes'), 0))
+    """
+  static let claimSQL = "UPDATE session_writer SET origin = ?1 WHERE id = 1"
+  static let releaseSQL = "UPDATE session_writer SET origin = NULL WHERE id = 1"
+  static let insertSQL =
+    "INSERT INTO accounts (username, is_logged_in, updated_at, seq) VALUES (?1, ?2, ?3, ?4)"
+  static let updateSQL =
+    "UPDATE accounts SET username = ?1, is_logged_in = ?2, updated_at = ?3, seq = ?4 WHERE id = ?5"
+  static let pointSQL = "UPDATE active_account SET account_id = ?1, updated_at = ?2 WHERE id = 1"
+  static let recordSQL =
+    "INSERT INTO session_changes (at, origin, account_id, old_username, new_username, old_is_logged_in, "
+    + "new_is_logged_in, old_updated_at, was_active, is_active) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+  /// What a `sqlite3` shell user types: the triggers of the `session` view do the rest.
   static let externalLoginSQL = "UPDATE session SET username = ?1, is_logged_in = 1 WHERE id = 1"
   static let externalLogoutSQL = "UPDATE session SET is_logged_in = 0 WHERE id = 1"
+  /// The roster's limit, which the schema enforces too.
+  static let rosterLimit: Int64 = 1000
 
   let db: RawDB
+  let username: String
+  private let external: Bool
   private let begin: OpaquePointer
   private let commit: OpaquePointer
-  private let login: OpaquePointer
-  private let logout: OpaquePointer
-  private let external: Bool
+  private let rollback: OpaquePointer
+  private let active: OpaquePointer
+  private let named: OpaquePointer
+  private let count: OpaquePointer
+  private let bounds: OpaquePointer
+  private let claim: OpaquePointer
+  private let release: OpaquePointer
+  private let insert: OpaquePointer
+  private let updateAccount: OpaquePointer
+  private let point: OpaquePointer
+  private let record: OpaquePointer
+  private let externalLogin: OpaquePointer
+  private let externalLogout: OpaquePointer
+  /// The write's time, `YYYY-MM-DDTHH:MM:SS.mmmZ`, formatted in place.
+  private let stamp = UnsafeMutablePointer<CChar>.allocate(capacity: 24)
 
-  /// Prepares the writes on `db`; `external` writes like the sqlite3 shell does, one
-  /// autocommit UPDATE without the store's origin token.
+  /// Prepares the writes on `db`: `username` is the account ``write(login:)`` signs in.
   init(db: RawDB, username: String = "alice", origin: String = "sessionbench", external: Bool = false) throws
   {
     self.db = db
+    self.username = username
     self.external = external
     begin = try db.prepare("BEGIN IMMEDIATE")
     commit = try db.prepare("COMMIT")
-    login = try db.prepare(external ? Self.externalLoginSQL : Self.loginSQL)
-    logout = try db.prepare(external ? Self.externalLogoutSQL : Self.logoutSQL)
-    sqlite3_bind_text(login, 1, username, -1, csqlite_transient())
-    if !external {
-      sqlite3_bind_text(login, 2, origin, -1, csqlite_transient())
-      sqlite3_bind_text(logout, 1, origin, -1, csqlite_transient())
-    }
+    rollback = try db.prepare("ROLLBACK")
+    active = try db.prepare(Self.activeSQL)
+    named = try db.prepare(Self.namedSQL)
+    count = try db.prepare(Self.countSQL)
+    bounds = try db.prepare(Self.boundsSQL)
+    claim = try db.prepare(Self.claimSQL)
+    release = try db.prepare(Self.releaseSQL)
+    insert = try db.prepare(Self.insertSQL)
+    updateAccount = try db.prepare(Self.updateSQL)
+    point = try db.prepare(Self.pointSQL)
+    record = try db.prepare(Self.recordSQL)
+    externalLogin = try db.prepare(Self.externalLoginSQL)
+    externalLogout = try db.prepare(Self.externalLogoutSQL)
+    sqlite3_bind_text(claim, 1, origin, -1, csqlite_transient())
+    sqlite3_bind_text(record, 2, origin, -1, csqlite_transient())
   }
 
-  /// Signs in (`true`) or out in a transaction of its own; returns whether a row changed.
+  deinit { stamp.deallocate() }
+
+  /// Signs ``username`` in (`true`), or the active account out, in a transaction of its
+  /// own; returns whether it changed anything.
   @discardableResult
   func write(login signIn: Bool) throws -> Bool {
-    let update = signIn ? login : logout
-    if external {
-      try db.run(update)
-    } else {
-      try db.run(begin)
-      try db.run(update)
-      try db.run(commit)
-    }
-    return sqlite3_changes(db.handle) > 0
+    try write(signIn ? username : nil)
   }
 
-  /// Only the UPDATE, inside a transaction the caller opened; returns whether a row changed.
+  /// Signs `name` in (and makes it active, adding it when it is new), or for nil the active
+  /// account out, in a transaction of its own; returns whether it changed anything.
+  @discardableResult
+  func write(_ name: String?) throws -> Bool {
+    if external { return try externalWrite(name) }
+    try db.run(begin)
+    let changed: Bool
+    do {
+      changed = try apply(name)
+      try db.run(commit)
+    } catch {
+      sqlite3_step(rollback)
+      sqlite3_reset(rollback)
+      throw error
+    }
+    return changed
+  }
+
+  /// Only the statements of ``write(login:)``, inside a transaction the caller opened;
+  /// returns whether it changed anything.
   func update(login signIn: Bool) throws -> Bool {
-    try db.run(signIn ? login : logout)
-    return sqlite3_changes(db.handle) > 0
+    if external { return try externalWrite(signIn ? username : nil) }
+    return try apply(signIn ? username : nil)
+  }
+
+  /// The shell user's UPDATE of the view. An INSTEAD OF trigger does the work, which
+  /// `sqlite3_changes` does not count: whether the write changed anything is whether the
+  /// connection's total of changed rows (triggers included) moved.
+  private func externalWrite(_ name: String?) throws -> Bool {
+    let before = sqlite3_total_changes(db.handle)
+    if let name {
+      sqlite3_bind_text(externalLogin, 1, name, -1, csqlite_transient())
+      try db.run(externalLogin)
+    } else {
+      try db.run(externalLogout)
+    }
+    return sqlite3_total_changes(db.handle) != before
+  }
+
+  /// The reads, the plan, and the statements that apply it and record its feed row.
+  private func apply(_ name: String?) throws -> Bool {
+    let hasActive = try row(active)
+    defer {
+      sqlite3_reset(active)
+      sqlite3_reset(named)
+    }
+    let activeID: Int64? = hasActive ? sqlite3_column_int64(active, 0) : nil
+    guard let name else {
+      // A logout of the active account: nothing when none is active or it is signed out.
+      guard let activeID, sqlite3_column_int64(active, 2) == 1 else { return false }
+      let cursor = try head() + 1
+      formatStamp()
+      bindRecord(
+        account: activeID, before: active, newUsername: nil, wasLoggedIn: 1, isLoggedIn: 0, wasActive: 1)
+      bindUpdate(username: active, isLoggedIn: 0, cursor: cursor, account: activeID)
+      sqlite3_reset(active)
+      try db.run(claim)
+      try db.run(updateAccount)
+      try recordChange(cursor)
+      try db.run(release)
+      return true
+    }
+    sqlite3_bind_text(named, 1, name, -1, csqlite_transient())
+    if try row(named) {
+      // A login of an account in the roster: it signs in and becomes active.
+      let id = sqlite3_column_int64(named, 0)
+      let wasLoggedIn = sqlite3_column_int64(named, 2)
+      let wasActive: Int64 = id == activeID ? 1 : 0
+      guard wasLoggedIn != 1 || wasActive != 1 else { return false }
+      let cursor = try head() + 1
+      formatStamp()
+      bindRecord(
+        account: id, before: named, newUsername: name, wasLoggedIn: wasLoggedIn, isLoggedIn: 1,
+        wasActive: wasActive)
+      sqlite3_bind_text(updateAccount, 1, name, -1, csqlite_transient())
+      bindUpdate(username: nil, isLoggedIn: 1, cursor: cursor, account: id)
+      sqlite3_reset(active)
+      sqlite3_reset(named)
+      try db.run(claim)
+      try db.run(updateAccount)
+      if wasActive == 0 { try activate(id) }
+      try recordChange(cursor)
+      try db.run(release)
+      return true
+    }
+    // A new account joins, signed in and active, when the roster has room.
+    guard try row(count) else { throw BenchError("no count of the roster") }
+    let accounts = sqlite3_column_int64(count, 0)
+    sqlite3_reset(count)
+    guard accounts < Self.rosterLimit else { throw BenchError("the roster is full: \(name) cannot join") }
+    let cursor = try head() + 1
+    formatStamp()
+    sqlite3_reset(active)
+    sqlite3_reset(named)
+    try db.run(claim)
+    sqlite3_bind_text(insert, 1, name, -1, csqlite_transient())
+    sqlite3_bind_int64(insert, 2, 1)
+    bindStamp(insert, 3)
+    sqlite3_bind_int64(insert, 4, cursor)
+    try db.run(insert)
+    let id = sqlite3_last_insert_rowid(db.handle)
+    try activate(id)
+    bindStamp(record, 1)
+    sqlite3_bind_int64(record, 3, id)
+    sqlite3_bind_null(record, 4)
+    sqlite3_bind_text(record, 5, name, -1, csqlite_transient())
+    sqlite3_bind_int64(record, 6, 0)
+    sqlite3_bind_int64(record, 7, 1)
+    bindStamp(record, 8)  // a new account's "before" is stamped with the write's time, as the store does
+    sqlite3_bind_int64(record, 9, 0)
+    sqlite3_bind_int64(record, 10, 1)
+    try recordChange(cursor)
+    try db.run(release)
+    return true
+  }
+
+  /// Steps a SELECT once: whether it has a row (left unreset for its columns).
+  private func row(_ statement: OpaquePointer) throws -> Bool {
+    let rc = sqlite3_step(statement)
+    guard rc == SQLITE_ROW || rc == SQLITE_DONE else {
+      sqlite3_reset(statement)
+      throw BenchError("SQLite error \(rc) in: \(String(cString: sqlite3_sql(statement)))")
+    }
+    return rc == SQLITE_ROW
+  }
+
+  /// The feed's head, read as the store reads it.
+  private func head() throws -> Int64 {
+    defer { sqlite3_reset(bounds) }
+    guard try row(bounds) else { throw BenchError("no bounds of the feed") }
+    return sqlite3_column_int64(bounds, 1)
+  }
+
+  /// Binds the feed row of a change to an account in the roster, its "before" taken from
+  /// the current row of `before` (an account SELECT); the new username is that row's for nil.
+  private func bindRecord(
+    account: Int64, before: OpaquePointer, newUsername: String?, wasLoggedIn: Int64, isLoggedIn: Int64,
+    wasActive: Int64
+  ) {
+    bindStamp(record, 1)
+    sqlite3_bind_int64(record, 3, account)
+    sqlite3_bind_value(record, 4, sqlite3_column_value(before, 1))
+    if let newUsername {
+      sqlite3_bind_text(record, 5, newUsername, -1, csqlite_transient())
+    } else {
+      sqlite3_bind_value(record, 5, sqlite3_column_value(before, 1))
+    }
+    sqlite3_bind_int64(record, 6, wasLoggedIn)
+    sqlite3_bind_int64(record, 7, isLoggedIn)
+    sqlite3_bind_value(record, 8, sqlite3_column_value(before, 3))
+    sqlite3_bind_int64(record, 9, wasActive)
+    sqlite3_bind_int64(record, 10, 1)
+  }
+
+  /// Binds the account UPDATE; its username is the current row of `username`'s for a
+  /// statement, or stays as bound for nil.
+  private func bindUpdate(username: OpaquePointer?, isLoggedIn: Int64, cursor: Int64, account: Int64) {
+    if let username { sqlite3_bind_value(updateAccount, 1, sqlite3_column_value(username, 1)) }
+    sqlite3_bind_int64(updateAccount, 2, isLoggedIn)
+    bindStamp(updateAccount, 3)
+    sqlite3_bind_int64(updateAccount, 4, cursor)
+    sqlite3_bind_int64(updateAccount, 5, account)
+  }
+
+  private func activate(_ account: Int64) throws {
+    sqlite3_bind_int64(point, 1, account)
+    bindStamp(point, 2)
+    try db.run(point)
+  }
+
+  /// Inserts the bound feed row and checks that it took the cursor the head promised.
+  private func recordChange(_ cursor: Int64) throws {
+    try db.run(record)
+    guard sqlite3_last_insert_rowid(db.handle) == cursor else {
+      throw BenchError("the feed numbered the change \(sqlite3_last_insert_rowid(db.handle)), not \(cursor)")
+    }
+  }
+
+  private func bindStamp(_ statement: OpaquePointer, _ index: Int32) {
+    sqlite3_bind_text(statement, index, stamp, 24, csqlite_transient())
+  }
+
+  /// Formats the current UTC time, to the millisecond, into ``stamp``.
+  private func formatStamp() {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    var seconds = now.tv_sec
+    var parts = tm()
+    gmtime_r(&seconds, &parts)
+    func put(_ value: Int, _ digits: Int, at offset: Int) {
+      var value = value
+      for index in stride(from: offset + digits - 1, through: offset, by: -1) {
+        stamp[index] = CChar(48 + value % 10)
+        value /= 10
+      }
+    }
+    put(Int(parts.tm_year) + 1900, 4, at: 0)
+    stamp[4] = 45  // -
+    put(Int(parts.tm_mon) + 1, 2, at: 5)
+    stamp[7] = 45
+    put(Int(parts.tm_mday), 2, at: 8)
+    stamp[10] = 84  // T
+    put(Int(parts.tm_hour), 2, at: 11)
+    stamp[13] = 58  // :
+    put(Int(parts.tm_min), 2, at: 14)
+    stamp[16] = 58
+    put(Int(parts.tm_sec), 2, at: 17)
+    stamp[19] = 46  // .
+    put(Int(now.tv_nsec) / 1_000_000, 3, at: 20)
+    stamp[23] = 90  // Z
   }
 }
 

@@ -91,7 +91,8 @@ enum SessionBench {
 /// The scenarios, by name, in the order a full run takes them.
 enum Scenarios {
   static let names = [
-    "write-normal", "write-full", "read", "deliver-local", "deliver-remote", "deliver-external", "fanout",
+    "write-normal", "write-normal-100", "write-full", "read", "deliver-local", "deliver-local-100",
+    "deliver-remote", "deliver-remote-100", "deliver-external", "fanout",
     "deliver-slow-fsync",
     "open",
     "idle",
@@ -111,12 +112,15 @@ enum Scenarios {
     case _ where PostgresScenarios.names.contains(name):
       try PostgresScenarios.run(name, scale: scale, server: postgres)
     case "write-normal": try WriteScenario.run(name, durability: .normal, scale: scale)
+    case "write-normal-100": try WriteScenario.run(name, durability: .normal, accounts: 100, scale: scale)
     case "write-full": try WriteScenario.run(name, durability: .full, scale: scale)
     case "read": try ReadScenario.run(scale: scale)
     case "open": try OpenScenario.run(scale: scale)
-    case "deliver-local": try DeliverScenario.local(scale: scale)
-    case "deliver-remote": try DeliverScenario.remote(external: false, scale: scale)
-    case "deliver-external": try DeliverScenario.remote(external: true, scale: scale)
+    case "deliver-local": try DeliverScenario.local(name, scale: scale)
+    case "deliver-local-100": try DeliverScenario.local(name, accounts: 100, scale: scale)
+    case "deliver-remote": try DeliverScenario.remote(name, external: false, scale: scale)
+    case "deliver-remote-100": try DeliverScenario.remote(name, external: false, accounts: 100, scale: scale)
+    case "deliver-external": try DeliverScenario.remote(name, external: true, scale: scale)
     case "fanout": try DeliverScenario.fanout(scale: scale)
     case "deliver-slow-fsync": try SlowFsyncScenario.run(scale: scale)
     case "idle": try IdleScenario.run(scale: scale)

@@ -37,17 +37,22 @@ final class Workspace {
   }
 }
 
-/// `write-normal`, `write-full`: `login`/`logout` alternating through `SessionStore`,
-/// against `BEGIN IMMEDIATE`, the store's UPDATE (its trigger appends the change row),
-/// `COMMIT` on raw prepared statements, at the same `synchronous` level.
+/// `write-normal`, `write-full`, `write-normal-100`: `login`/`logout` of `alice` alternating
+/// through `SessionStore`, against the raw baseline of the same write (``RawWriter``: the
+/// store's statements in one `BEGIN IMMEDIATE` transaction on raw prepared statements), at
+/// the same `synchronous` level. `accounts` is the roster's size while it is measured: the
+/// accounts other than `alice` join both files first (``Roster``).
 enum WriteScenario {
-  static func run(_ name: String, durability: SessionStore.Durability, scale: Scale) throws -> Outcome {
+  static func run(
+    _ name: String, durability: SessionStore.Durability, accounts: Int = 1, scale: Scale
+  ) throws -> Outcome {
     let workspace = try Workspace(name)
     try workspace.createRawSchema()
     let store = try SessionStore(
       path: workspace.ours, options: .init(durability: durability, origin: "sessionbench"))
     let raw = try RawWriter(
       db: RawDB(path: workspace.raw, synchronous: durability == .full ? "FULL" : "NORMAL"))
+    try Roster.populate(store, raw, accounts: accounts)
     return try alternating(
       name, scale: scale,
       ours: { login in try (login ? store.blocking.logIn(as: "alice") : store.blocking.logOut()) != nil },
@@ -78,6 +83,32 @@ enum WriteScenario {
           scenario: name, aim: "ops/s ≥ 0.90× raw", measured: String(format: "%.2f×", ratio),
           met: ratio >= 0.9)
       ])
+  }
+}
+
+/// The roster of a scenario that measures against more than one account: `accounts − 1`
+/// others (`user-002` …, signed in) join ours through the store and the baseline's file
+/// through its raw writer, before anything is timed; `alice`, the account the scenario
+/// writes, joins with its first write (untimed too), and is the active one from then on.
+enum Roster {
+  static func populate(_ store: SessionStore, _ raw: RawWriter, accounts: Int) throws {
+    guard accounts > 1 else { return }
+    for number in 2...accounts {
+      let name = Self.name(number)
+      guard try store.blocking.logIn(as: name) != nil, try raw.write(name) else {
+        throw BenchError("\(name) did not join the roster")
+      }
+    }
+  }
+
+  /// The name of the account numbered `number`: `user-002` for 2.
+  static func name(_ number: Int) -> String { "user-" + String(number).leftPadded(to: 3) }
+}
+
+extension String {
+  /// The string with leading zeros up to `width` characters.
+  fileprivate func leftPadded(to width: Int) -> String {
+    count >= width ? self : String(repeating: "0", count: width - count) + self
   }
 }
 
@@ -196,8 +227,8 @@ enum HistoryScenario {
     return outcome
   }
 
-  /// `count` changes through the store's own UPDATE, `batch` per transaction; the first
-  /// signs in when `start` is even, out when it is odd.
+  /// `count` changes through the baseline's write (the store's statements), `batch` per
+  /// transaction; the first signs `alice` in when `start` is even, out when it is odd.
   static func fill(_ writer: RawWriter, count: Int, from start: Int, batch: Int = 10_000) throws {
     var written = 0
     while written < count {

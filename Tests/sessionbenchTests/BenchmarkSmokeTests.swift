@@ -17,7 +17,8 @@ import Testing
     let rows = try #require(try JSONSerialization.jsonObject(with: data) as? [[String: Any]])
     let scenarios = Set(rows.compactMap { $0["scenario"] as? String })
     for name in [
-      "write-normal", "write-full", "read", "deliver-local", "deliver-remote", "deliver-external", "fanout",
+      "write-normal", "write-normal-100", "write-full", "read", "deliver-local", "deliver-local-100",
+      "deliver-remote", "deliver-remote-100", "deliver-external", "fanout",
       "deliver-slow-fsync", "idle", "open",
       "history", "cli-status", "cli-login", "cli-history", "mem-subscriptions", "mem-watcher",
       "mem-idle-subscriber",

@@ -92,12 +92,13 @@ struct BenchmarkPostgresArgumentsTests {
 struct InstructionCountTests {
   @Test func theFlagCountsWritesReadsAndPagesAndRefusesOtherScenarios() throws {
     #expect(
-      try Command.parse(["--instructions"]) == .instructions(scenarios: ["write-normal", "read", "history"]))
+      try Command.parse(["--instructions"])
+        == .instructions(scenarios: ["write-normal", "write-normal-100", "read", "history"]))
     #expect(try Command.parse(["--instructions", "read"]) == .instructions(scenarios: ["read"]))
     #expect(throws: (any Error).self) { try Command.parse(["--instructions", "idle"]) }
   }
 
-  @Test(arguments: ["write-normal", "read", "history"], ["ours", "raw"])
+  @Test(arguments: ["write-normal", "write-normal-100", "read", "history"], ["ours", "raw"])
   func eachLoopRuns(_ scenario: String, _ side: String) throws {
     let dir = try TemporaryDirectory()
     try InstructionCount.loop(scenario: scenario, side: side, count: 10, path: dir.file("s.db"))
