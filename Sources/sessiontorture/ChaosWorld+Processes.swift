@@ -299,8 +299,9 @@ extension ChaosWorld {
     let (status, lines, errors) = try runSessionctlStatus(sessionctl, command)
     let (window, ackedAt) = (start...ChaosClock.wallMilliseconds(), Monotonic.now())
     if status != 0 {
-      // A refusal: exit status 1, one line on stderr saying why, nothing on stdout.
-      guard status == 1, lines.isEmpty, errors.split(separator: "\n").count == 1,
+      // A refusal of the name typed: exit status 65 (invalid input), one line on stderr
+      // saying why, nothing on stdout.
+      guard status == 65, lines.isEmpty, errors.split(separator: "\n").count == 1,
         errors.contains("named '\(command.last ?? "")'")
       else {
         throw TortureFailure(
