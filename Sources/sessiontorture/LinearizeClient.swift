@@ -97,8 +97,8 @@ struct LinearizeClient: Sendable {
       outcome.killed = true
       return outcome
     }
-    if status == 1, call.isWrite, child.lines.isEmpty, Self.isRefusal(firstLine(of: stderr)) {
-      // Refused, nothing written: a name another account holds, or a full roster.
+    if Self.isRefusal(status: status, firstLine(of: stderr)), call.isWrite, child.lines.isEmpty {
+      // Refused, nothing written: a name another account holds (exit 65), or a full roster (1).
       outcome.operation.response = .refused
       outcome.operation.end = end
       return outcome
@@ -159,8 +159,8 @@ struct LinearizeClient: Sendable {
   /// The whole log, read by one `history` once the clients are done: each entry's line by cursor.
   /// Whether `message` (sessionctl's line on stderr) says a write was refused by the rules:
   /// a name another account holds, or a roster at its limit.
-  static func isRefusal(_ message: String) -> Bool {
-    message.contains("is named '") || message.contains("accounts, its limit")
+  static func isRefusal(status: Int32, _ message: String) -> Bool {
+    (status == 65 && message.contains("is named '")) || (status == 1 && message.contains("accounts, its limit"))
   }
 
   func log() throws -> [Int64: String] {
