@@ -247,7 +247,7 @@ extension ChaosWorld {
       """
     let (update, select) = outsideSQL(action)
     let start = ChaosClock.wallMilliseconds()
-    let errors = path + ".stderr"
+    let errors = stderrPath
     let python = try Self.spawn(
       prefix[0], prefix.dropFirst() + ["python3", "-c", script, path, update, select], stderr: .file(errors))
     let status = Self.reap(python)
@@ -269,7 +269,7 @@ extension ChaosWorld {
   private func runSessionctlStatus(_ sessionctl: String, _ arguments: [String]) throws -> (
     status: Int32, lines: [String], errors: String
   ) {
-    let errors = path + ".stderr"
+    let errors = stderrPath
     let child = try Self.spawn(sessionctl, ["--db", path, "--json"] + arguments, stderr: .file(errors))
     let status = Self.reap(child)
     return (status, child.lines, (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")

@@ -72,12 +72,12 @@ extension ChaosWorld {
         "-f", "-qq", "-o", "/dev/null", "-e",
         "inject=fdatasync,fsync:error=EIO:when=\(when)\(sticky ? "+" : "")",
         ChildProcess.currentExecutable, "apply", "--db", path, "--origin", origin,
-      ] + actions.map(\.argument), stderr: .file(path + ".stderr"))
+      ] + actions.map(\.argument), stderr: .file(stderrPath))
     let status = Self.reap(child)
     let window = start...ChaosClock.wallMilliseconds()
     let lines = child.lines
     guard lines.first == "ready" else {
-      let stderr = (try? String(contentsOfFile: path + ".stderr", encoding: .utf8)) ?? ""
+      let stderr = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
       if lines.isEmpty, stderr.contains("strace:") {
         note("the writer with failing fsyncs did not run (status \(status)): \(stderr.prefix(200))")
       }

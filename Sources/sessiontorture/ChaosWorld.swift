@@ -46,6 +46,14 @@ final class ChaosWorld {
 
   var backupPath: String { path + ".backup" }
 
+  /// Where a child's stderr is kept for the driver to read: beside the file, or in the
+  /// temporary directory for a PostgreSQL store (whose path is a URL).
+  var stderrPath: String {
+    backend.isPostgres
+      ? FileManager.default.temporaryDirectory.appendingPathComponent("sessiontorture-\(getpid()).stderr").path
+      : path + ".stderr"
+  }
+
   init(path: String, backend: ChaosBackend = .sqlite, sessionctl: String?, bound: Duration) throws {
     self.path = path
     self.backend = backend
@@ -93,6 +101,7 @@ final class ChaosWorld {
 
   /// Stops every follower and process and releases every instance.
   func tearDown() {
+    if backend.isPostgres { unlink(stderrPath) }
     deliveredBefore = delivered
     for follower in followers {
       switch follower.source {

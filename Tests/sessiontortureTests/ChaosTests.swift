@@ -92,7 +92,7 @@ import Testing
     let server = try await PostgresCluster.shared()
     let summary = try #require(
       try await chaos(
-        ["--seed", "20261203", "--steps", "60", "--sessionctl", ProcessRunner.product("sessionctl")],
+        ["--seed", "20261205", "--steps", "60", "--sessionctl", ProcessRunner.product("sessionctl")],
         db: server.clientURL()))
     #expect(summary["steps"] as? Int == 60)
     #expect(summary["acknowledged"] as? Int ?? 0 > 30)
