@@ -93,8 +93,10 @@ let package = Package(
     // The tooling's own tests; SessionStorageTests and SessionStoragePostgresTests run the
     // built sessiontorture as a child writer or subscriber, which sessiontortureTests builds.
     .testTarget(name: "ToolingKitTests", dependencies: ["ToolingKit", "SystemKit", "TestSupport"]),
-    .testTarget(name: "sessionbenchTests", dependencies: ["sessionbench", "TestSupport"]),
-    .testTarget(name: "sessiontortureTests", dependencies: ["sessiontorture", "SystemKit", "TestSupport"]),
+    .testTarget(name: "sessionbenchTests", dependencies: ["sessionbench", "SessionStorage", "TestSupport"]),
+    .testTarget(
+      name: "sessiontortureTests",
+      dependencies: ["sessiontorture", "SessionStorage", "SystemKit", "TestSupport"]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -50,7 +50,8 @@ final class ChaosWorld {
   /// temporary directory for a PostgreSQL store (whose path is a URL).
   var stderrPath: String {
     backend.isPostgres
-      ? FileManager.default.temporaryDirectory.appendingPathComponent("sessiontorture-\(getpid()).stderr").path
+      ? FileManager.default.temporaryDirectory.appendingPathComponent("sessiontorture-\(getpid()).stderr")
+        .path
       : path + ".stderr"
   }
 

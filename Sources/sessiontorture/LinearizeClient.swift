@@ -160,7 +160,8 @@ struct LinearizeClient: Sendable {
   /// Whether `message` (sessionctl's line on stderr) says a write was refused by the rules:
   /// a name another account holds, or a roster at its limit.
   static func isRefusal(status: Int32, _ message: String) -> Bool {
-    (status == 65 && message.contains("is named '")) || (status == 1 && message.contains("accounts, its limit"))
+    (status == 65 && message.contains("is named '"))
+      || (status == 1 && message.contains("accounts, its limit"))
   }
 
   func log() throws -> [Int64: String] {
