@@ -114,11 +114,8 @@ extension ChaosWorld {
       found[id] = ChaosAccount(
         username: username, isLoggedIn: fields[2] == "1", updatedAt: time, cursor: cursor)
     }
-    var problems: [String] = []
-    for id in Set(found.keys).union(model.accounts.keys).sorted() {
-      if let file = found[id], let cursor = model.accounts[id]?.cursor {
-        model.learn(time: file.updatedAt, at: cursor)
-      }
+    for (id, file) in found {
+      if let cursor = model.accounts[id]?.cursor { model.learn(time: file.updatedAt, at: cursor) }
     }
     return compare(found, active: Int64(active), as: "the file")
   }
