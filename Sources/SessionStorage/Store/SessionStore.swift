@@ -202,8 +202,7 @@ public final class SessionStore: SessionRepository {
 
   /// Renames the active account (the new name validated, stored in Unicode NFC), keeping
   /// its login state; cancellation as for ``logIn(as:expecting:)``. With no account active,
-  /// an account of that name joins, signed out and active, as the one session of a 1.x
-  /// store took its first username.
+  /// an account of that name joins, signed out and active.
   /// - Returns: the committed change, or nil when the username is already `username`.
   /// - Throws: `usernameTaken` when another account has that name; and as
   ///   ``logIn(as:expecting:)``.

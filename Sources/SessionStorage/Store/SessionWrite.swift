@@ -131,8 +131,7 @@ package struct SessionWrite: Sendable {
       return try roster.signedIn().flatMap { change($0, isLoggedIn: false) }
     case .rename(let name, let newName):
       guard let renamed = try target(name) else {
-        // No account is active: the name joins, signed out and active, as the one session
-        // of a 1.x store took its first username.
+        // No account is active: the name joins, signed out and active.
         if try roster.account(named: newName) != nil {
           throw SessionStorageError(
             .usernameTaken,
