@@ -110,6 +110,16 @@ package struct SessionWrite: Sendable {
         isActive: isActive ?? wasActive)
       return planned.changesNothing ? [] : [planned]
     }
+    /// A new account named `name` joining the roster, active.
+    func join(_ name: String, loggedIn: Bool) throws -> [PlannedChange] {
+      try requireRoom(on: roster, for: name)
+      return [
+        PlannedChange(
+          account: nil,
+          before: SessionState(username: nil, isLoggedIn: false, updatedAt: Date(timeIntervalSince1970: 0)),
+          after: (name, loggedIn), wasActive: false, isActive: true)
+      ]
+    }
     switch action {
     case .logIn(let name):
       if let existing = try roster.account(named: name) {
@@ -117,13 +127,7 @@ package struct SessionWrite: Sendable {
         // whenever the login changes something else.
         return change(existing, username: name, isLoggedIn: true, isActive: true)
       }
-      try requireRoom(on: roster, for: name)
-      return [
-        PlannedChange(
-          account: nil,
-          before: SessionState(username: nil, isLoggedIn: false, updatedAt: Date(timeIntervalSince1970: 0)),
-          after: (name, true), wasActive: false, isActive: true)
-      ]
+      return try join(name, loggedIn: true)
     case .logOut(let name):
       guard let signingOut = try target(name) else { return [] }
       return change(signingOut, isLoggedIn: false)
@@ -137,13 +141,7 @@ package struct SessionWrite: Sendable {
             .usernameTaken,
             "an account is named '\(newName.escapedForTerminal)' already: switch to it instead")
         }
-        try requireRoom(on: roster, for: newName)
-        return [
-          PlannedChange(
-            account: nil,
-            before: SessionState(username: nil, isLoggedIn: false, updatedAt: Date(timeIntervalSince1970: 0)),
-            after: (newName, false), wasActive: false, isActive: true)
-        ]
+        return try join(newName, loggedIn: false)
       }
       if let other = try roster.account(named: newName), other.id != renamed.id {
         throw SessionStorageError(
