@@ -247,12 +247,10 @@ import Testing
     #expect(try await store.logOut() != nil)
   }
 
-  /// A schema made by the 1.x migrations alone, with history, migrates to the roster: its
-  /// session is account 1, active; its history keeps its cursors and reads as account 1's.
-  @Test func aOneXSchemaWithHistoryMigrates() async throws {
-    let cluster = try await PostgresCluster.shared()
-    let url = cluster.freshStoreURL()
-    let schema = String(url[url.range(of: "schema=")!.upperBound...])
+  /// The psql script that makes the schema `url` names with the 1.x migrations alone (0001 to
+  /// 0003, recorded in `schema_migrations` as the 1.x migrator records them).
+  private func oneXSchemaScript(_ url: String) throws -> String {
+    let schema = try #require(url.range(of: "schema=").map { String(url[$0.upperBound...]) })
     let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
       .deletingLastPathComponent().appendingPathComponent("migrations/postgres")
     var script = "CREATE SCHEMA \(schema); SET search_path TO \"\(schema)\", pg_temp;\n"
@@ -268,6 +266,15 @@ import Testing
         "INSERT INTO schema_migrations VALUES (\(version), '\(name)', "
         + "encode(sha256(convert_to($sql$\(sql)$sql$, 'UTF8')), 'hex'), now());\n"
     }
+    return script
+  }
+
+  /// A schema made by the 1.x migrations alone, with history, migrates to the roster: its
+  /// session is account 1, active; its history keeps its cursors and reads as account 1's.
+  @Test func aOneXSchemaWithHistoryMigrates() async throws {
+    let cluster = try await PostgresCluster.shared()
+    let url = cluster.freshStoreURL()
+    var script = try oneXSchemaScript(url)
     script += """
       UPDATE session SET username = 'alice', is_logged_in = true, write_token = 1, updated_by = 'app';
       UPDATE session SET is_logged_in = false;
@@ -301,22 +308,7 @@ import Testing
   @Test func aOneXSchemaWithoutAUsernameMigratesToAnEmptyRoster() async throws {
     let cluster = try await PostgresCluster.shared()
     let url = cluster.freshStoreURL()
-    let schema = String(url[url.range(of: "schema=")!.upperBound...])
-    let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-      .deletingLastPathComponent().appendingPathComponent("migrations/postgres")
-    var script = "CREATE SCHEMA \(schema); SET search_path TO \"\(schema)\", pg_temp;\n"
-    script +=
-      "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
-      + "checksum text NOT NULL, applied_at timestamptz NOT NULL);\n"
-    for (version, name) in [
-      (1, "0001_session_and_feed"), (2, "0002_own_tables_only"), (3, "0003_feed_guard_by_head"),
-    ] {
-      let sql = try String(contentsOf: folder.appendingPathComponent(name + ".sql"), encoding: .utf8)
-      script += sql + "\n"
-      script +=
-        "INSERT INTO schema_migrations VALUES (\(version), '\(name)', "
-        + "encode(sha256(convert_to($sql$\(sql)$sql$, 'UTF8')), 'hex'), now());\n"
-    }
+    var script = try oneXSchemaScript(url)
     script += "UPDATE session SET is_logged_in = true;\n"
     _ = try await cluster.psql(script)
     let store = try SessionStore(postgresURL: url, options: .init(origin: "desk"))
@@ -326,7 +318,8 @@ import Testing
     #expect(try store.history().first?.events == [.loggedIn(username: nil)])
     #expect(
       try await cluster.psql(
-        "SELECT count(*), max(p.account_id) FROM accounts, active_account p", schema: schema)
+        "SELECT count(*), max(p.account_id) FROM accounts, active_account p",
+        schema: store.requirePostgres().schema)
         == "0|\n")
     #expect(try await store.logIn(as: "alice")?.change.account == AccountID(1))
     #expect(try await store.logIn(as: "bob")?.change.account == AccountID(2))
