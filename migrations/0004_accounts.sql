@@ -9,22 +9,25 @@ CREATE TABLE accounts (
   seq INTEGER NOT NULL DEFAULT 0
 );
 
--- Which account is active: exactly one row, id = 1; `account_id` NULL when none is.
+-- Which account is active: exactly one row, id = 1; `account_id` NULL when none is. `seq`
+-- is the cursor of the newest change that moved the pointer.
 CREATE TABLE active_account (
   id INTEGER PRIMARY KEY CHECK (id = 1),
   account_id INTEGER,
-  updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+  updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  seq INTEGER NOT NULL DEFAULT 0
 );
 
--- While a write of the library runs, this row names its origin and the library records
--- the write's feed entries itself; every committed state has it NULL, so the triggers
--- below record any other client's edit, with the origin 'external'.
-CREATE TABLE session_writer (
-  id INTEGER PRIMARY KEY CHECK (id = 1),
-  origin TEXT
-);
+-- The feed's head: the newest cursor handed out, kept by AUTOINCREMENT also after the rows
+-- that had it are deleted. The next change gets the cursor after it.
+CREATE VIEW session_feed_head AS
+SELECT max(coalesce((SELECT max(seq) FROM session_changes), 0),
+           coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'session_changes'), 0)) AS seq;
 
-INSERT INTO session_writer (id) VALUES (1);
+-- Who records a change: a write of the library gives the rows it changes the cursor of the
+-- entry it records for them, and inserts that entry itself. The triggers below record every
+-- other edit as one entry with the origin 'external': an UPDATE that leaves `seq` as it was,
+-- an INSERT or a DELETE of a row whose `seq` is not ahead of the feed's head.
 
 -- The session of a 1.x file becomes the first account, active, with its login state and
 -- the cursor of the newest change recorded; a session that never had a username becomes
@@ -33,8 +36,9 @@ INSERT INTO accounts (id, username, is_logged_in, updated_at, seq)
 SELECT 1, username, is_logged_in, updated_at, (SELECT seq FROM session_feed_tip WHERE id = 1)
 FROM session WHERE id = 1 AND username IS NOT NULL;
 
-INSERT INTO active_account (id, account_id, updated_at)
-SELECT 1, CASE WHEN username IS NULL THEN NULL ELSE 1 END, updated_at FROM session WHERE id = 1;
+INSERT INTO active_account (id, account_id, updated_at, seq)
+SELECT 1, CASE WHEN username IS NULL THEN NULL ELSE 1 END, updated_at, (SELECT seq FROM session_feed_tip WHERE id = 1)
+FROM session WHERE id = 1;
 
 -- Every feed row names its account and whether that account was and is the active one.
 -- A 1.x row concerns the one session, active whenever it had a username.
@@ -53,9 +57,11 @@ SELECT 1 AS id, a.username AS username, coalesce(a.is_logged_in, 0) AS is_logged
 FROM active_account p LEFT JOIN accounts a ON a.id = p.account_id
 WHERE p.id = 1;
 
--- With an active account, an UPDATE of the view updates it. With none, a username makes a
--- new account of that name, active (as the 1.x row took a first username), recorded as one
--- feed row: the triggers below stand aside while `session_writer` says 'external'.
+-- With an active account, an UPDATE of the view updates it, and the trigger on `accounts`
+-- records it. With none, a username makes a new account of that name, active (as the 1.x
+-- row took a first username), recorded here as one feed row: the new account and the
+-- pointer carry the cursor that row is about to get, ahead of the head, which keeps the
+-- triggers below aside.
 CREATE TRIGGER session_update INSTEAD OF UPDATE ON session
 BEGIN
   SELECT RAISE(ABORT, 'no account is active: set a username too, and an account of that name joins, active')
@@ -64,13 +70,15 @@ BEGIN
   UPDATE accounts SET username = NEW.username, is_logged_in = NEW.is_logged_in
   WHERE id = (SELECT account_id FROM active_account WHERE id = 1)
     AND (username IS NOT NEW.username OR is_logged_in IS NOT NEW.is_logged_in);
-  UPDATE session_writer SET origin = 'external'
-  WHERE id = 1 AND NEW.username IS NOT NULL AND (SELECT account_id FROM active_account WHERE id = 1) IS NULL;
-  INSERT INTO accounts (username, is_logged_in, updated_at)
-  SELECT NEW.username, NEW.is_logged_in, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-  WHERE (SELECT origin FROM session_writer WHERE id = 1) IS 'external';
-  UPDATE active_account SET account_id = last_insert_rowid(), updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-  WHERE id = 1 AND (SELECT origin FROM session_writer WHERE id = 1) IS 'external';
+  INSERT INTO accounts (username, is_logged_in, updated_at, seq)
+  SELECT NEW.username, NEW.is_logged_in, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), (SELECT seq FROM session_feed_head) + 1
+  WHERE NEW.username IS NOT NULL AND (SELECT account_id FROM active_account WHERE id = 1) IS NULL;
+  UPDATE active_account SET
+    account_id = (SELECT id FROM accounts WHERE username = NEW.username),
+    updated_at = (SELECT updated_at FROM accounts WHERE username = NEW.username),
+    seq = (SELECT seq FROM accounts WHERE username = NEW.username)
+  WHERE id = 1 AND account_id IS NULL
+    AND (SELECT seq FROM accounts WHERE username = NEW.username) > (SELECT seq FROM session_feed_head);
   INSERT INTO session_changes (
     at, origin, account_id, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at,
     was_active, is_active
@@ -78,11 +86,7 @@ BEGIN
     updated_at, 'external', id, NULL, username, 0, is_logged_in, updated_at, 0, 1
   FROM accounts
   WHERE id = (SELECT account_id FROM active_account WHERE id = 1)
-    AND (SELECT origin FROM session_writer WHERE id = 1) IS 'external';
-  UPDATE accounts SET seq = (SELECT max(seq) FROM session_changes)
-  WHERE id = (SELECT account_id FROM active_account WHERE id = 1)
-    AND (SELECT origin FROM session_writer WHERE id = 1) IS 'external';
-  UPDATE session_writer SET origin = NULL WHERE id = 1 AND origin IS 'external';
+    AND seq > (SELECT seq FROM session_feed_head);
 END;
 
 CREATE TRIGGER session_refuse_insert INSTEAD OF INSERT ON session
@@ -130,20 +134,10 @@ BEGIN
   SELECT RAISE(ABORT, 'the active_account row cannot be deleted; set account_id to NULL for none');
 END;
 
-CREATE TRIGGER session_writer_refuse_insert BEFORE INSERT ON session_writer
-BEGIN
-  SELECT RAISE(ABORT, 'the session_writer table holds exactly one row');
-END;
-
-CREATE TRIGGER session_writer_refuse_delete BEFORE DELETE ON session_writer
-BEGIN
-  SELECT RAISE(ABORT, 'the session_writer row cannot be deleted');
-END;
-
 -- Edits by other clients: each becomes one feed row, origin 'external', in the same
 -- transaction. The nested UPDATEs touch only columns these triggers do not watch.
 CREATE TRIGGER accounts_external_insert AFTER INSERT ON accounts
-WHEN (SELECT origin FROM session_writer WHERE id = 1) IS NULL
+WHEN NEW.seq <= (SELECT seq FROM session_feed_head)
 BEGIN
   INSERT INTO session_changes (
     at, origin, account_id, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at,
@@ -158,7 +152,7 @@ BEGIN
 END;
 
 CREATE TRIGGER accounts_external_update AFTER UPDATE OF username, is_logged_in ON accounts
-WHEN (SELECT origin FROM session_writer WHERE id = 1) IS NULL
+WHEN NEW.seq IS OLD.seq
   AND (OLD.username IS NOT NEW.username OR OLD.is_logged_in IS NOT NEW.is_logged_in)
 BEGIN
   INSERT INTO session_changes (
@@ -174,7 +168,7 @@ BEGIN
 END;
 
 CREATE TRIGGER accounts_external_delete AFTER DELETE ON accounts
-WHEN (SELECT origin FROM session_writer WHERE id = 1) IS NULL
+WHEN OLD.seq <= (SELECT seq FROM session_feed_head)
 BEGIN
   INSERT INTO session_changes (
     at, origin, account_id, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at,
@@ -185,12 +179,13 @@ BEGIN
   FROM active_account WHERE id = 1;
   -- Nothing is promoted: the pointer to a removed account becomes NULL (the feed row above
   -- records it; active_account_external leaves a pointer to a deleted account unrecorded).
-  UPDATE active_account SET account_id = NULL, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+  UPDATE active_account SET account_id = NULL, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+    seq = (SELECT max(seq) FROM session_changes)
   WHERE id = 1 AND account_id IS OLD.id;
 END;
 
 CREATE TRIGGER active_account_external AFTER UPDATE OF account_id ON active_account
-WHEN (SELECT origin FROM session_writer WHERE id = 1) IS NULL
+WHEN NEW.seq IS OLD.seq
   AND OLD.account_id IS NOT NEW.account_id
   AND (NEW.account_id IS NOT NULL OR EXISTS (SELECT 1 FROM accounts WHERE id = OLD.account_id))
 BEGIN
@@ -204,5 +199,7 @@ BEGIN
   UPDATE accounts SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
     seq = (SELECT max(seq) FROM session_changes)
   WHERE id = coalesce(NEW.account_id, OLD.account_id);
-  UPDATE active_account SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = 1;
+  UPDATE active_account SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+    seq = (SELECT max(seq) FROM session_changes)
+  WHERE id = 1;
 END;

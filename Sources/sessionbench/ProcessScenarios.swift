@@ -267,11 +267,11 @@ enum ProcessScenario {
         verify: { _, _ in })
     case "cli-login":
       // What `sessionctl login` commits in one transaction, typed into the shell: the reads
-      // of its plan (the active account, the account named, the feed's bounds), the claim of
-      // session_writer, the feed row, the account's UPDATE, the move of active_account, the
-      // release, and the read of the new row, which it prints; `synchronous=FULL`, the
-      // store's default. The feed row goes in before the UPDATE, which takes its cursor and
-      // time, because the shell has no variables to keep the values before the change in.
+      // of its plan (the active account, the account named, the feed's bounds), the feed row,
+      // the account's UPDATE, the move of active_account, and the read of the new row, which
+      // it prints; `synchronous=FULL`, the store's default. The feed row goes in before the
+      // UPDATEs, which take its cursor (keeping the triggers aside) and time, because the
+      // shell has no variables to keep the values before the change in.
       func user(_ run: Int) -> String { run.isMultiple(of: 2) ? "bob" : "alice" }
       func sql(_ run: Int) -> String {
         let name = user(run)
@@ -281,17 +281,16 @@ enum ProcessScenario {
           + "\(RawWriter.activeSQL); "
           + "\(RawWriter.namedSQL.replacingOccurrences(of: "?1", with: "'\(name)'")); "
           + "\(RawWriter.boundsSQL); "
-          + "UPDATE session_writer SET origin = 'sqlite3' WHERE id = 1; "
           + "INSERT INTO session_changes (at, origin, account_id, old_username, new_username, old_is_logged_in, "
           + "new_is_logged_in, old_updated_at, was_active, is_active) SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), "
           + "'sqlite3', a.id, a.username, '\(name)', a.is_logged_in, 1, a.updated_at, a.id IS p.account_id, 1 "
           + "FROM accounts a JOIN active_account p ON p.id = 1 WHERE a.username = '\(name)' "
           + "AND (a.is_logged_in IS NOT 1 OR a.id IS NOT p.account_id); "
-          + "UPDATE accounts SET username = '\(name)', is_logged_in = 1, updated_at = \(newest("at")), "
+          + "UPDATE accounts SET is_logged_in = 1, updated_at = \(newest("at")), "
           + "seq = last_insert_rowid() WHERE username = '\(name)' AND seq < last_insert_rowid(); "
-          + "UPDATE active_account SET account_id = \(newest("account_id")), updated_at = \(newest("at")) "
+          + "UPDATE active_account SET account_id = \(newest("account_id")), updated_at = \(newest("at")), "
+          + "seq = last_insert_rowid() "
           + "WHERE id = 1 AND account_id IS NOT \(newest("account_id")); "
-          + "UPDATE session_writer SET origin = NULL WHERE id = 1; "
           + "SELECT \(RawDB.changeColumns) FROM session_changes ORDER BY seq DESC LIMIT 1; COMMIT;"
       }
       return Prepared(

@@ -130,11 +130,12 @@ final class RawDB {
 
 /// The baseline write: the store's write done with `sqlite3_*` calls and nothing on top. In
 /// one `BEGIN IMMEDIATE` transaction it reads what the store's plan reads (the active
-/// account, the account named, the roster's size when the name is new, the head), claims
-/// `session_writer` with its origin, updates (or inserts) the account, moves
-/// `active_account` when the active account changes, inserts the feed row with the values
-/// before and after, releases `session_writer` and commits: the statements the store runs,
-/// prepared once, without the plan, the model types and the checks around them.
+/// account, the account named, the roster's size when the name is new, the head), updates
+/// (or inserts) the account and moves `active_account` when the active account changes,
+/// both with the cursor of the coming feed row (which keeps the triggers for other clients
+/// aside), inserts the feed row with the values before and after, and commits: the
+/// statements the store runs, prepared once, without the plan, the model types and the
+/// checks around them.
 ///
 /// `external` writes as a `sqlite3` shell user does instead: one autocommit UPDATE of the
 /// `session` view, whose triggers change the active account (or add one to an empty
@@ -152,13 +153,11 @@ final class RawWriter {
       max(coalesce((SELECT max(seq) FROM session_changes), 0),
           coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'session_changes'), 0))
     """
-  static let claimSQL = "UPDATE session_writer SET origin = ?1 WHERE id = 1"
-  static let releaseSQL = "UPDATE session_writer SET origin = NULL WHERE id = 1"
   static let insertSQL =
     "INSERT INTO accounts (username, is_logged_in, updated_at, seq) VALUES (?1, ?2, ?3, ?4)"
-  static let updateSQL =
-    "UPDATE accounts SET username = ?1, is_logged_in = ?2, updated_at = ?3, seq = ?4 WHERE id = ?5"
-  static let pointSQL = "UPDATE active_account SET account_id = ?1, updated_at = ?2 WHERE id = 1"
+  /// A login or logout keeps the name: the store's UPDATE leaves `username` (and its index) alone.
+  static let updateSQL = "UPDATE accounts SET is_logged_in = ?1, updated_at = ?2, seq = ?3 WHERE id = ?4"
+  static let pointSQL = "UPDATE active_account SET account_id = ?1, updated_at = ?2, seq = ?3 WHERE id = 1"
   static let recordSQL =
     "INSERT INTO session_changes (at, origin, account_id, old_username, new_username, old_is_logged_in, "
     + "new_is_logged_in, old_updated_at, was_active, is_active) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
@@ -178,8 +177,6 @@ final class RawWriter {
   private let named: OpaquePointer
   private let count: OpaquePointer
   private let bounds: OpaquePointer
-  private let claim: OpaquePointer
-  private let release: OpaquePointer
   private let insert: OpaquePointer
   private let updateAccount: OpaquePointer
   private let point: OpaquePointer
@@ -202,15 +199,12 @@ final class RawWriter {
     named = try db.prepare(Self.namedSQL)
     count = try db.prepare(Self.countSQL)
     bounds = try db.prepare(Self.boundsSQL)
-    claim = try db.prepare(Self.claimSQL)
-    release = try db.prepare(Self.releaseSQL)
     insert = try db.prepare(Self.insertSQL)
     updateAccount = try db.prepare(Self.updateSQL)
     point = try db.prepare(Self.pointSQL)
     record = try db.prepare(Self.recordSQL)
     externalLogin = try db.prepare(Self.externalLoginSQL)
     externalLogout = try db.prepare(Self.externalLogoutSQL)
-    sqlite3_bind_text(claim, 1, origin, -1, csqlite_transient())
     sqlite3_bind_text(record, 2, origin, -1, csqlite_transient())
   }
 
@@ -277,12 +271,10 @@ final class RawWriter {
       formatStamp()
       bindRecord(
         account: activeID, before: active, newUsername: nil, wasLoggedIn: 1, isLoggedIn: 0, wasActive: 1)
-      bindUpdate(username: active, isLoggedIn: 0, cursor: cursor, account: activeID)
+      bindUpdate(isLoggedIn: 0, cursor: cursor, account: activeID)
       sqlite3_reset(active)
-      try db.run(claim)
       try db.run(updateAccount)
       try recordChange(cursor)
-      try db.run(release)
       return true
     }
     sqlite3_bind_text(named, 1, name, -1, csqlite_transient())
@@ -297,15 +289,12 @@ final class RawWriter {
       bindRecord(
         account: id, before: named, newUsername: name, wasLoggedIn: wasLoggedIn, isLoggedIn: 1,
         wasActive: wasActive)
-      sqlite3_bind_text(updateAccount, 1, name, -1, csqlite_transient())
-      bindUpdate(username: nil, isLoggedIn: 1, cursor: cursor, account: id)
+      bindUpdate(isLoggedIn: 1, cursor: cursor, account: id)
       sqlite3_reset(active)
       sqlite3_reset(named)
-      try db.run(claim)
       try db.run(updateAccount)
-      if wasActive == 0 { try activate(id) }
+      if wasActive == 0 { try activate(id, cursor: cursor) }
       try recordChange(cursor)
-      try db.run(release)
       return true
     }
     // A new account joins, signed in and active, when the roster has room.
@@ -317,14 +306,13 @@ final class RawWriter {
     formatStamp()
     sqlite3_reset(active)
     sqlite3_reset(named)
-    try db.run(claim)
     sqlite3_bind_text(insert, 1, name, -1, csqlite_transient())
     sqlite3_bind_int64(insert, 2, 1)
     bindStamp(insert, 3)
     sqlite3_bind_int64(insert, 4, cursor)
     try db.run(insert)
     let id = sqlite3_last_insert_rowid(db.handle)
-    try activate(id)
+    try activate(id, cursor: cursor)
     bindStamp(record, 1)
     sqlite3_bind_int64(record, 3, id)
     sqlite3_bind_null(record, 4)
@@ -335,7 +323,6 @@ final class RawWriter {
     sqlite3_bind_int64(record, 9, 0)
     sqlite3_bind_int64(record, 10, 1)
     try recordChange(cursor)
-    try db.run(release)
     return true
   }
 
@@ -377,19 +364,18 @@ final class RawWriter {
     sqlite3_bind_int64(record, 10, 1)
   }
 
-  /// Binds the account UPDATE; its username is the current row of `username`'s for a
-  /// statement, or stays as bound for nil.
-  private func bindUpdate(username: OpaquePointer?, isLoggedIn: Int64, cursor: Int64, account: Int64) {
-    if let username { sqlite3_bind_value(updateAccount, 1, sqlite3_column_value(username, 1)) }
-    sqlite3_bind_int64(updateAccount, 2, isLoggedIn)
-    bindStamp(updateAccount, 3)
-    sqlite3_bind_int64(updateAccount, 4, cursor)
-    sqlite3_bind_int64(updateAccount, 5, account)
+  /// Binds the account UPDATE.
+  private func bindUpdate(isLoggedIn: Int64, cursor: Int64, account: Int64) {
+    sqlite3_bind_int64(updateAccount, 1, isLoggedIn)
+    bindStamp(updateAccount, 2)
+    sqlite3_bind_int64(updateAccount, 3, cursor)
+    sqlite3_bind_int64(updateAccount, 4, account)
   }
 
-  private func activate(_ account: Int64) throws {
+  private func activate(_ account: Int64, cursor: Int64) throws {
     sqlite3_bind_int64(point, 1, account)
     bindStamp(point, 2)
+    sqlite3_bind_int64(point, 3, cursor)
     try db.run(point)
   }
 

@@ -128,6 +128,27 @@ import Testing
     #expect(state.verdict == .failed)
     #expect(state.detail.contains("active_account names account 1"), "\(state.detail)")
   }
+
+  /// A row given a `seq` ahead of the feed's head is a writer's own change, which the
+  /// triggers leave to that writer: a client that marks a row so and records no entry
+  /// leaves a change that is in no entry, and `check` names it.
+  @Test(arguments: [
+    ("UPDATE accounts SET is_logged_in = 0, seq = seq + 100 WHERE id = 1", "account 1 has seq 101"),
+    ("INSERT INTO accounts (username, seq) VALUES ('bob', 1000)", "account 2 has seq 1000"),
+    ("UPDATE active_account SET account_id = NULL, seq = 1000", "the active_account row has seq 1000"),
+    ("UPDATE accounts SET seq = 1000 WHERE id = 1; DELETE FROM accounts WHERE id = 1", "names account 1"),
+  ])
+  func anEditMarkedAsAWritersOwnWithNoEntryIsFound(_ sql: String, _ detail: String) async throws {
+    let dir = try TemporaryDirectory()
+    let path = dir.file("session.db")
+    let store = try SessionStore(path: path)
+    try await store.logIn(as: "alice")
+    try await ProcessRunner.sqlite3(path, sql)
+    #expect(try store.history().count == 1, "the edit left no entry")
+    let state = try #require(try store.check().first { $0.check == .state })
+    #expect(state.verdict == .failed)
+    #expect(state.detail.contains(detail), "\(state.detail)")
+  }
 }
 
 /// What the sqlite3 shell can do to the roster: each edit is one typed entry with origin

@@ -11,14 +11,13 @@ import Testing
 /// that skips a statement (no feed row, no move of the active account, a wrong "before")
 /// fails here, where a benchmark would only have looked faster.
 @Suite(.timeLimit(.minutes(10))) struct RawBaselineTests {
-  /// What a file holds, every column but the times: the roster, the active account, the
-  /// writer row and the feed.
+  /// What a file holds, every column but the times: the roster, the active account and the
+  /// feed.
   static func contents(_ path: String, origins: Bool = true) throws -> [String] {
     let db = try RawDB(path: path, readOnly: true)
     let origin = origins ? "origin" : "'-'"
     return try db.rows("SELECT 'account', id, username, is_logged_in, seq FROM accounts ORDER BY id")
-      + db.rows("SELECT 'active', account_id FROM active_account")
-      + db.rows("SELECT 'writer', origin FROM session_writer")
+      + db.rows("SELECT 'active', account_id, seq FROM active_account")
       + db.rows(
         "SELECT 'change', seq, \(origin), account_id, old_username, new_username, old_is_logged_in, "
           + "new_is_logged_in, was_active, is_active FROM session_changes ORDER BY seq")

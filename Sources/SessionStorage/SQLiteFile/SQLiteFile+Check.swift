@@ -106,6 +106,23 @@ extension SQLiteFile {
           + "(UPDATE active_account SET account_id = NULL) or to an account's id"
       )
     }
+    // A row marked with a cursor ahead of the head was written as a writer's own change,
+    // whose entry was never recorded.
+    let ahead = try connection.query(
+      """
+      SELECT label, seq FROM (
+        SELECT 'account ' || id AS label, seq FROM accounts
+        UNION ALL SELECT 'the active_account row', seq FROM active_account)
+      WHERE seq > (SELECT seq FROM session_feed_head) ORDER BY seq LIMIT 1
+      """
+    ) { try $0.step() ? (label: $0.lossyText(at: 0) ?? "?", seq: $0.int64(at: 1)) : nil }
+    if let ahead {
+      return (
+        false,
+        "\(ahead.label) has seq \(ahead.seq), a cursor the feed never handed out: a client set seq, as a "
+          + "writer does that records its own feed entry, and recorded none, so the change is not in the feed"
+      )
+    }
     let accounts = try rows("SELECT seq, username, is_logged_in, updated_at FROM accounts ORDER BY id")
     var verified = 0
     for account in accounts {

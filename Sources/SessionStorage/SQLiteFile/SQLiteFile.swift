@@ -102,9 +102,9 @@ package final class SQLiteFile: SessionBackend {
 }
 
 /// One write of the library inside its IMMEDIATE transaction: the reads its plan needs, and
-/// the statements that apply the plan and record its entries. While it runs, the
-/// `session_writer` row names its origin, so the triggers that record other clients' edits
-/// leave the feed to it.
+/// the statements that apply the plan and record its entries. Each row it changes gets the
+/// cursor of the entry it is about to record, ahead of the feed's tip, so the triggers that
+/// record other clients' edits leave the feed to it.
 struct RosterWrite: RosterReading {
   let connection: Connection
   let origin: String
@@ -152,7 +152,6 @@ struct RosterWrite: RosterReading {
     }
     let time = Timestamp.rounded(Date())
     let stamp = SQLiteValue.text(Timestamp.format(time))
-    try connection.run(Self.claimSQL, [.text(origin)])
     var entries: [SessionEntry] = []
     for (index, plan) in planned.enumerated() {
       let cursor = Cursor(head.value + 1 + Int64(index))
@@ -165,20 +164,27 @@ struct RosterWrite: RosterReading {
         id = AccountID(connection.lastInsertRowID)
       case (let existing?, let after?):
         id = existing
+        let isLoggedIn = SQLiteValue.integer(after.isLoggedIn ? 1 : 0)
+        // A name stored as this very text stays, and so does its UNIQUE index; any other
+        // (a rename, other bytes, a BLOB) is written.
         try connection.run(
-          Self.updateSQL,
-          [
-            .text(after.username), .integer(after.isLoggedIn ? 1 : 0), stamp, .integer(cursor.value),
-            .integer(id.value),
-          ])
+          Self.updateStateSQL,
+          [isLoggedIn, stamp, .integer(cursor.value), .integer(id.value), .text(after.username)])
+        if connection.changes == 0 {
+          try connection.run(
+            Self.updateSQL,
+            [.text(after.username), isLoggedIn, stamp, .integer(cursor.value), .integer(id.value)])
+        }
       case (let existing?, nil):
         id = existing
+        try connection.run(Self.markSQL, [.integer(cursor.value), .integer(id.value)])
         try connection.run(Self.deleteSQL, [.integer(id.value)])
       case (nil, nil):
         continue
       }
       if plan.wasActive != plan.isActive {
-        try connection.run(Self.pointSQL, [plan.isActive ? .integer(id.value) : .null, stamp])
+        try connection.run(
+          Self.pointSQL, [plan.isActive ? .integer(id.value) : .null, stamp, .integer(cursor.value)])
       }
       let change = plan.change(account: id, at: time)
       try connection.run(
@@ -198,19 +204,21 @@ struct RosterWrite: RosterReading {
       }
       entries.append(SessionEntry(cursor: cursor, time: time, origin: origin, change: change))
     }
-    try connection.run(Self.releaseSQL)
     return .committed(entries)
   }
 
   // Built once; each connection prepares them once (see ``SQL``).
-  private static let claimSQL = SQL("UPDATE session_writer SET origin = ? WHERE id = 1")
-  private static let releaseSQL = SQL("UPDATE session_writer SET origin = NULL WHERE id = 1")
   private static let insertSQL = SQL(
     "INSERT INTO accounts (username, is_logged_in, updated_at, seq) VALUES (?, ?, ?, ?)")
   private static let updateSQL = SQL(
     "UPDATE accounts SET username = ?, is_logged_in = ?, updated_at = ?, seq = ? WHERE id = ?")
+  private static let updateStateSQL = SQL(
+    "UPDATE accounts SET is_logged_in = ?, updated_at = ?, seq = ? WHERE id = ? AND username = ?")
+  /// Before a removal: the row's `seq` ahead of the tip keeps the trigger on DELETE aside.
+  private static let markSQL = SQL("UPDATE accounts SET seq = ? WHERE id = ?")
   private static let deleteSQL = SQL("DELETE FROM accounts WHERE id = ?")
-  private static let pointSQL = SQL("UPDATE active_account SET account_id = ?, updated_at = ? WHERE id = 1")
+  private static let pointSQL = SQL(
+    "UPDATE active_account SET account_id = ?, updated_at = ?, seq = ? WHERE id = 1")
   private static let recordSQL = SQL(
     "INSERT INTO session_changes (at, origin, account_id, old_username, new_username, old_is_logged_in, "
       + "new_is_logged_in, old_updated_at, was_active, is_active) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")

@@ -18,12 +18,46 @@ package enum Timestamp {
     let days = (seconds - seconds.modulo(86_400)) / 86_400
     let secondOfDay = Int(seconds.modulo(86_400))
     let (year, month, day) = civil(fromDays: days)
-    func pad(_ value: Int, _ width: Int) -> String {
-      let digits = String(value)
-      return String(repeating: "0", count: max(0, width - digits.count)) + digits
+    // Written digit by digit into the string's own storage: a write formats two times.
+    return String(unsafeUninitializedCapacity: 32) { buffer in
+      var end = 0
+      func put(_ byte: UInt8) {
+        buffer[end] = byte
+        end += 1
+      }
+      /// `value` in decimal, zero-padded to `width` digits (more when it needs them).
+      func put(_ value: Int, _ width: Int) {
+        if value < 0 { put(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits = 1
+        var scale: UInt = 1
+        while magnitude / scale >= 10 {
+          scale *= 10
+          digits += 1
+        }
+        for _ in digits..<max(width, digits) { put(UInt8(ascii: "0")) }
+        while scale > 0 {
+          put(UInt8(ascii: "0") + UInt8(magnitude / scale))
+          magnitude %= scale
+          scale /= 10
+        }
+      }
+      put(year, 4)
+      put(UInt8(ascii: "-"))
+      put(month, 2)
+      put(UInt8(ascii: "-"))
+      put(day, 2)
+      put(UInt8(ascii: "T"))
+      put(secondOfDay / 3600, 2)
+      put(UInt8(ascii: ":"))
+      put(secondOfDay / 60 % 60, 2)
+      put(UInt8(ascii: ":"))
+      put(secondOfDay % 60, 2)
+      put(UInt8(ascii: "."))
+      put(milliseconds, 3)
+      put(UInt8(ascii: "Z"))
+      return end
     }
-    return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):"
-      + "\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(milliseconds, 3))Z"
   }
 
   /// `date` to the nearest millisecond, as the file keeps times: the very `Date` that

@@ -43,7 +43,7 @@ final class Connection {
   /// `PRAGMA data_version` read just before them (``SessionLog/bounds()``).
   var bounds: (dataVersion: Int64, bounds: FeedBounds)?
   /// Prepared statements by their text.
-  private var cache: [String: Statement] = [:]
+  private var cache: [StatementKey: Statement] = [:]
 
   /// Opens `path`. Pragmas that write (WAL) are left to ``configure(_:)``, so a
   /// file can be inspected before anything is written to it.
@@ -199,10 +199,11 @@ final class Connection {
   /// The statement for `sql`, prepared on first use. The cache is bounded: SQL built at
   /// run time (a migration's, a check's) would otherwise pile up.
   private func prepared(_ sql: SQL) throws -> Statement {
-    if let statement = cache[sql] { return statement }
+    let key = StatementKey(sql)
+    if let statement = cache[key] { return statement }
     let statement = try Statement(connection: self, sql: sql)
     if cache.count >= 64 { cache.removeAll() }
-    cache[sql] = statement
+    cache[key] = statement
     return statement
   }
 
@@ -362,5 +363,22 @@ extension Connection {
       }
     }
     return String(decoding: bytes, as: UTF8.self)
+  }
+}
+
+/// A statement cache's key: the SQL text, equal as text, hashed by its length and its last
+/// bytes only. Hashing a whole statement's text on every run costs more than the run of a
+/// short one; texts that share a hash still differ by `==`.
+private struct StatementKey: Hashable {
+  let text: String
+
+  init(_ text: String) { self.text = text }
+
+  func hash(into hasher: inout Hasher) {
+    hasher.combine(text.utf8.count)
+    let hashed: Void? = text.utf8.withContiguousStorageIfAvailable { bytes in
+      hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes.suffix(32))))
+    }
+    if hashed == nil { hasher.combine(text) }
   }
 }
