@@ -96,7 +96,7 @@ let package = Package(
     .testTarget(name: "sessionbenchTests", dependencies: ["sessionbench", "SessionStorage", "TestSupport"]),
     .testTarget(
       name: "sessiontortureTests",
-      dependencies: ["sessiontorture", "SessionStorage", "SystemKit", "TestSupport"]),
+      dependencies: ["sessiontorture", "SessionStorage", "SystemKit", "TestSupport", "ToolingKit"]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -283,10 +283,22 @@ struct ChaosModel: Sendable {
     var writer: String
   }
 
-  /// Whose rules a write follows: the library's (``SessionStore``, `sessionctl`), or those
-  /// of the `session` view an outside client's `UPDATE session SET …` goes through.
+  /// Whose rules a write follows: the library's (``SessionStore``, `sessionctl`), those of
+  /// the `session` view an outside client's `UPDATE session SET …` goes through, or those of
+  /// the roster's tables, which an outside client's `UPDATE accounts`, `UPDATE
+  /// active_account` and `DELETE FROM accounts` edit.
   enum Rules: Sendable {
-    case library, view
+    case library, view, tables
+
+    /// The rules an outside client's SQL for `action` follows: the view's for what the
+    /// `session` view does (login, logout, rename of the active account), the tables' for
+    /// what names an account.
+    static func outside(_ action: ChaosStep.Action) -> Rules {
+      switch action {
+      case .login, .logout, .rename: .view
+      case .logoutOf, .renameOf, .switchTo, .remove, .logoutAll: .tables
+      }
+    }
   }
 
   init(initial: ChaosState, at time: UInt64) {
@@ -377,10 +389,12 @@ struct ChaosModel: Sendable {
   /// rename renames the active one (refused when another account holds the name) or, with
   /// none active, adds an account of that name, signed out and active; a logout of a named
   /// account signs it out; a switch activates an account; a removal takes it out (none is
-  /// active after the active one leaves); each refused when no account has the name. The view: an UPDATE sets the active account's columns
-  /// (refused by the UNIQUE constraint when another account holds the name); with none
-  /// active, a username adds an account of that name, active, and anything else changes
-  /// nothing.
+  /// active after the active one leaves); each refused when no account has the name. The
+  /// view: an UPDATE sets the active account's columns (refused by the UNIQUE constraint when
+  /// another account holds the name); with none active, a username adds an account of that
+  /// name, active, and anything else changes nothing. The tables: a statement that names an
+  /// account changes what the library's write would, and nothing when no account has the
+  /// name; a rename to a name another account holds is refused by the UNIQUE constraint.
   func predict(_ action: ChaosStep.Action, origin: String, rules: Rules = .library) -> ChaosPrediction {
     let unknown = ChaosState.unknown
     let active = activeID.flatMap { id in accounts[id].map { (id: id, account: $0) } }
@@ -413,6 +427,13 @@ struct ChaosModel: Sendable {
     func taken(_ name: String, byOtherThan id: Int64?) -> Bool {
       account(named: name).map { $0.id != id } ?? false
     }
+    func removal(_ id: Int64, _ existing: ChaosAccount) -> ChaosPrediction {
+      .change(
+        ChaosEntry(
+          cursor: head + 1, origin: origin, account: id, before: existing.state,
+          after: ChaosState(username: nil, isLoggedIn: false, updatedAt: unknown), wasActive: id == activeID,
+          isActive: false))
+    }
     switch rules {
     case .library:
       switch action {
@@ -444,12 +465,7 @@ struct ChaosModel: Sendable {
         return change(id, existing, isActive: true)
       case .remove(let name):
         guard let (id, existing) = account(named: name) else { return .refused("accountNotFound") }
-        return .change(
-          ChaosEntry(
-            cursor: head + 1, origin: origin, account: id, before: existing.state,
-            after: ChaosState(username: nil, isLoggedIn: false, updatedAt: unknown),
-            wasActive: id == activeID,
-            isActive: false))
+        return removal(id, existing)
       }
     case .view:
       let set: (username: String?, isLoggedIn: Bool?)
@@ -467,6 +483,24 @@ struct ChaosModel: Sendable {
       }
       if let name = set.username, taken(name, byOtherThan: active.id) { return .refused("UNIQUE") }
       return change(active.id, active.account, username: set.username, isLoggedIn: set.isLoggedIn)
+    case .tables:
+      switch action {
+      case .logoutOf(let name):
+        guard let (id, existing) = account(named: name) else { return .none }
+        return change(id, existing, isLoggedIn: false)
+      case .renameOf(let name, let newName):
+        guard let (id, existing) = account(named: name) else { return .none }
+        if taken(newName, byOtherThan: id) { return .refused("UNIQUE") }
+        return change(id, existing, username: newName)
+      case .switchTo(let name):
+        guard let (id, existing) = account(named: name) else { return .none }
+        return change(id, existing, isActive: true)
+      case .remove(let name):
+        guard let (id, existing) = account(named: name) else { return .none }
+        return removal(id, existing)
+      case .login, .logout, .rename, .logoutAll:
+        return .refused("no edit of one account's row does this")
+      }
     }
   }
 
@@ -491,14 +525,14 @@ struct ChaosModel: Sendable {
   /// `prediction` says.
   static func isRefusal(_ text: String, _ prediction: ChaosPrediction) -> Bool {
     guard case .refused(let why) = prediction else { return false }
-    let phrase =
-      switch why {
-      case "usernameTaken": "is named '"
-      case "accountNotFound": "no account is named '"
-      case "rosterFull": "accounts, its limit"
-      default: why
-      }
-    return text.contains(why) || text.contains(phrase)
+    if text.contains(why) { return true }
+    let notFound = text.contains("no account is named '")
+    switch why {
+    case "usernameTaken": return text.contains("is named '") && !notFound
+    case "accountNotFound": return notFound
+    case "rosterFull": return text.contains("accounts, its limit")
+    default: return false
+    }
   }
 
   /// Adds a committed entry (its cursor is `head + 1`) to the log and the roster, and

@@ -10,16 +10,16 @@ enum ChaosStep: Sendable, CustomStringConvertible {
   /// A write to the roster.
   enum Action: Sendable, CustomStringConvertible {
     case login(String), logout, rename(String)
-    /// Signs out the named account (the library's writers only).
+    /// Signs out the named account (an outside client: `UPDATE accounts`).
     case logoutOf(String)
-    /// Makes the named account the active one (the library's writers only).
+    /// Makes the named account the active one (an outside client: `UPDATE active_account`).
     case switchTo(String)
-    /// Takes the named account out of the roster (the library's writers only).
+    /// Takes the named account out of the roster (an outside client: `DELETE FROM accounts`).
     case remove(String)
-    /// Renames the named account (the library's writers only).
+    /// Renames the named account (an outside client: `UPDATE accounts`).
     case renameOf(String, to: String)
-    /// Signs out every signed-in account, one entry each (instances only: a writer process
-    /// reports one entry per write).
+    /// Signs out every signed-in account, one entry each (instances and sessionctl only: a
+    /// writer process reports one entry per write, an outside client edits one row).
     case logoutAll
 
     var description: String {
@@ -248,21 +248,22 @@ enum ChaosStep: Sendable, CustomStringConvertible {
       default: .logout
       }
     }
-    // What only the library does: a switch, a removal, a logout or a rename of a named
-    // account; and through an instance, a logout of every account.
-    func libraryAction(instance: Bool = false) -> Action {
+    // A switch, a removal, a logout or a rename of a named account (the library's writes, or
+    // an outside client's edits of the roster's tables); through an instance or sessionctl,
+    // a logout of every account.
+    func rosterAction(withLogoutAll: Bool = false) -> Action {
       let name = names[Int.random(in: 0..<names.count, using: &random)]
       switch Int.random(in: 0..<10, using: &random) {
       case 0: return .switchTo(name)
       case 1: return .remove(name)
       case 2: return .logoutOf(name)
       case 3: return .renameOf(name, to: names[Int.random(in: 0..<names.count, using: &random)])
-      case 4 where instance: return .logoutAll
+      case 4 where withLogoutAll: return .logoutAll
       default: return action()
       }
     }
     func actions(_ range: ClosedRange<Int>) -> [Action] {
-      (0..<Int.random(in: range, using: &random)).map { _ in libraryAction() }
+      (0..<Int.random(in: range, using: &random)).map { _ in rosterAction() }
     }
     func index() -> Int { Int.random(in: 0..<8, using: &random) }
     func policy() -> ChaosPolicy {
@@ -296,10 +297,10 @@ enum ChaosStep: Sendable, CustomStringConvertible {
     case 1: return .release(index())
     case 2:
       return .write(
-        index(), libraryAction(instance: true), WriteMode.allCases[Int.random(in: 0..<3, using: &random)])
-    case 3: return .shell(action())
-    case 4: return .python(action())
-    case 5: return .sessionctl(action())
+        index(), rosterAction(withLogoutAll: true), WriteMode.allCases[Int.random(in: 0..<3, using: &random)])
+    case 3: return .shell(rosterAction())
+    case 4: return .python(rosterAction())
+    case 5: return .sessionctl(rosterAction(withLogoutAll: true))
     case 6:
       let compaction: Compaction
       switch Int.random(in: 0..<4, using: &random) {

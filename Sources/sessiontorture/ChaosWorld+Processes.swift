@@ -159,19 +159,29 @@ extension ChaosWorld {
 
   // MARK: Other clients' writes
 
-  /// The UPDATE an outside client makes for `action`, and the query that prints the row it
-  /// wrote (none for a no-op).
+  /// The statement an outside client makes for `action` (an UPDATE of the `session` view, or
+  /// an edit of the roster's tables for what names an account), and the query that prints
+  /// the row it wrote (none for a no-op).
   private func outsideSQL(_ action: ChaosStep.Action) -> (update: String, select: String) {
-    let set: String
+    let named = { (name: String) in "(SELECT id FROM accounts WHERE username = '\(name)')" }
+    let statement: String
     switch action {
-    case .login(let name): set = "username = '\(name)', is_logged_in = \(backend.flag(true))"
-    case .logout: set = "is_logged_in = \(backend.flag(false))"
-    case .rename(let name): set = "username = '\(name)'"
-    case .logoutOf, .renameOf, .switchTo, .remove, .logoutAll:
-      preconditionFailure("no UPDATE of session does \(action)")
+    case .login(let name):
+      statement = "UPDATE session SET username = '\(name)', is_logged_in = \(backend.flag(true))"
+    case .logout: statement = "UPDATE session SET is_logged_in = \(backend.flag(false))"
+    case .rename(let name): statement = "UPDATE session SET username = '\(name)'"
+    case .logoutOf(let name):
+      statement = "UPDATE accounts SET is_logged_in = \(backend.flag(false)) WHERE username = '\(name)'"
+    case .renameOf(let name, let newName):
+      statement = "UPDATE accounts SET username = '\(newName)' WHERE username = '\(name)'"
+    case .switchTo(let name):
+      statement =
+        "UPDATE active_account SET account_id = \(named(name)) WHERE id = 1 AND \(named(name)) IS NOT NULL"
+    case .remove(let name): statement = "DELETE FROM accounts WHERE username = '\(name)'"
+    case .logoutAll: preconditionFailure("the driver's outside clients edit one account at a time")
     }
     return (
-      "UPDATE session SET \(set)",
+      statement,
       "SELECT \(backend.rowColumns) FROM session_changes WHERE seq > \(model.head) ORDER BY seq"
     )
   }
@@ -183,7 +193,7 @@ extension ChaosWorld {
     _ action: ChaosStep.Action, status: Int32, printed lines: [Substring], errors: String,
     window: ClosedRange<Int64>, ackedAt: UInt64, by writer: String
   ) throws {
-    let predicted = model.predict(action, origin: "external", rules: .view)
+    let predicted = model.predict(action, origin: "external", rules: .outside(action))
     if case .refused(let why) = predicted {
       let refusal = why == "UNIQUE" ? "UNIQUE constraint failed" : "1000 accounts"
       guard status != 0, errors.contains(refusal) || (backend.isPostgres && errors.contains("unique")) else {
@@ -292,23 +302,26 @@ extension ChaosWorld {
     case .login(let name): command = ["login", name]
     case .logout: command = ["logout"]
     case .rename(let name): command = ["rename", name]
-    case .logoutOf, .renameOf, .switchTo, .remove, .logoutAll:
-      preconditionFailure("the chaos driver's sessionctl steps do not \(action)")
+    case .logoutOf(let name): command = ["logout", name]
+    case .renameOf(let name, let newName): command = ["rename", "--account", name, newName]
+    case .switchTo(let name): command = ["switch", name]
+    case .remove(let name): command = ["remove", name]
+    case .logoutAll: command = ["logout", "--all"]
     }
     let start = ChaosClock.wallMilliseconds()
     let (status, lines, errors) = try runSessionctlStatus(sessionctl, command)
     let (window, ackedAt) = (start...ChaosClock.wallMilliseconds(), Monotonic.now())
     if status != 0 {
-      // A refusal of the name typed: exit status 65 (invalid input), one line on stderr
-      // saying why, nothing on stdout.
-      guard status == 65, lines.isEmpty, errors.split(separator: "\n").count == 1,
-        errors.contains("named '\(command.last ?? "")'")
+      // A refusal of a name typed (taken, or no account has it): exit status 65 (invalid
+      // input), one line on stderr saying why, nothing on stdout.
+      guard status == 65, lines.isEmpty, errors.split(separator: "\n").count == 1, errors.contains("named '")
       else {
         throw TortureFailure(
           "sessionctl \(action) exited with \(status), printed \(lines) and said '\(errors)'")
       }
+      let code = errors.contains("no account is named '") ? "accountNotFound" : "usernameTaken"
       try settle(
-        action, origin: "sessionctl", returned: nil, refused: "usernameTaken: \(errors)", window: window,
+        action, origin: "sessionctl", returned: nil, refused: "\(code): \(errors)", window: window,
         ackedAt: ackedAt, by: "sessionctl")
       let (head, rows) = try newRows()
       guard head == model.head, rows.isEmpty else {
@@ -316,13 +329,17 @@ extension ChaosWorld {
       }
       return
     }
-    guard lines.count == 1, let line = lines.first else {
-      throw TortureFailure("sessionctl \(action) printed \(lines)")
-    }
-    let data = Data(line.utf8)
-    if let noChange = try? JSONDecoder().decode(NoChange.self, from: data), noChange.type == "noChange" {
-      try settle(
-        action, origin: "sessionctl", returned: nil, window: window, ackedAt: ackedAt, by: "sessionctl")
+    if let line = lines.first, lines.count == 1,
+      let noChange = try? JSONDecoder().decode(NoChange.self, from: Data(line.utf8)),
+      noChange.type == "noChange"
+    {
+      if case .logoutAll = action {
+        try settle(
+          signingOutEveryone: [], origin: "sessionctl", window: window, ackedAt: ackedAt, by: "sessionctl")
+      } else {
+        try settle(
+          action, origin: "sessionctl", returned: nil, window: window, ackedAt: ackedAt, by: "sessionctl")
+      }
       guard noChange.cursor == model.head, ChaosState(noChange.state) == model.state else {
         throw TortureFailure(
           "sessionctl \(action): no change at \(noChange.cursor) in \(ChaosState(noChange.state)), the model is at "
@@ -330,11 +347,20 @@ extension ChaosWorld {
       }
       return
     }
-    guard let entry = try? JSONDecoder().decode(SessionEntry.self, from: data) else {
-      throw TortureFailure("sessionctl \(action) printed '\(line)'")
+    let entries = try lines.map { line in
+      guard let entry = try? JSONDecoder().decode(SessionEntry.self, from: Data(line.utf8)) else {
+        throw TortureFailure("sessionctl \(action) printed '\(line)'")
+      }
+      return entry
     }
+    if case .logoutAll = action {
+      try settle(
+        signingOutEveryone: entries, origin: "sessionctl", window: window, ackedAt: ackedAt, by: "sessionctl")
+      return
+    }
+    guard entries.count == 1 else { throw TortureFailure("sessionctl \(action) printed \(lines)") }
     try settle(
-      action, origin: "sessionctl", returned: entry, window: window, ackedAt: ackedAt, by: "sessionctl")
+      action, origin: "sessionctl", returned: entries[0], window: window, ackedAt: ackedAt, by: "sessionctl")
   }
 
   /// What `sessionctl retention --json` prints: the policy, then what applying it deleted.

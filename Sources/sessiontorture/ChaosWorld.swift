@@ -367,7 +367,7 @@ final class ChaosWorld {
 
   /// Compares what a logout of every account returned with the model's entries, one for
   /// each signed-in account in the order of their identifiers, then commits them.
-  private func settle(
+  func settle(
     signingOutEveryone entries: [SessionEntry], origin: String, window: ClosedRange<Int64>, ackedAt: UInt64,
     by writer: String
   ) throws {

@@ -1,6 +1,7 @@
 import Foundation
 import SessionStorage
 import Testing
+import ToolingKit
 
 @testable import sessiontorture
 
@@ -161,6 +162,83 @@ import Testing
       Issue.record("a rename to a taken name with no active account is not refused")
       return
     }
+  }
+
+  /// An outside client's edit of the roster's tables changes what the library's write of the
+  /// same name would, and nothing where the library refuses a name no account has; a rename
+  /// to a taken name is refused by the UNIQUE constraint.
+  @Test func anEditOfTheTablesNamesAnAccount() throws {
+    let model = Self.aliceAndBob()
+    for action: ChaosStep.Action in [
+      .logoutOf("carol"), .switchTo("carol"), .remove("carol"), .renameOf("carol", to: "dave"),
+    ] {
+      #expect(ChaosModel.isRefusal("accountNotFound: …", model.predict(action, origin: "test")), "\(action)")
+      guard case .none = model.predict(action, origin: "external", rules: .tables) else {
+        Issue.record("\(action) of no account changes something by the tables' rules")
+        continue
+      }
+    }
+    for action: ChaosStep.Action in [
+      .logoutOf("alice"), .switchTo("alice"), .remove("alice"), .remove("bob"),
+      .renameOf("alice", to: "carol"),
+    ] {
+      let library = try #require(model.predict(action, origin: "external").entry, "\(action)")
+      let tables = try #require(model.predict(action, origin: "external", rules: .tables).entry, "\(action)")
+      #expect(library.change == tables.change, "\(action)")
+    }
+    let switched = try #require(model.predict(.switchTo("alice"), origin: "external", rules: .tables).entry)
+    #expect(switched.account == 1 && !switched.wasActive && switched.isActive)
+    #expect(switched.events == [.activated(username: "alice")])
+    guard
+      case .refused("UNIQUE") = model.predict(
+        .renameOf("alice", to: "bob"), origin: "external", rules: .tables)
+    else {
+      Issue.record("a rename to a taken name in the tables is not refused")
+      return
+    }
+    #expect(
+      model.predict(.logoutOf("bob"), origin: "external", rules: .tables).entry == nil, "bob is signed out")
+    #expect(ChaosModel.Rules.outside(.logout) == .view && ChaosModel.Rules.outside(.remove("bob")) == .tables)
+  }
+
+  /// A refusal's text is matched to its kind: "no account is named" is not a taken name.
+  @Test func aRefusalIsMatchedByItsKind() {
+    let taken = ChaosPrediction.refused("usernameTaken")
+    let missing = ChaosPrediction.refused("accountNotFound")
+    #expect(ChaosModel.isRefusal("another account is named 'bob': remove it or pick another name", taken))
+    #expect(
+      !ChaosModel.isRefusal("no account is named 'bob' ('sessionctl accounts' lists the roster)", taken))
+    #expect(
+      ChaosModel.isRefusal("no account is named 'bob' ('sessionctl accounts' lists the roster)", missing))
+    #expect(!ChaosModel.isRefusal("an account is named 'bob' already: switch to it instead", missing))
+  }
+
+  /// The draws cover every write of the roster through every kind of writer that makes it:
+  /// instances, sessionctl (a logout of everyone too) and outside clients (the tables' edits
+  /// by the shell and Python).
+  @Test func theDrawsCoverEveryRosterWriteOfEveryWriter() {
+    var random = SplitMix64(seed: 20_261_206)
+    let steps = (0..<20_000).map { _ in ChaosStep.draw(using: &random, sessionctl: true) }
+    func kinds(_ writer: (ChaosStep) -> ChaosStep.Action?) -> Set<String> {
+      Set(
+        steps.compactMap(writer).map { action in
+          switch action {
+          case .login: "login"
+          case .logout: "logout"
+          case .rename: "rename"
+          case .logoutOf: "logout NAME"
+          case .switchTo: "switch"
+          case .remove: "remove"
+          case .renameOf: "rename NAME"
+          case .logoutAll: "logout all"
+          }
+        })
+    }
+    let every: Set = ["login", "logout", "rename", "logout NAME", "switch", "remove", "rename NAME"]
+    #expect(
+      kinds { if case .sessionctl(let action) = $0 { action } else { nil } } == every.union(["logout all"]))
+    #expect(kinds { if case .shell(let action) = $0 { action } else { nil } } == every)
+    #expect(kinds { if case .python(let action) = $0 { action } else { nil } } == every)
   }
 
   /// A logout of every account writes one entry per signed-in account, by identifier.

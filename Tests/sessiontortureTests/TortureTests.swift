@@ -24,18 +24,23 @@ import Testing
     return try #require(try JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any])
   }
 
-  /// What the sqlite3 shell says about the file: integrity, and cursors without holes.
+  /// What the sqlite3 shell says about the file: integrity, cursors without holes, and a
+  /// roster its feed explains.
   func independentlyConsistent() async throws {
     #expect(try await ProcessRunner.sqlite3(path, "PRAGMA integrity_check") == "ok\n")
     #expect(
       try await ProcessRunner.sqlite3(
         path, "SELECT count(*) = coalesce(max(seq) - min(seq) + 1, 0) FROM session_changes") == "1\n")
-    // The state equals the newest change's `after` (when compaction left one).
-    let newest = try await ProcessRunner.sqlite3(
+    // Each account is the `after` of the change its `seq` names (when compaction left it),
+    // and the active account is one of the roster.
+    let stale = try await ProcessRunner.sqlite3(
       path,
-      "SELECT coalesce((SELECT new_username IS username AND new_is_logged_in = is_logged_in "
-        + "FROM session_changes ORDER BY seq DESC LIMIT 1), 1) FROM session")
-    #expect(newest == "1\n")
+      "SELECT count(*) FROM accounts a JOIN session_changes c ON c.seq = a.seq WHERE c.account_id <> a.id "
+        + "OR c.new_username IS NOT a.username OR c.new_is_logged_in <> a.is_logged_in")
+    #expect(stale == "0\n")
+    let dangling = try await ProcessRunner.sqlite3(
+      path, "SELECT count(*) FROM active_account WHERE account_id NOT IN (SELECT id FROM accounts)")
+    #expect(dangling == "0\n")
   }
 
   @Test func aWriterKilledAtRandomMomentsLosesNothingItAcknowledged() async throws {
