@@ -93,7 +93,7 @@ public struct FeedEntry<Change: Sendable>: Sendable {
   /// What changed.
   public let change: Change
 
-  package init(cursor: Cursor, time: Date, origin: String, change: Change) {
+  @inlinable package init(cursor: Cursor, time: Date, origin: String, change: Change) {
     self.cursor = cursor
     self.time = time
     self.origin = origin

@@ -23,6 +23,10 @@ import Testing
 
   @Test(arguments: [
     "", "yesterday", "2026-13-01T00:00:00.000Z", "2026-01-01 00:00:00", "2026-01-01T00:00:00.000Zjunk",
+    // A byte just below and just above the digits, in each field; a separator out of place.
+    "2026-0/-01T00:00:00.000Z", "2026-01-0:T00:00:00.000Z", "2026-01-01T0/:00:00.000Z",
+    "2026-01-01T00:00:00.00:Z", "/026-01-01T00:00:00Z", "2026-01-01T24:00:00.000Z", "2026-01-01T00-00:00.000Z",
+    "2026-01-01T00:00:00.000z",
   ])
   func parsingRefusesOtherText(_ text: String) {
     #expect(Timestamp.parse(text) == nil)
@@ -45,5 +49,22 @@ import Testing
     #expect(rounded == Timestamp.parse(Timestamp.format(date)))
     #expect(Timestamp.format(rounded) == Timestamp.format(date))
     #expect(Timestamp.rounded(rounded) == rounded)
+  }
+
+  /// SQLite's own `strftime` is the oracle: the times it writes for random instants from
+  /// year 1 to 9999 are the ones `format` writes, and `parse` reads them back as `rounded`.
+  @Test func formatWritesWhatSQLiteWritesAndParseReadsItBack() throws {
+    let connection = try Connection(path: "", mode: .memory)
+    defer { connection.close() }
+    var random = SystemRandomNumberGenerator()
+    for _ in 0..<2000 {
+      let milliseconds = Int64.random(in: -62_135_596_800_000...253_402_300_799_999, using: &random)
+      let date = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+      let sqlite = try #require(
+        try connection.scalarText(
+          "SELECT strftime('%Y-%m-%dT%H:%M:%fZ', ? / 1000.0, 'unixepoch')", [.integer(milliseconds)]))
+      #expect(Timestamp.format(date) == sqlite, "\(milliseconds) ms")
+      #expect(Timestamp.parse(sqlite) == Timestamp.rounded(date), "\(sqlite)")
+    }
   }
 }
