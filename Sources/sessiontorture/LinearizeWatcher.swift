@@ -5,14 +5,16 @@ import ToolingKit
 
 /// A watcher of the `linearize` scenario: `sessionctl watch --json` processes one after
 /// another, each killed with SIGKILL after a short random life and the next resumed with
-/// `--since CURSOR@TIME` of the last line received (a fresh one, with a snapshot, until a
-/// line was received). Checked at the end with etcd's watch guarantees: cursors in order,
-/// none twice, no gap (across restarts too), every line identical to the log's, and the
-/// last one brought up to the log's head.
+/// `--since CURSOR@TIME` of the last change line received, or `--since CURSOR` of a
+/// snapshot received alone (a fresh one, with a snapshot, until a line was received).
+/// Checked at the end with etcd's watch guarantees: a snapshot that is the active state the
+/// log leads to at its cursor, then cursors in order, none twice, no gap (across restarts
+/// too), every line identical to the log's, and the last one brought up to the log's head.
 final class LinearizeWatcher: Sendable {
   /// One `watch` process: where it resumed, what it printed, how it ended.
   struct Instance: Sendable {
-    var since: (cursor: Int64, time: String)?
+    /// The cursor it resumed after, with the time of that change when it was known.
+    var since: (cursor: Int64, time: String?)?
     var lines: [String]
     var status: Int32
     var killed: Bool
@@ -38,7 +40,7 @@ final class LinearizeWatcher: Sendable {
   func start() {
     let thread = Thread { [self] in
       var random = SplitMix64(seed: seed)
-      var resume: (cursor: Int64, time: String)?
+      var resume: (cursor: Int64, time: String?)?
       while !stopping.withLock({ $0 }) {
         // One in four is killed early, maybe before its first line; the others once they
         // printed one (a PostgreSQL `watch` may take a second to start) and a while after.
@@ -69,10 +71,10 @@ final class LinearizeWatcher: Sendable {
   /// line of cursor `until` or `lifetime` passed (counted from its first line, printed
   /// within 10 s, with `afterFirstLine`); then SIGKILL.
   private func run(
-    _ resume: (cursor: Int64, time: String)?, until: Int64?, within lifetime: Duration,
+    _ resume: (cursor: Int64, time: String?)?, until: Int64?, within lifetime: Duration,
     afterFirstLine: Bool = false
   ) -> Instance {
-    let arguments = ["watch"] + (resume.map { ["--since", "\($0.cursor)@\($0.time)"] } ?? [])
+    let arguments = ["watch"] + (resume.map { ["--since", Self.since($0)] } ?? [])
     let stderr = client.scratch + "/watch\(index).stderr"
     guard let child = try? client.spawn(arguments, stderr: stderr) else {
       return Instance(since: resume, lines: [], status: -1, killed: false)
@@ -91,17 +93,25 @@ final class LinearizeWatcher: Sendable {
     return Instance(since: resume, lines: lines, status: status, killed: killed)
   }
 
-  /// Where the next `watch` resumes after `instance`: its last line's cursor and time (a
-  /// snapshot's state time is the time of its cursor's change); nil when it printed none.
-  static func resumePoint(_ instance: Instance) -> (cursor: Int64, time: String)? {
+  /// Where the next `watch` resumes after `instance`: its last line's cursor, and the time
+  /// of a change line (a snapshot's state time is the active account's, which a change of
+  /// another account does not move: not the time of its cursor's change); nil when it
+  /// printed none.
+  static func resumePoint(_ instance: Instance) -> (cursor: Int64, time: String?)? {
     for line in instance.lines.reversed() {
       guard let object = JSONLines.object(line), let cursor = JSONLines.cursor(object) else { continue }
-      let time =
-        object["type"] as? String == "snapshot"
-        ? (object["state"] as? [String: Any])?["updatedAt"] as? String : object["at"] as? String
-      if let time { return (cursor, time) }
+      switch object["type"] as? String {
+      case "snapshot": return (cursor, nil)
+      case "change": if let time = object["at"] as? String { return (cursor, time) }
+      default: continue
+      }
     }
     return nil
+  }
+
+  /// `--since`'s value for `resume`: `CURSOR@TIME`, or `CURSOR` without a time.
+  static func since(_ resume: (cursor: Int64, time: String?)) -> String {
+    resume.time.map { "\(resume.cursor)@\($0)" } ?? String(resume.cursor)
   }
 
   /// What the watcher found against the log read at the end, whose newest cursor is `head`.
@@ -126,7 +136,7 @@ final class LinearizeWatcher: Sendable {
       if instance.killed, let last = lines.last, JSONLines.object(last) == nil { lines.removeLast() }
       if !instance.killed && instance.status != 0 {
         problems.append(
-          "\(place) (since \(instance.since.map { "\($0.cursor)@\($0.time)" } ?? "-")): "
+          "\(place) (since \(instance.since.map(since) ?? "-")): "
             + (lines.last ?? "exited with \(instance.status)"))
         continue
       }
@@ -143,8 +153,10 @@ final class LinearizeWatcher: Sendable {
         if cursor < startAfter {
           problems.append("\(place): a snapshot at \(cursor), older than \(startAfter)")
         }
-        if let entry = log[cursor].flatMap(JSONLines.object), !same(entry["after"], object["state"]) {
-          problems.append("\(place): the snapshot \(first) is not the state after \(log[cursor] ?? "")")
+        if let expected = activeState(in: log, at: cursor), !sameState(expected, object["state"]) {
+          problems.append(
+            "\(place): the snapshot \(first) is not the active state the log leads to at \(cursor), \(expected)"
+          )
         }
         next = cursor + 1
         lines.removeFirst()
@@ -177,9 +189,30 @@ final class LinearizeWatcher: Sendable {
     return (problems, delivered, instances.count - 1)
   }
 
-  /// Whether two decoded JSON values are equal.
-  static func same(_ left: Any?, _ right: Any?) -> Bool {
-    guard let left = left as? NSObject, let right = right as? NSObject else { return false }
-    return left.isEqual(right)
+  /// The active account's state (a JSON state object) the entries of `log` up to `cursor`
+  /// lead to: the state after the newest entry that leaves its account active, or no
+  /// username (at that entry's time) after one that ends the active account's turn; nil
+  /// when no entry up to it does either.
+  static func activeState(in log: [Int64: String], at cursor: Int64) -> [String: Any]? {
+    for newer in log.keys.filter({ $0 <= cursor }).sorted(by: >) {
+      guard let entry = log[newer].flatMap(JSONLines.object) else { continue }
+      if entry["isActive"] as? Bool == true { return entry["after"] as? [String: Any] }
+      if entry["wasActive"] as? Bool == true {
+        return ["username": NSNull(), "isLoggedIn": false, "updatedAt": entry["at"] ?? NSNull()]
+      }
+    }
+    return nil
+  }
+
+  /// Whether two decoded JSON state objects have the same username (or both none), login
+  /// state and time.
+  static func sameState(_ left: Any?, _ right: Any?) -> Bool {
+    guard let left = left as? [String: Any], let right = right as? [String: Any],
+      let isLoggedIn = left["isLoggedIn"] as? Bool, let time = left["updatedAt"] as? String,
+      left["username"] is String || left["username"] is NSNull
+    else { return false }
+    return left["username"] as? String == right["username"] as? String
+      && (left["username"] is NSNull) == (right["username"] is NSNull)
+      && isLoggedIn == right["isLoggedIn"] as? Bool && time == right["updatedAt"] as? String
   }
 }

@@ -214,7 +214,12 @@ import Testing
   }
 
   static func change(_ cursor: Int64, origin: String = "sessionctl") -> String {
-    #"{"type":"change","cursor":\#(cursor),"at":"T\#(cursor)","origin":"\#(origin)","events":[],"before":\#(state("u\(cursor - 1)", Int(cursor) - 1)),"after":\#(state("u\(cursor)", Int(cursor)))}"#
+    #"{"type":"change","cursor":\#(cursor),"at":"T\#(cursor)","origin":"\#(origin)","account":1,"events":[],"before":\#(state("u\(cursor - 1)", Int(cursor) - 1)),"after":\#(state("u\(cursor)", Int(cursor))),"wasActive":true,"isActive":true}"#
+  }
+
+  /// A change of account 2 at `cursor` to `after` (a JSON state object), with its flags.
+  static func other(_ cursor: Int64, after: String, wasActive: Bool, isActive: Bool) -> String {
+    #"{"type":"change","cursor":\#(cursor),"at":"T\#(cursor)","origin":"sessionctl","account":2,"events":[],"before":\#(state("v", 0)),"after":\#(after),"wasActive":\#(wasActive),"isActive":\#(isActive)}"#
   }
 
   static let log = Dictionary(uniqueKeysWithValues: (1...4).map { ($0, change($0)) } as [(Int64, String)])
@@ -239,6 +244,42 @@ import Testing
       ], name: "w", startAfter: 1, against: Self.log, head: 4)
     #expect(found.problems.isEmpty, "\(found.problems)")
     #expect(found.delivered == 3)
+  }
+
+  /// A snapshot shows the active account's state: after a change of another account (a
+  /// logout of it by name, a removal), the state of the last change that left an account
+  /// active; after the removal of the active account, none, at that removal's time. A
+  /// watch resumed after a snapshot alone gives its cursor without a time (the state's time
+  /// is not its cursor's change's); after a change line, its cursor and time.
+  @Test func aSnapshotIsTheActiveStateTheLogLeadsTo() throws {
+    let removedActive = #"{"username":null,"isLoggedIn":false,"updatedAt":"T3"}"#
+    let log: [Int64: String] = [
+      1: Self.change(1),
+      2: Self.other(2, after: Self.state("v", 2), wasActive: false, isActive: false),
+      3: Self.other(3, after: removedActive, wasActive: true, isActive: false),
+    ]
+    func problems(_ snapshot: String, at cursor: Int64) -> [String] {
+      let lines =
+        [#"{"type":"snapshot","cursor":\#(cursor),"state":\#(snapshot)}"#] + (cursor < 3 ? [log[3]!] : [])
+      let head = cursor < 3 ? Int64(3) : cursor
+      return LinearizeWatcher.check(
+        [Self.killed(lines)], name: "w", startAfter: 1, against: log, head: head
+      ).problems
+    }
+    #expect(problems(Self.state("u1", 1), at: 2).isEmpty)
+    let another = problems(Self.state("v", 2), at: 2)
+    #expect(another.contains { $0.contains("not the active state") }, "\(another)")
+    #expect(problems(removedActive, at: 3).isEmpty)
+    let stale = problems(Self.state("u1", 1), at: 3)
+    #expect(stale.contains { $0.contains("not the active state") }, "\(stale)")
+
+    let snapshotAlone = Self.killed([#"{"type":"snapshot","cursor":2,"state":\#(Self.state("u1", 1))}"#])
+    let resume = try #require(LinearizeWatcher.resumePoint(snapshotAlone))
+    #expect(resume.cursor == 2 && resume.time == nil)
+    #expect(LinearizeWatcher.since(resume) == "2")
+    let afterChange = try #require(
+      LinearizeWatcher.resumePoint(Self.killed([Self.change(4)], since: (3, "T3"))))
+    #expect(LinearizeWatcher.since(afterChange) == "4@T4")
   }
 
   @Test func aGapADuplicateAChangedEntryAndAShortFeedFail() {
