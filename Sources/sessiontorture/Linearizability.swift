@@ -76,22 +76,25 @@ enum Linearizability {
 
   /// What a client asks.
   enum Call: Hashable, Sendable, CustomStringConvertible {
+    /// `login NAME`, `logout` (the active account), `rename NEW` (the active account).
     case login(String), logout, rename(String)
+    /// `logout NAME`: that account, active or not.
+    case logoutAccount(String)
+    /// `logout --all`: every signed-in account, one change each.
+    case logoutAll
+    /// `rename --account OLD NEW`: that account, active or not.
+    case renameAccount(String, to: String)
+    /// `switch NAME`: that account becomes the active one.
+    case switchTo(String)
+    /// `remove NAME`: that account leaves the roster.
+    case remove(String)
     /// `status`: the active account's state and the head cursor, read at once.
     case status
     /// `history` from the round's start: its last entry's cursor, and the active state its
     /// entries lead to.
     case history
 
-    var description: String {
-      switch self {
-      case .login(let name): "login \(name)"
-      case .logout: "logout"
-      case .rename(let name): "rename \(name)"
-      case .status: "status"
-      case .history: "history"
-      }
-    }
+    var description: String { arguments.joined(separator: " ") }
 
     /// The `sessionctl` command line for it.
     var arguments: [String] {
@@ -99,6 +102,11 @@ enum Linearizability {
       case .login(let name): ["login", name]
       case .logout: ["logout"]
       case .rename(let name): ["rename", name]
+      case .logoutAccount(let name): ["logout", name]
+      case .logoutAll: ["logout", "--all"]
+      case .renameAccount(let old, let new): ["rename", "--account", old, new]
+      case .switchTo(let name): ["switch", name]
+      case .remove(let name): ["remove", name]
       case .status: ["status"]
       case .history: ["history"]
       }
@@ -106,7 +114,7 @@ enum Linearizability {
 
     var isWrite: Bool {
       switch self {
-      case .login, .logout, .rename: true
+      case .login, .logout, .rename, .logoutAccount, .logoutAll, .renameAccount, .switchTo, .remove: true
       case .status, .history: false
       }
     }
@@ -130,23 +138,50 @@ enum Linearizability {
   enum Response: Hashable, Sendable, CustomStringConvertible {
     /// A write's change.
     case change(Change)
+    /// The changes of a logout of every account: one per account it signed out, in the
+    /// order of their identifiers, at consecutive cursors, committed at once.
+    case changes([Change])
     /// A write that changed nothing, with the state and cursor it shows.
     case noChange(cursor: Int64, state: Values)
-    /// A write refused (another account holds the name, or the roster is full): nothing
-    /// written.
+    /// A write refused (no account has the name it names, another account holds the name
+    /// it gives, or the roster is full): nothing written.
     case refused
     /// A read: the state and cursor it shows.
     case observed(cursor: Int64, state: Values)
     /// No answer (killed, failed): any outcome, at any time after the call, or none.
     case unknown
+    /// No answer, and what the write did is in the log: the changes it made are among
+    /// `unclaimed` (by cursor), the entries of the log that no answer claims, each exactly
+    /// as the log holds it, at any time after the call; or it made none.
+    case unanswered(unclaimed: [Int64: Change])
 
     var description: String {
       switch self {
       case .change(let change): "change \(change)"
+      case .changes(let changes): "changes [\(changes.map(\.description).joined(separator: "; "))]"
       case .noChange(let cursor, let state): "noChange \(state)@\(cursor)"
       case .refused: "refused"
       case .observed(let cursor, let state): "\(state)@\(cursor)"
       case .unknown: "unknown"
+      case .unanswered(let unclaimed):
+        "unanswered (unclaimed: \(unclaimed.keys.sorted().map(String.init).joined(separator: ", ")))"
+      }
+    }
+
+    /// Whether an operation answered this may have been answered `expected`, the model's
+    /// response: the same response; anything for an unknown; for a write unanswered, a
+    /// change (or changes) that the log holds at cursors no answer claims. A write
+    /// unanswered that changes nothing is left out of the order instead: that is the same.
+    func admits(_ expected: Response) -> Bool {
+      switch self {
+      case .unknown: return true
+      case .unanswered(let unclaimed):
+        switch expected {
+        case .change(let change): return unclaimed[change.cursor] == change
+        case .changes(let changes): return changes.allSatisfy { unclaimed[$0.cursor] == $0 }
+        default: return false
+        }
+      default: return self == expected
       }
     }
   }
@@ -173,11 +208,25 @@ enum Linearizability {
   }
 
   /// The sequential model, the library's rules (`SessionWrite.plan`): what `call` answers in
-  /// `state`, and the state after it. A login signs in the account of that name and makes it
-  /// active, or adds a new one, signed in and active; a logout signs out the active account;
-  /// a rename renames the active account, or adds the name, signed out and active, when none
-  /// is; a rename to a name another account holds, or a new account past the roster's
-  /// limit, is refused.
+  /// `state`, and the state after it.
+  ///
+  /// - A login signs in the account of that name and makes it active, or adds a new one,
+  ///   signed in and active.
+  /// - A logout signs out the active account (none active: no change); a logout of a named
+  ///   account signs it out, active or not, and it stays as active as it was; a logout of
+  ///   every account signs out each signed-in one, in the order of their identifiers, one
+  ///   change each at consecutive cursors (nobody signed in: no change).
+  /// - A rename renames the active account, or adds the name, signed out and active, when
+  ///   none is; a rename of a named account renames it, active or not, and its own name
+  ///   changes nothing.
+  /// - A switch makes the named account active and changes no login state: one change, of
+  ///   the account switched to (to the active account: no change).
+  /// - A removal takes the named account out of the roster, signed in or not, in one
+  ///   change; when it was the active one, none is active after it.
+  ///
+  /// Refused: a name no account has, for a write that names an account (logout, rename
+  /// `--account`, switch, removal); a new name another account holds; a new account past
+  /// the roster's limit.
   static func step(_ call: Call, _ state: State) -> (response: Response, next: State) {
     let unchanged = (Response.noChange(cursor: state.head, state: state.values), state)
     func write(_ account: Int64, before: Values, after: Values, isActive: Bool) -> (Response, State) {
@@ -186,16 +235,27 @@ enum Linearizability {
       let change = Change(
         cursor: state.head + 1, account: account, before: before, after: after, wasActive: wasActive,
         isActive: isActive)
-      return (
-        .change(change),
-        state.applying(
-          cursor: change.cursor, account: account, after: after, isActive: isActive, wasActive: wasActive)
-      )
+      return (.change(change), state.applying(change))
     }
     func join(_ name: String, isLoggedIn: Bool) -> (Response, State) {
       guard state.accounts.count < SessionRoster.limit else { return (.refused, state) }
       return write(
         state.nextID, before: .none, after: Values(username: name, isLoggedIn: isLoggedIn), isActive: true)
+    }
+    /// Signs out `account`, leaving it as active as it is.
+    func logOut(_ account: (id: Int64, values: Values)) -> (Response, State) {
+      write(
+        account.id, before: account.values,
+        after: Values(username: account.values.username, isLoggedIn: false),
+        isActive: account.id == state.active)
+    }
+    /// Renames `account` to `name` unless another account holds it.
+    func rename(_ account: (id: Int64, values: Values), to name: String) -> (Response, State) {
+      if let holder = state.account(named: name), holder.id != account.id { return (.refused, state) }
+      return write(
+        account.id, before: account.values,
+        after: Values(username: name, isLoggedIn: account.values.isLoggedIn),
+        isActive: account.id == state.active)
     }
     let active = state.active.flatMap { id in state.accounts[id].map { (id: id, values: $0) } }
     switch call {
@@ -205,16 +265,38 @@ enum Linearizability {
       return write(id, before: values, after: Values(username: name, isLoggedIn: true), isActive: true)
     case .logout:
       guard let active else { return unchanged }
-      return write(
-        active.id, before: active.values, after: Values(username: active.values.username, isLoggedIn: false),
-        isActive: true)
+      return logOut(active)
+    case .logoutAccount(let name):
+      guard let named = state.account(named: name) else { return (.refused, state) }
+      return logOut(named)
+    case .logoutAll:
+      var next = state
+      var changes: [Change] = []
+      for id in state.accounts.keys.sorted() {
+        guard let values = state.accounts[id], values.isLoggedIn else { continue }
+        let isActive = id == state.active
+        let change = Change(
+          cursor: next.head + 1, account: id, before: values,
+          after: Values(username: values.username, isLoggedIn: false), wasActive: isActive, isActive: isActive
+        )
+        changes.append(change)
+        next = next.applying(change)
+      }
+      return changes.isEmpty ? unchanged : (.changes(changes), next)
     case .rename(let name):
-      let holder = state.account(named: name)
-      guard let active else { return holder == nil ? join(name, isLoggedIn: false) : (.refused, state) }
-      if let holder, holder.id != active.id { return (.refused, state) }
-      return write(
-        active.id, before: active.values, after: Values(username: name, isLoggedIn: active.values.isLoggedIn),
-        isActive: true)
+      guard let active else {
+        return state.account(named: name) == nil ? join(name, isLoggedIn: false) : (.refused, state)
+      }
+      return rename(active, to: name)
+    case .renameAccount(let old, let name):
+      guard let named = state.account(named: old) else { return (.refused, state) }
+      return rename(named, to: name)
+    case .switchTo(let name):
+      guard let (id, values) = state.account(named: name) else { return (.refused, state) }
+      return write(id, before: values, after: values, isActive: true)
+    case .remove(let name):
+      guard let (id, values) = state.account(named: name) else { return (.refused, state) }
+      return write(id, before: values, after: .none, isActive: false)
     }
   }
 
@@ -314,7 +396,7 @@ enum Linearizability {
         let (expected, next) = step(operation.call, state)
         var candidate = linearized
         candidate[event.operation / 64] |= 1 << UInt64(event.operation % 64)
-        if (operation.response == .unknown || operation.response == expected)
+        if operation.response.admits(expected)
           && seen.insert(Key(linearized: candidate, state: next)).inserted
         {
           stack.append((node, state))

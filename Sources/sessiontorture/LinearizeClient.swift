@@ -32,12 +32,6 @@ struct LinearizeClient: Sendable {
       guard !killed, problem == nil else { return [] }
       let name = "c\(operation.client) \(operation.call)"
       switch operation.call {
-      case .login, .logout, .rename:
-        guard case .change(let change) = operation.response, let line = changes.first else { return [] }
-        let cursor = change.cursor
-        return log[cursor] == line
-          ? []
-          : ["\(name): the change it acknowledged, \(line), is in the log as \(log[cursor] ?? "nothing")"]
       case .history:
         for (offset, line) in changes.enumerated() {
           let cursor = since + 1 + Int64(offset)
@@ -49,6 +43,18 @@ struct LinearizeClient: Sendable {
         }
         return []
       case .status: return []
+      default:
+        let acknowledged: [Linearizability.Change]
+        switch operation.response {
+        case .change(let change): acknowledged = [change]
+        case .changes(let changes): acknowledged = changes
+        default: return []
+        }
+        return zip(acknowledged, changes).compactMap { change, line in
+          log[change.cursor] == line
+            ? nil
+            : "\(name): the change it acknowledged, \(line), is in the log as \(log[change.cursor] ?? "nothing")"
+        }
       }
     }
   }
@@ -98,7 +104,8 @@ struct LinearizeClient: Sendable {
       return outcome
     }
     if Self.isRefusal(status: status, firstLine(of: stderr)), call.isWrite, child.lines.isEmpty {
-      // Refused, nothing written: a name another account holds (exit 65), or a full roster (1).
+      // Refused, nothing written: a name no account has or another account holds (exit
+      // 65), or a full roster (1).
       outcome.operation.response = .refused
       outcome.operation.end = end
       return outcome
@@ -119,25 +126,28 @@ struct LinearizeClient: Sendable {
   /// The response `lines` give for `call`, and the change lines among them.
   func read(_ call: Linearizability.Call, _ lines: [String]) throws -> (Linearizability.Response, [String]) {
     switch call {
-    case .login, .logout, .rename:
-      guard lines.count == 1, let object = JSONLines.object(lines[0]), let cursor = JSONLines.cursor(object)
-      else { throw TortureFailure("unreadable answer \(lines)") }
-      switch object["type"] as? String {
-      case "change":
+    case .login, .logout, .rename, .logoutAccount, .logoutAll, .renameAccount, .switchTo, .remove:
+      guard let first = lines.first, let object = JSONLines.object(first), JSONLines.cursor(object) != nil
+      else {
+        throw TortureFailure("unreadable answer \(lines)")
+      }
+      if object["type"] as? String == "noChange", lines.count == 1, let cursor = JSONLines.cursor(object),
+        let state = JSONLines.values(object["state"])
+      {
+        return (.noChange(cursor: cursor, state: state), [])
+      }
+      // One change line, or one for each account a logout of every account signs out.
+      guard call == .logoutAll || lines.count == 1 else { throw TortureFailure("unreadable answer \(lines)") }
+      var changes: [Linearizability.Change] = []
+      for line in lines {
         // Decoded as the library reads a change line too: its events must be the ones
         // between its states and flags.
-        guard let change = JSONLines.change(object),
-          (try? JSONDecoder().decode(SessionEntry.self, from: Data(lines[0].utf8))) != nil
-        else {
-          break
-        }
-        return (.change(change), lines)
-      case "noChange":
-        guard let state = JSONLines.values(object["state"]) else { break }
-        return (.noChange(cursor: cursor, state: state), [])
-      default: break
+        guard let change = JSONLines.object(line).flatMap(JSONLines.change),
+          (try? JSONDecoder().decode(SessionEntry.self, from: Data(line.utf8))) != nil
+        else { throw TortureFailure("unreadable answer \(line)") }
+        changes.append(change)
       }
-      throw TortureFailure("unreadable answer \(lines[0])")
+      return (call == .logoutAll ? .changes(changes) : .change(changes[0]), lines)
     case .status:
       guard lines.count == 1, let object = JSONLines.object(lines[0]), let cursor = JSONLines.cursor(object),
         let state = JSONLines.values(object)
@@ -156,14 +166,15 @@ struct LinearizeClient: Sendable {
     }
   }
 
-  /// The whole log, read by one `history` once the clients are done: each entry's line by cursor.
   /// Whether `message` (sessionctl's line on stderr) says a write was refused by the rules:
-  /// a name another account holds, or a roster at its limit.
+  /// a name no account has ("no account is named"), a name another account holds ("an
+  /// account is named", "another account is named"), or a roster at its limit.
   static func isRefusal(status: Int32, _ message: String) -> Bool {
     (status == 65 && message.contains("is named '"))
       || (status == 1 && message.contains("accounts, its limit"))
   }
 
+  /// The whole log, read by one `history` once the clients are done: each entry's line by cursor.
   func log() throws -> [Int64: String] {
     let stderr = scratch + "/log.stderr"
     let child = try spawn(["history"], stderr: stderr)

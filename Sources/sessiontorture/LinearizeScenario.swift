@@ -5,10 +5,11 @@ import SystemKit
 import ToolingKit
 
 /// `linearize`: concurrent clients, each a loop of whole `sessionctl --json` processes
-/// (login, logout, rename, status, history; some killed mid-call), and watchers (`watch
-/// --json`, killed and resumed with `--since CURSOR@TIME`), on one store: a SQLite file or a
-/// PostgreSQL URL. Every response is recorded with its call and return time and the history
-/// is checked by ``Linearizability`` against the sequential model; the watchers by
+/// (login, logout of the active account, of a named one or of all, rename of the active
+/// account or of a named one, switch, remove, status, history; some killed mid-call), and
+/// watchers (`watch --json`, killed and resumed with `--since`), on one store: a SQLite file
+/// or a PostgreSQL URL. Every response is recorded with its call and return time and the
+/// history is checked by ``Linearizability`` against the sequential model; the watchers by
 /// ``LinearizeWatcher`` against the log read at the end. On a failure it prints the seed,
 /// the problems and a compact history around the point where no order explains it.
 struct LinearizeScenario: TortureScenario {
@@ -35,10 +36,14 @@ struct LinearizeScenario: TortureScenario {
       + "linearizability against a sequential model and for the watch guarantees.",
     discussion: """
       --db is a file or a postgresql:// URL. Each round starts with one login, then runs
-      the clients and watchers at once on the store; it passes when one order of the
-      operations that respects their call and return times explains every response, and
-      every watcher delivered every change of the log after its snapshot exactly once, in
-      order, identical to the log and to the write's own response.
+      the clients and watchers at once on the store. The clients call login, logout
+      (the active account, a named one, --all), rename (the active account, --account),
+      switch, remove, status and history, with a few usernames so that most calls find
+      their account, some killed mid-call. The round passes when one order of the
+      operations that respects their call and return times explains every response and
+      the log read at the end (a killed write made the entries no answer claims, or
+      nothing), and every watcher delivered every change of the log after its snapshot
+      exactly once, in order, identical to the log and to the write's own response.
       """,
     options: [seed, sessionctl, clients, operations, watchers, killPercent, Torture.long, hangSeconds])
 
@@ -83,7 +88,8 @@ struct LinearizeScenario: TortureScenario {
     var operations = 0
     var killed = 0
     var noChange = 0
-    /// Writes refused (a name another account holds), each explained by the model.
+    /// Writes refused (a name no account has or another account holds), each explained by
+    /// the model.
     var refused = 0
     var delivered = 0
     var watchRestarts = 0
@@ -132,8 +138,9 @@ struct LinearizeRound {
   let scenario: LinearizeScenario
   let seed: UInt64
 
-  /// The names clients use: few, so that many writes change nothing.
-  static let names = ["ann", "bob"]
+  /// The names clients use: few, so that writes that name an account find it often, and
+  /// many change nothing.
+  static let names = ["ann", "bob", "cat"]
 
   /// Runs the round; the problems found (none: it passed).
   func run(_ counts: inout Counts) throws -> [String] {
@@ -162,12 +169,10 @@ struct LinearizeRound {
       let thread = Thread { [scenario, seed, client] in
         var random = SplitMix64(seed: seed &+ UInt64(index) &* 0x9E37_79B9)
         var outcomes: [LinearizeClient.Outcome] = []
-        for step in 0..<scenario.operations {
-          // A write to be killed takes a name of its own: the log tells whether it took effect.
+        for _ in 0..<scenario.operations {
+          // A call to be killed is a write (a read killed tells nothing).
           let killed = random.below(100) < scenario.killPercent
-          let call =
-            killed
-            ? Self.drawKilled(&random, name: "k\(seed % 1_000_000)-\(index)-\(step)") : Self.draw(&random)
+          let call = Self.draw(&random, writesOnly: killed)
           let kill = killed ? UInt64(random.below(40)) * 1_000_000 : nil
           do {
             outcomes.append(try client.perform(call, number: index, killAfter: kill))
@@ -189,16 +194,24 @@ struct LinearizeRound {
     group.wait()
     let outcomes = results.outcomes.withLock { $0 }.flatMap { $0 }
     // The log as it stands once every client is done, and the watchers brought up to it.
+    let start = Monotonic.now()
     let log = try client.log()
+    let end = Monotonic.now()
     let head = log.keys.max() ?? 0
     for watcher in watchers { watcher.finish(at: head) }
 
     var problems = outcomes.compactMap(\.problem)
-    let history = Self.resolve(outcomes, log, after: initial.head)
+    var history = Self.resolve(outcomes, log, after: initial.head)
     counts.operations += history.count
     counts.killed += outcomes.count(where: \.killed)
     counts.noChange += history.count { if case .noChange = $0.response { true } else { false } }
     counts.refused += history.count { $0.response == .refused }
+    // The log read at the end is the last read: every entry of it is explained by then.
+    let final = try Self.roster(log)
+    history.append(
+      .init(
+        client: -1, call: .history, start: start, end: end,
+        response: .observed(cursor: final.head, state: final.values)))
     problems += Self.logProblems(log, head: head)
     problems += outcomes.flatMap { $0.entries(against: log) }
     for watcher in watchers {
@@ -222,16 +235,6 @@ struct LinearizeRound {
       ? [] : ["the log holds \(log.count) entries for cursors \(first)...\(head): a hole"]
   }
 
-  /// A write that will be killed: a login or rename to `name`, which no other call uses.
-  static func drawKilled(_ random: inout SplitMix64, name: String) -> Linearizability.Call {
-    random.below(2) == 0 ? .login(name) : .rename(name)
-  }
-
-  /// The history to check: what the clients were answered; for a write without an answer
-  /// (killed, or failed), the entry the log holds for its own name (it may still take
-  /// effect at any time after its call), or nothing when the log holds none (it never took
-  /// effect); a read without an answer is left out. A write without an answer that no name
-  /// identifies (a failed logout) stays an unknown.
   /// The roster and head `log` (every entry from the first) leads to.
   static func roster(_ log: [Int64: String]) throws -> Linearizability.State {
     var state = Linearizability.State(accounts: [:], active: nil, head: 0)
@@ -243,43 +246,50 @@ struct LinearizeRound {
     return state
   }
 
-  /// The operations with the outcome of each killed write of a name of its own taken from
-  /// the log after `head` (the round's start); a killed write the log does not hold never
-  /// took effect, and is dropped with the reads whose answers were lost.
+  /// The operations to check: the answered ones as they were answered; each write without
+  /// an answer (killed, or failed) as one that made some of the entries of the log after
+  /// `head` (the round's start) that no answer claims, at any time after its call, or
+  /// nothing (a logout of every account all of its entries, or none); reads without an
+  /// answer are left out, and so are writes without one when every entry is claimed.
   static func resolve(_ outcomes: [LinearizeClient.Outcome], _ log: [Int64: String], after head: Int64)
     -> [Linearizability.Operation]
   {
-    var byName: [String: Linearizability.Response] = [:]
-    for (cursor, line) in log where cursor > head {
-      // The entry that gave the name (later ones of that account keep it).
-      guard let object = JSONLines.object(line), let change = JSONLines.change(object),
-        let name = change.after.username, name.hasPrefix("k"), change.before.username != name
-      else { continue }
-      byName[name] = .change(change)
+    var claimed = Set<Int64>()
+    for outcome in outcomes {
+      switch outcome.operation.response {
+      case .change(let change): claimed.insert(change.cursor)
+      case .changes(let changes): claimed.formUnion(changes.map(\.cursor))
+      default: break
+      }
+    }
+    var unclaimed: [Int64: Linearizability.Change] = [:]
+    for (cursor, line) in log where cursor > head && !claimed.contains(cursor) {
+      guard let change = JSONLines.object(line).flatMap(JSONLines.change) else { continue }
+      unclaimed[cursor] = change
     }
     return outcomes.compactMap { outcome in
       var operation = outcome.operation
       guard operation.response == .unknown else { return operation }
-      switch operation.call {
-      case .status, .history: return nil
-      case .logout: return operation
-      case .login(let name), .rename(let name):
-        guard name.hasPrefix("k") else { return operation }
-        guard let response = byName[name] else { return nil }
-        operation.response = response
-        return operation
-      }
+      guard operation.call.isWrite, !unclaimed.isEmpty else { return nil }
+      operation.response = .unanswered(unclaimed: unclaimed)
+      return operation
     }
   }
 
-  /// A client's next call: writes that often change nothing, and reads.
-  static func draw(_ random: inout SplitMix64) -> Linearizability.Call {
-    let name = names[random.below(names.count)]
-    switch random.below(20) {
-    case 0..<7: return .login(name)
-    case 7..<12: return .logout
-    case 12..<16: return .rename(name)
-    case 16, 17: return .status
+  /// A client's next call (a write, with `writesOnly`): writes that often change nothing or
+  /// are refused, and reads.
+  static func draw(_ random: inout SplitMix64, writesOnly: Bool = false) -> Linearizability.Call {
+    func name() -> String { names[random.below(names.count)] }
+    switch random.below(writesOnly ? 34 : 44) {
+    case 0..<8: return .login(name())
+    case 8..<12: return .logout
+    case 12..<15: return .logoutAccount(name())
+    case 15, 16: return .logoutAll
+    case 17..<21: return .rename(name())
+    case 21..<24: return .renameAccount(name(), to: name())
+    case 24..<30: return .switchTo(name())
+    case 30..<34: return .remove(name())
+    case 34..<38: return .status
     default: return .history
     }
   }
