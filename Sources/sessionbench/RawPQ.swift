@@ -111,10 +111,21 @@ extension [String] {
 /// The baseline write on PostgreSQL: the statements of the store's own write
 /// (`PostgresWrite`), each with `PQexecPrepared`: `BEGIN`, the claim of `session_writer` (a
 /// fresh write token each time, so the triggers record the origin, as for the store), the
-/// reads the planner makes for a login or logout, the change of `accounts`, the claim's end,
-/// the entries recorded, `COMMIT`. It decides as the planner does, without its Swift layers,
+/// reads the planner makes for a login or logout (for a name not in the roster: the account
+/// of that name, every account, the roster's size), the change of `accounts` (after the
+/// request to make it active, or the move of `active_account`, when the active account
+/// changes), the claim's end, the entries recorded, `COMMIT`; a write that changes nothing
+/// reads the state and rolls back. It decides as the planner does, without its Swift layers,
 /// and decodes nothing.
 final class RawPQWriter {
+  /// The planner's read of every account, when no account has the name as given (the store
+  /// then compares each name as Swift does: `PostgresWrite.accountsSQL`).
+  static let accountsSQL =
+    "SELECT \(RawPQReads.accountColumns) FROM ONLY accounts a ORDER BY a.id"
+  /// The planner's read of the roster's size before an account joins
+  /// (`PostgresWrite.accountCountSQL`).
+  static let accountCountSQL = "SELECT count(*) FROM ONLY accounts"
+
   let connection: RawPQ
   private let username: String
   private let origin: String
@@ -127,9 +138,9 @@ final class RawPQWriter {
   }
 
   /// An account row as the store's reads return it: id, username, whether signed in.
-  private func account(_ sql: String, _ values: [String] = []) throws -> (
-    id: Int64, name: String, isLoggedIn: Bool
-  )? {
+  private typealias Row = (id: Int64, name: String, isLoggedIn: Bool)
+
+  private func account(_ sql: String, _ values: [String] = []) throws -> Row? {
     let libpq = connection.libpq
     return try connection.query(sql, values) { result in
       guard libpq.PQntuples(result) == 1 else { return nil }
@@ -139,42 +150,68 @@ final class RawPQWriter {
     }
   }
 
-  /// Signs in (`true`) or out in a transaction of its own; returns the new head, or nil
-  /// when nothing changed.
+  /// Signs ``username`` in (`true`), or the active account out, in a transaction of its
+  /// own; returns the new head, or nil when nothing changed.
   @discardableResult
   func write(login signIn: Bool) throws -> Int64? {
+    try write(signIn ? username : nil)
+  }
+
+  /// Signs `name` in (an account of the roster signs in and becomes active; a new one joins,
+  /// signed in and active), or for nil the active account out, in a transaction of its
+  /// own; returns the new head, or nil when nothing changed.
+  @discardableResult
+  func write(_ name: String?) throws -> Int64? {
     token += 1
     let libpq = connection.libpq
     try connection.exec("BEGIN")
-    let head = try connection.query(PostgresWrite.claimSQL, [origin, String(token)]) {
-      libpq.integer($0, 0, 0)
-    }
-    let active = try account(PostgresWrite.activeAccountSQL)
-    var statements: [(sql: String, values: [String])] = []
-    if signIn {
-      if let named = try account(PostgresWrite.accountNamedSQL, [username]) {
-        if !named.isLoggedIn {
-          statements =
-            (active?.id == named.id ? [] : [(PostgresWrite.activatesSQL, [])])
-            + [(PostgresWrite.updateSQL, [named.name, "true", String(named.id)])]
-        } else if active?.id != named.id {
-          statements = [(PostgresWrite.pointSQL, [String(named.id)])]
-        }
-      } else {
-        statements = [(PostgresWrite.activatesSQL, []), (PostgresWrite.insertSQL, [username, "true"])]
+    do {
+      let head = try connection.query(PostgresWrite.claimSQL, [origin, String(token)]) {
+        libpq.integer($0, 0, 0)
       }
-    } else if let active, active.isLoggedIn {
-      statements = [(PostgresWrite.updateSQL, [active.name, "false", String(active.id)])]
+      let statements = try plan(name, active: try account(PostgresWrite.activeAccountSQL))
+      guard !statements.isEmpty else {
+        // Nothing to change: the store reads the state it returns, then rolls back.
+        try connection.query(RawPQReads.snapshotSQL) { RawPQReads.readRows($0, libpq) }
+        try connection.exec("ROLLBACK")
+        return nil
+      }
+      for statement in statements { try connection.query(statement.sql, statement.values) { _ in } }
+      try connection.query(PostgresWrite.releaseSQL) { _ in }
+      let recorded = try connection.query(PostgresWrite.recordedSQL, [String(head)]) { result in
+        RawPQReads.readRows(result, libpq)
+        return libpq.PQntuples(result)
+      }
+      guard recorded == 1 else { throw BenchError("the raw write recorded \(recorded) entries, not 1") }
+      try connection.exec("COMMIT")
+      return head + 1
+    } catch {
+      try? connection.exec("ROLLBACK")
+      throw error
     }
-    guard !statements.isEmpty else {
-      try connection.exec("ROLLBACK")
-      return nil
+  }
+
+  /// The statements of the write, after the planner's reads: empty when it changes nothing.
+  private func plan(_ name: String?, active: Row?) throws -> [(sql: String, values: [String])] {
+    guard let name else {
+      guard let active, active.isLoggedIn else { return [] }
+      return [(PostgresWrite.updateSQL, [active.name, "false", String(active.id)])]
     }
-    for statement in statements { try connection.query(statement.sql, statement.values) { _ in } }
-    try connection.query(PostgresWrite.releaseSQL) { _ in }
-    try connection.query(PostgresWrite.recordedSQL, [String(head)]) { RawPQReads.readRows($0, libpq) }
-    try connection.exec("COMMIT")
-    return head + 1
+    guard let named = try account(PostgresWrite.accountNamedSQL, [name]) else {
+      // The store reads every account to find one whose name Swift takes for the same
+      // (another normalization); the baseline's names are ASCII, so none is: it reads the
+      // rows and compares nothing. Then the roster's size, against its limit.
+      try connection.query(Self.accountsSQL) { RawPQReads.readRows($0, connection.libpq) }
+      guard try connection.integer(Self.accountCountSQL) < SessionRoster.limit else {
+        throw BenchError("the roster is full: \(name) cannot join")
+      }
+      return [(PostgresWrite.activatesSQL, []), (PostgresWrite.insertSQL, [name, "true"])]
+    }
+    if !named.isLoggedIn {
+      return (active?.id == named.id ? [] : [(PostgresWrite.activatesSQL, [])])
+        + [(PostgresWrite.updateSQL, [name, "true", String(named.id)])]
+    }
+    return active?.id == named.id ? [] : [(PostgresWrite.pointSQL, [String(named.id)])]
   }
 }
 
@@ -184,6 +221,9 @@ enum RawPQReads {
   private static func time(_ column: String) -> String {
     "to_char(\(column) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
   }
+
+  /// The columns of an account, as the store reads them.
+  static let accountColumns = "a.id, a.username, a.is_logged_in, \(time("a.updated_at")), a.seq"
 
   /// The active account's state and the head, in one row (what `state` and `snapshot()` run).
   static let snapshotSQL =
