@@ -6,40 +6,56 @@ import ToolingKit
 
 /// `pg-write`, `pg-read`, `pg-deliver-remote`: a store on PostgreSQL against raw libpq
 /// doing the same statements, on the server of ``PostgresServer``, each scenario in fresh
-/// schemas of its own (``PostgresSchemas``).
+/// schemas of its own (``PostgresSchemas``). `pg-write-100`, `pg-read-100`,
+/// `pg-deliver-remote-100`: the same with 100 accounts in the roster (``Roster``: the 99
+/// others join ours through the store and the baseline's schema through ``RawPQWriter``
+/// before anything is timed).
 enum PostgresScenarios {
   /// The `pg-*` scenarios, in the order of ``Scenarios/names``.
   static let names = Scenarios.names.filter { $0.hasPrefix("pg-") }
 
   static func run(_ name: String, scale: Scale, server: PostgresServer) throws -> Outcome {
     let schemas = try PostgresSchemas(server: try server.url())
+    let accounts = name.hasSuffix("-100") ? 100 : 1
     switch name {
-    case "pg-write": return try write(schemas, scale: scale)
-    case "pg-read": return try read(schemas, scale: scale)
-    default: return try deliverRemote(schemas, scale: scale)
+    case "pg-write", "pg-write-100": return try write(name, schemas, accounts: accounts, scale: scale)
+    case "pg-read", "pg-read-100": return try read(name, schemas, accounts: accounts, scale: scale)
+    default: return try deliverRemote(name, schemas, accounts: accounts, scale: scale)
     }
   }
 
-  /// `pg-write`: `logIn(as:)`/`logOut()` alternating through the store (BEGIN, the claim of
-  /// `session_writer`, the planner's reads, the change of `accounts`, reading the entry back,
-  /// COMMIT) against ``RawPQWriter`` (the same statements, decided and run without the Swift
-  /// layers).
-  private static func write(_ schemas: PostgresSchemas, scale: Scale) throws -> Outcome {
+  /// Our store and the baseline's writer, with `accounts` in each roster.
+  private static func sides(_ schemas: PostgresSchemas, accounts: Int) throws -> (SessionStore, RawPQWriter) {
     let store = try schemas.store()
     let raw = RawPQWriter(try schemas.rawConnection())
+    try Roster.populate(store, raw, accounts: accounts)
+    return (store, raw)
+  }
+
+  /// `pg-write`, `pg-write-100`: `logIn(as:)`/`logOut()` alternating through the store
+  /// (BEGIN, the claim of `session_writer`, the planner's reads, the change of `accounts`,
+  /// reading the entry back, COMMIT) against ``RawPQWriter`` (the same statements, decided
+  /// and run without the Swift layers).
+  private static func write(_ name: String, _ schemas: PostgresSchemas, accounts: Int, scale: Scale) throws
+    -> Outcome
+  {
+    let (store, raw) = try sides(schemas, accounts: accounts)
     return try WriteScenario.alternating(
-      "pg-write", scale: scale,
+      name, scale: scale,
       ours: { login in try (login ? store.blocking.logIn(as: "alice") : store.blocking.logOut()) != nil },
       raw: { login in try raw.write(login: login) != nil })
   }
 
-  /// `pg-read`: `store.state` against the store's SELECT of the active account's state and
-  /// the head with `PQexecParams`, looking at its four columns. No aim: reported only.
-  private static func read(_ schemas: PostgresSchemas, scale: Scale) throws -> Outcome {
-    let store = try schemas.store()
+  /// `pg-read`, `pg-read-100`: `store.state` against the store's SELECT of the active
+  /// account's state and the head with `PQexecPrepared`, looking at its four columns, once
+  /// `alice` is signed in and active. No aim: reported only.
+  private static func read(_ name: String, _ schemas: PostgresSchemas, accounts: Int, scale: Scale) throws
+    -> Outcome
+  {
+    let (store, writer) = try sides(schemas, accounts: accounts)
     try store.blocking.logIn(as: "alice")
-    let raw = try schemas.rawConnection()
-    try RawPQWriter(raw).write(login: true)
+    try writer.write(login: true)
+    let raw = writer.connection
     let (ours, baseline) = try Paired.blocks(
       rounds: scale.rounds, block: scale.readBlock, warmup: 200,
       ours: { _ in
@@ -52,15 +68,17 @@ enum PostgresScenarios {
         }
         guard rows == 1 else { throw BenchError("the session_writer or active_account row is missing") }
       })
-    return Outcome(measurements: Measurement.latency("pg-read", ours: ours, baseline: baseline))
+    return Outcome(measurements: Measurement.latency(name, ours: ours, baseline: baseline))
   }
 
-  /// `pg-deliver-remote`: the store writes, a subscriber in another process
-  /// (`child-pg-subscriber`: a store and `changes(from: .now)`) reports each entry; the
-  /// baseline writes with ``RawPQWriter`` and a raw `LISTEN` loop in another process
+  /// `pg-deliver-remote`, `pg-deliver-remote-100`: the store writes, a subscriber in another
+  /// process (`child-pg-subscriber`: a store and `changes(from: .now)`) reports each entry;
+  /// the baseline writes with ``RawPQWriter`` and a raw `LISTEN` loop in another process
   /// (`child-pg-raw-listener`) reports each row. Timed as `deliver-remote`.
-  private static func deliverRemote(_ schemas: PostgresSchemas, scale: Scale) throws -> Outcome {
-    let store = try schemas.store()
+  private static func deliverRemote(_ name: String, _ schemas: PostgresSchemas, accounts: Int, scale: Scale)
+    throws -> Outcome
+  {
+    let (store, rawWriter) = try sides(schemas, accounts: accounts)
     var ours = DeliverScenario.Side()
     var raw = DeliverScenario.Side()
     // Our subscriber and the raw listener, each in a process of its own and on its own schema.
@@ -80,7 +98,6 @@ enum PostgresScenarios {
       guard let entry else { throw BenchError("write \(index) through the store changed nothing") }
       return entry.cursor.value
     }
-    let rawWriter = RawPQWriter(try schemas.rawConnection())
     raw.head = try rawWriter.connection.integer("SELECT head FROM session_writer WHERE id = 1")
     raw.write = { index in
       guard let head = try rawWriter.write(login: index.isMultiple(of: 2)) else {
@@ -92,12 +109,20 @@ enum PostgresScenarios {
       &ours, &raw, count: scale.deliveries, rounds: scale.rounds)
     let ratio = oursSample.p50 / rawSample.p50
     return Outcome(
-      measurements: Measurement.latency("pg-deliver-remote", ours: oursSample, baseline: rawSample),
+      measurements: Measurement.latency(name, ours: oursSample, baseline: rawSample),
       verdicts: [
         Verdict(
-          scenario: "pg-deliver-remote", aim: "p50 ≤ 1.5× raw", measured: String(format: "p50 %.2f×", ratio),
+          scenario: name, aim: "p50 ≤ 1.5× raw", measured: String(format: "p50 %.2f×", ratio),
           met: ratio <= 1.5)
       ])
+  }
+}
+
+extension Roster {
+  /// The others join `store` and, through `raw`'s write (the store's statements), the
+  /// baseline's schema.
+  static func populate(_ store: SessionStore, _ raw: RawPQWriter, accounts: Int) throws {
+    try populate(store, accounts: accounts) { try raw.write($0) != nil }
   }
 }
 

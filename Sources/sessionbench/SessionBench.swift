@@ -100,7 +100,7 @@ enum Scenarios {
     "history",
     "cli-status", "cli-login", "cli-history",
     "mem-subscriptions", "mem-watcher", "mem-idle-subscriber",
-    "pg-write", "pg-read", "pg-deliver-remote",
+    "pg-write", "pg-write-100", "pg-read", "pg-read-100", "pg-deliver-remote", "pg-deliver-remote-100",
   ]
 
   /// Runs the scenario `name`; `sessionctl` is the `--sessionctl` program of the `cli-*`

@@ -87,15 +87,22 @@ enum WriteScenario {
 }
 
 /// The roster of a scenario that measures against more than one account: `accounts − 1`
-/// others (`user-002` …, signed in) join ours through the store and the baseline's file
-/// through its raw writer, before anything is timed; `alice`, the account the scenario
-/// writes, joins with its first write (untimed too), and is the active one from then on.
+/// others (`user-002` …, signed in) join ours through the store and the baseline's file (or
+/// schema) through its raw writer, before anything is timed; `alice`, the account the
+/// scenario writes, joins with its first write (untimed too), and is the active one from
+/// then on.
 enum Roster {
   static func populate(_ store: SessionStore, _ raw: RawWriter, accounts: Int) throws {
+    try populate(store, accounts: accounts) { try raw.write($0) }
+  }
+
+  /// The others join `store` and, through `join` (which signs a name in on the baseline's
+  /// side and returns whether that changed anything), the baseline.
+  static func populate(_ store: SessionStore, accounts: Int, raw join: (String) throws -> Bool) throws {
     guard accounts > 1 else { return }
     for number in 2...accounts {
       let name = Self.name(number)
-      guard try store.blocking.logIn(as: name) != nil, try raw.write(name) else {
+      guard try store.blocking.logIn(as: name) != nil, try join(name) else {
         throw BenchError("\(name) did not join the roster")
       }
     }

@@ -27,7 +27,9 @@ import Testing
     }
     // A full run has the PostgreSQL scenarios when it finds a server (here a throwaway one,
     // when PostgreSQL is installed); otherwise it says why it skipped them.
-    for name in ["pg-write", "pg-read", "pg-deliver-remote"] {
+    for name in [
+      "pg-write", "pg-write-100", "pg-read", "pg-read-100", "pg-deliver-remote", "pg-deliver-remote-100",
+    ] {
       #expect(
         scenarios.contains(name) || result.stderr.contains("\(name) skipped: no PostgreSQL server"),
         "\(name) is missing: \(result.stderr)")
@@ -56,7 +58,9 @@ import Testing
     let cluster = try await PostgresCluster.shared()
     let dir = try TemporaryDirectory()
     let json = dir.file("figures.json")
-    let names = ["pg-write", "pg-read", "pg-deliver-remote"]
+    let names = [
+      "pg-write", "pg-write-100", "pg-read", "pg-read-100", "pg-deliver-remote", "pg-deliver-remote-100",
+    ]
     let result = try await ProcessRunner.runDetached(
       ProcessRunner.product("sessionbench"),
       ["--quick", "--postgres", cluster.clientURL(), "--json", json] + names,

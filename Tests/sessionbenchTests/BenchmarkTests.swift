@@ -62,7 +62,15 @@ struct BenchmarkPostgresArgumentsTests {
       try Command.parse(["--quick"])
         == .bench(
           quick: true, json: nil, scenarios: Scenarios.names, postgres: nil, named: false, sessionctl: nil))
-    #expect(Scenarios.names.suffix(3) == ["pg-write", "pg-read", "pg-deliver-remote"])
+    #expect(
+      Scenarios.names.suffix(6) == [
+        "pg-write", "pg-write-100", "pg-read", "pg-read-100", "pg-deliver-remote", "pg-deliver-remote-100",
+      ])
+    #expect(
+      try Command.parse(["--postgres", url, "pg-write-100", "pg-read-100", "pg-deliver-remote-100"])
+        == .bench(
+          quick: false, json: nil, scenarios: ["pg-write-100", "pg-read-100", "pg-deliver-remote-100"],
+          postgres: url, named: true, sessionctl: nil))
   }
 
   @Test(arguments: [
