@@ -93,7 +93,9 @@ let package = Package(
     // The tooling's own tests; SessionStorageTests and SessionStoragePostgresTests run the
     // built sessiontorture as a child writer or subscriber, which sessiontortureTests builds.
     .testTarget(name: "ToolingKitTests", dependencies: ["ToolingKit", "SystemKit", "TestSupport"]),
-    .testTarget(name: "sessionbenchTests", dependencies: ["sessionbench", "SessionStorage", "TestSupport"]),
+    .testTarget(
+      name: "sessionbenchTests",
+      dependencies: ["sessionbench", "SessionStorage", "SessionStoragePostgres", "TestSupport"]),
     .testTarget(
       name: "sessiontortureTests",
       dependencies: ["sessiontorture", "SessionStorage", "SystemKit", "TestSupport", "ToolingKit"]),

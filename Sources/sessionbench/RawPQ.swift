@@ -76,6 +76,19 @@ final class RawPQ {
     }
   }
 
+  /// Every row of `sql`, its columns as text joined by `|` (NULL as `NULL`), as `psql -At`
+  /// prints them: for checks that two schemas hold the same rows.
+  func rows(_ sql: String) throws -> [String] {
+    try query(sql) { result in
+      (0..<libpq.PQntuples(result)).map { row in
+        (0..<libpq.PQnfields(result)).map { column in
+          libpq.PQgetisnull(result, row, column) == 0
+            ? libpq.PQgetvalue(result, row, column).map { String(cString: $0) } ?? "" : "NULL"
+        }.joined(separator: "|")
+      }
+    }
+  }
+
   private func check(_ result: OpaquePointer?, _ sql: String) throws {
     let status = result.map(libpq.PQresultStatus) ?? PGRES_FATAL_ERROR
     guard status != PGRES_COMMAND_OK, status != PGRES_TUPLES_OK else { return }
