@@ -121,7 +121,8 @@ package enum Timestamp {
     let milliseconds = fraction ? number(20, 3) : 0
     guard digits, base[4] == UInt8(ascii: "-"), base[7] == UInt8(ascii: "-"), base[10] == UInt8(ascii: "T"),
       base[13] == UInt8(ascii: ":"), base[16] == UInt8(ascii: ":"),
-      fraction ? base[19] == UInt8(ascii: ".") && base[23] == UInt8(ascii: "Z") : base[19] == UInt8(ascii: "Z"),
+      fraction
+        ? base[19] == UInt8(ascii: ".") && base[23] == UInt8(ascii: "Z") : base[19] == UInt8(ascii: "Z"),
       (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
     else { return nil }
     let days = daysFromCivil(year: year, month: month, day: day)
