@@ -19,7 +19,7 @@ let package = Package(
     // libpq's header only: SessionStoragePostgres loads the library when a store is opened
     // (no pkgConfig, whose --libs would link it into every program).
     .systemLibrary(name: "CLibPQ", providers: [.apt(["libpq-dev"]), .brew(["libpq"])]),
-    .executableTarget(name: "EmbedMigrationsTool"),
+    .executableTarget(name: "EmbedMigrationsTool", dependencies: ["CSQLite"]),
     .plugin(
       name: "EmbedMigrations",
       capability: .buildTool(),

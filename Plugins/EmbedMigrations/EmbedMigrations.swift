@@ -17,12 +17,16 @@ struct EmbedMigrations: BuildToolPlugin {
     .filter { $0.pathExtension == "sql" }
     .sorted { $0.lastPathComponent < $1.lastPathComponent }
     let output = context.pluginWorkDirectoryURL.appending(path: "EmbeddedMigrations.swift")
+    // The SQLite store also embeds its migration ledger's table and the schema the
+    // migrations leave, as this machine's SQLite stores it.
+    let ledger = directory.appending(path: "ledger/schema_migrations.sql")
+    let options = postgres ? ["--import", "SessionStorage"] : ["--sqlite-ledger", ledger.path]
     return [
       .buildCommand(
         displayName: "Embedding \(files.count) migrations into \(target.name)",
         executable: try context.tool(named: "EmbedMigrationsTool").url,
-        arguments: (postgres ? ["--import", "SessionStorage"] : []) + [output.path] + files.map(\.path),
-        inputFiles: files,
+        arguments: options + [output.path] + files.map(\.path),
+        inputFiles: files + (postgres ? [] : [ledger]),
         outputFiles: [output]
       )
     ]

@@ -22,6 +22,21 @@ import Testing
     try prepare(store)
   }
 
+  /// The rows the build machine's SQLite stored for the migrations (embedded by the
+  /// EmbedMigrations plugin, what a file is accepted by without building the reference) are
+  /// the ones this SQLite stores: a file is never accepted by them that the reference, built
+  /// here, would refuse.
+  @Test func theRowsEmbeddedAtBuildTimeAreTheOnesThisSQLiteMakes() throws {
+    let reference = try #require(Schema.expectedRows)
+    #expect(Schema.builtRows.count == Migrator.known.count + 1)
+    for (level, (built, made)) in zip(Schema.builtRows, reference).enumerated() where built != made {
+      let first = zip(built, made).first { $0 != $1 }.map { "\($0.0.name) ≠ \($0.1.name)" } ?? "the counts"
+      Issue.record(
+        "after \(level) migrations: \(built.count) rows embedded, \(made.count) made; first difference: \(first)"
+      )
+    }
+  }
+
   @Test func migrationsApplyOnceAndAReopenAppliesNothing() async throws {
     let first = try SessionStore(path: path)
     #expect(first.appliedMigrations == Migrator.known)

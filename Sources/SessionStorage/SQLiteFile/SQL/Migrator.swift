@@ -172,15 +172,7 @@ enum Migrator {
 
   /// Applies one migration and records it, inside the caller's transaction.
   static func apply(_ migration: Migration, on connection: Connection, now: () -> String) throws {
-    try connection.execute(
-      """
-      CREATE TABLE IF NOT EXISTS schema_migrations (
-        version INTEGER PRIMARY KEY,
-        name TEXT NOT NULL,
-        checksum TEXT NOT NULL,
-        applied_at TEXT NOT NULL
-      )
-      """)
+    try connection.execute(EmbeddedMigrations.ledger)
     try connection.execute(migration.sql)
     try connection.run(
       "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)",
