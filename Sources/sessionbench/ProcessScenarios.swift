@@ -267,7 +267,7 @@ enum ProcessScenario {
         verify: { _, _ in })
     case "cli-login":
       // What `sessionctl login` commits in one transaction, typed into the shell: the reads
-      // of its plan (the active account, the account named, the feed's bounds), the feed row,
+      // of its plan (the active account, the account named, the feed's head), the feed row,
       // the account's UPDATE, the move of active_account, and the read of the new row, which
       // it prints; `synchronous=FULL`, the store's default. The feed row goes in before the
       // UPDATEs, which take its cursor (keeping the triggers aside) and time, because the
@@ -280,7 +280,7 @@ enum ProcessScenario {
         return "PRAGMA synchronous = FULL; BEGIN IMMEDIATE; "
           + "\(RawWriter.activeSQL); "
           + "\(RawWriter.namedSQL.replacingOccurrences(of: "?1", with: "'\(name)'")); "
-          + "\(RawWriter.boundsSQL); "
+          + "\(RawWriter.headSQL); "
           + "INSERT INTO session_changes (at, origin, account_id, old_username, new_username, old_is_logged_in, "
           + "new_is_logged_in, old_updated_at, was_active, is_active) SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), "
           + "'sqlite3', a.id, a.username, '\(name)', a.is_logged_in, 1, a.updated_at, a.id IS p.account_id, 1 "

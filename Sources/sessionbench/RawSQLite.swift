@@ -146,13 +146,10 @@ final class RawWriter {
     "SELECT \(accountColumns) FROM accounts WHERE id = (SELECT account_id FROM active_account WHERE id = 1)"
   static let namedSQL = "SELECT \(accountColumns) FROM accounts WHERE username = ?1"
   static let countSQL = "SELECT count(*) FROM accounts"
-  /// The feed's bounds, as the store reads them: the head is the larger of the newest row
-  /// and the sequence (rows compacted away keep their cursors used).
-  static let boundsSQL = """
-    SELECT (SELECT min(seq) FROM session_changes),
-      max(coalesce((SELECT max(seq) FROM session_changes), 0),
-          coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'session_changes'), 0))
-    """
+  /// The feed's head, as a write of the store reads it: the view the triggers compare with
+  /// (the larger of the newest row and the sequence; rows compacted away keep their
+  /// cursors used).
+  static let headSQL = "SELECT seq FROM session_feed_head"
   static let insertSQL =
     "INSERT INTO accounts (username, is_logged_in, updated_at, seq) VALUES (?1, ?2, ?3, ?4)"
   /// A login or logout keeps the name: the store's UPDATE leaves `username` (and its index) alone.
@@ -176,7 +173,7 @@ final class RawWriter {
   private let active: OpaquePointer
   private let named: OpaquePointer
   private let count: OpaquePointer
-  private let bounds: OpaquePointer
+  private let headQuery: OpaquePointer
   private let insert: OpaquePointer
   private let updateAccount: OpaquePointer
   private let point: OpaquePointer
@@ -198,7 +195,7 @@ final class RawWriter {
     active = try db.prepare(Self.activeSQL)
     named = try db.prepare(Self.namedSQL)
     count = try db.prepare(Self.countSQL)
-    bounds = try db.prepare(Self.boundsSQL)
+    headQuery = try db.prepare(Self.headSQL)
     insert = try db.prepare(Self.insertSQL)
     updateAccount = try db.prepare(Self.updateSQL)
     point = try db.prepare(Self.pointSQL)
@@ -338,9 +335,9 @@ final class RawWriter {
 
   /// The feed's head, read as the store reads it.
   private func head() throws -> Int64 {
-    defer { sqlite3_reset(bounds) }
-    guard try row(bounds) else { throw BenchError("no bounds of the feed") }
-    return sqlite3_column_int64(bounds, 1)
+    defer { sqlite3_reset(headQuery) }
+    guard try row(headQuery) else { throw BenchError("no head of the feed") }
+    return sqlite3_column_int64(headQuery, 0)
   }
 
   /// Binds the feed row of a change to an account in the roster, its "before" taken from

@@ -109,7 +109,7 @@ struct RosterWrite: RosterReading {
   let connection: Connection
   let origin: String
 
-  func head() throws -> Cursor { try SessionTables.bounds(on: connection).head }
+  func head() throws -> Cursor { Cursor(try connection.scalarInt(Self.headSQL) ?? 0) }
 
   func activeAccount() throws -> Account? {
     try SessionTables.accounts(SessionTables.activeAccountSQL, on: connection).first
@@ -208,6 +208,8 @@ struct RosterWrite: RosterReading {
   }
 
   // Built once; each connection prepares them once (see ``SQL``).
+  /// The feed's head, as the view the triggers compare with says.
+  private static let headSQL = SQL("SELECT seq FROM session_feed_head")
   private static let insertSQL = SQL(
     "INSERT INTO accounts (username, is_logged_in, updated_at, seq) VALUES (?, ?, ?, ?)")
   private static let updateSQL = SQL(
