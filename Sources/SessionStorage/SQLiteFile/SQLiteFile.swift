@@ -103,8 +103,9 @@ package final class SQLiteFile: SessionBackend {
 
 /// One write of the library inside its IMMEDIATE transaction: the reads its plan needs, and
 /// the statements that apply the plan and record its entries. Each row it changes gets the
-/// cursor of the entry it is about to record, ahead of the feed's tip, so the triggers that
-/// record other clients' edits leave the feed to it.
+/// cursor of the entry it is about to record (a changed `seq`; for a row it inserts or
+/// deletes, a `seq` ahead of the feed's head), so the triggers that record other clients'
+/// edits leave the feed to it.
 struct RosterWrite: RosterReading {
   let connection: Connection
   let origin: String
@@ -216,7 +217,7 @@ struct RosterWrite: RosterReading {
     "UPDATE accounts SET username = ?, is_logged_in = ?, updated_at = ?, seq = ? WHERE id = ?")
   private static let updateStateSQL = SQL(
     "UPDATE accounts SET is_logged_in = ?, updated_at = ?, seq = ? WHERE id = ? AND username = ?")
-  /// Before a removal: the row's `seq` ahead of the tip keeps the trigger on DELETE aside.
+  /// Before a removal: the row's `seq` ahead of the head keeps the trigger on DELETE aside.
   private static let markSQL = SQL("UPDATE accounts SET seq = ? WHERE id = ?")
   private static let deleteSQL = SQL("DELETE FROM accounts WHERE id = ?")
   private static let pointSQL = SQL(
