@@ -74,11 +74,12 @@ import Testing
     let log = ArrayLog()
     for value in 1...3 { log.append(value) }
     let feed = log.feed
-    // The first subscriber reads the page after its start and waits there; it goes.
+    // The first subscriber reads the page after its start and waits there; it goes. (The
+    // count is taken before its task starts, which may read at once.)
+    let reads = log.reads.withLock { $0 }
     let caughtUp = Task {
       for try await _ in try feed.changes(from: start) {}
     }
-    let reads = log.reads.withLock { $0 }
     #expect(await eventually { log.reads.withLock { $0 } > reads })
     caughtUp.cancel()
     _ = try? await caughtUp.value
