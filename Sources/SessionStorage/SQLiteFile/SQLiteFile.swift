@@ -167,11 +167,14 @@ struct RosterWrite: RosterReading {
         id = existing
         let isLoggedIn = SQLiteValue.integer(after.isLoggedIn ? 1 : 0)
         // A name stored as this very text stays, and so does its UNIQUE index; any other
-        // (a rename, other bytes, a BLOB) is written.
-        try connection.run(
-          Self.updateStateSQL,
-          [isLoggedIn, stamp, .integer(cursor.value), .integer(id.value), .text(after.username)])
-        if connection.changes == 0 {
+        // (a rename, other bytes, the same bytes as a BLOB) is written.
+        let sameBytes = plan.before.username?.utf8.elementsEqual(after.username.utf8) ?? false
+        if sameBytes {
+          try connection.run(
+            Self.updateStateSQL,
+            [isLoggedIn, stamp, .integer(cursor.value), .integer(id.value), .text(after.username)])
+        }
+        if !sameBytes || connection.changes == 0 {
           try connection.run(
             Self.updateSQL,
             [.text(after.username), isLoggedIn, stamp, .integer(cursor.value), .integer(id.value)])
