@@ -57,11 +57,8 @@ SELECT 1 AS id, a.username AS username, coalesce(a.is_logged_in, 0) AS is_logged
 FROM active_account p LEFT JOIN accounts a ON a.id = p.account_id
 WHERE p.id = 1;
 
--- With an active account, an UPDATE of the view updates it, and the trigger on `accounts`
--- records it. With none, a username makes a new account of that name, active (as the 1.x
--- row took a first username), recorded here as one feed row: the new account and the
--- pointer carry the cursor that row is about to get, ahead of the head, which keeps the
--- triggers below aside.
+-- An UPDATE of the view updates the active account, and the trigger on `accounts` records
+-- it. With none, a new username makes a new account of that name (session_join).
 CREATE TRIGGER session_update INSTEAD OF UPDATE ON session
 BEGIN
   SELECT RAISE(ABORT, 'no account is active: set a username too, and an account of that name joins, active')
@@ -70,23 +67,30 @@ BEGIN
   UPDATE accounts SET username = NEW.username, is_logged_in = NEW.is_logged_in
   WHERE id = (SELECT account_id FROM active_account WHERE id = 1)
     AND (username IS NOT NEW.username OR is_logged_in IS NOT NEW.is_logged_in);
-  INSERT INTO accounts (username, is_logged_in, updated_at, seq)
-  SELECT NEW.username, NEW.is_logged_in, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), (SELECT seq FROM session_feed_head) + 1
-  WHERE NEW.username IS NOT NULL AND (SELECT account_id FROM active_account WHERE id = 1) IS NULL;
-  UPDATE active_account SET
-    account_id = (SELECT id FROM accounts WHERE username = NEW.username),
-    updated_at = (SELECT updated_at FROM accounts WHERE username = NEW.username),
-    seq = (SELECT seq FROM accounts WHERE username = NEW.username)
-  WHERE id = 1 AND account_id IS NULL
-    AND (SELECT seq FROM accounts WHERE username = NEW.username) > (SELECT seq FROM session_feed_head);
+END;
+
+-- With no active account, a username makes a new account of that name, active (as the 1.x
+-- row took a first username), recorded here as one feed row: the new account and the
+-- pointer carry the cursor that row is about to get, ahead of the head, which keeps the
+-- triggers below aside. (A trigger of its own, for an UPDATE that sets `username`: an
+-- UPDATE of the login state alone neither compiles nor runs it.)
+CREATE TRIGGER session_join INSTEAD OF UPDATE OF username ON session
+WHEN NEW.username IS NOT NULL AND (SELECT account_id FROM active_account WHERE id = 1) IS NULL
+BEGIN
+  INSERT INTO accounts (username, is_logged_in, updated_at, seq) VALUES (
+    NEW.username, NEW.is_logged_in, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), (SELECT seq FROM session_feed_head) + 1
+  );
+  UPDATE active_account SET account_id = last_insert_rowid(),
+    updated_at = (SELECT updated_at FROM accounts WHERE id = last_insert_rowid()),
+    seq = (SELECT seq FROM accounts WHERE id = last_insert_rowid())
+  WHERE id = 1;
   INSERT INTO session_changes (
     at, origin, account_id, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at,
     was_active, is_active
-  ) SELECT
-    updated_at, 'external', id, NULL, username, 0, is_logged_in, updated_at, 0, 1
-  FROM accounts
-  WHERE id = (SELECT account_id FROM active_account WHERE id = 1)
-    AND seq > (SELECT seq FROM session_feed_head);
+  ) VALUES (
+    (SELECT updated_at FROM accounts WHERE id = last_insert_rowid()), 'external', last_insert_rowid(), NULL,
+    NEW.username, 0, NEW.is_logged_in, (SELECT updated_at FROM accounts WHERE id = last_insert_rowid()), 0, 1
+  );
 END;
 
 CREATE TRIGGER session_refuse_insert INSTEAD OF INSERT ON session
@@ -158,10 +162,11 @@ BEGIN
   INSERT INTO session_changes (
     at, origin, account_id, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at,
     was_active, is_active
-  ) SELECT
+  ) VALUES (
     strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'external', NEW.id, OLD.username, NEW.username, OLD.is_logged_in,
-    NEW.is_logged_in, OLD.updated_at, account_id IS NEW.id, account_id IS NEW.id
-  FROM active_account WHERE id = 1;
+    NEW.is_logged_in, OLD.updated_at, (SELECT account_id IS NEW.id FROM active_account WHERE id = 1),
+    (SELECT account_id IS NEW.id FROM active_account WHERE id = 1)
+  );
   UPDATE accounts SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
     seq = (SELECT max(seq) FROM session_changes)
   WHERE id = NEW.id;
@@ -173,10 +178,10 @@ BEGIN
   INSERT INTO session_changes (
     at, origin, account_id, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at,
     was_active, is_active
-  ) SELECT
+  ) VALUES (
     strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'external', OLD.id, OLD.username, NULL, OLD.is_logged_in, 0,
-    OLD.updated_at, account_id IS OLD.id, 0
-  FROM active_account WHERE id = 1;
+    OLD.updated_at, (SELECT account_id IS OLD.id FROM active_account WHERE id = 1), 0
+  );
   -- Nothing is promoted: the pointer to a removed account becomes NULL (the feed row above
   -- records it; active_account_external leaves a pointer to a deleted account unrecorded).
   UPDATE active_account SET account_id = NULL, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
@@ -192,10 +197,15 @@ BEGIN
   INSERT INTO session_changes (
     at, origin, account_id, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at,
     was_active, is_active
-  ) SELECT
-    strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'external', id, username, username, is_logged_in, is_logged_in,
-    updated_at, id IS OLD.account_id, id IS NEW.account_id
-  FROM accounts WHERE id = coalesce(NEW.account_id, OLD.account_id);
+  ) VALUES (
+    strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'external', coalesce(NEW.account_id, OLD.account_id),
+    (SELECT username FROM accounts WHERE id = coalesce(NEW.account_id, OLD.account_id)),
+    (SELECT username FROM accounts WHERE id = coalesce(NEW.account_id, OLD.account_id)),
+    (SELECT is_logged_in FROM accounts WHERE id = coalesce(NEW.account_id, OLD.account_id)),
+    (SELECT is_logged_in FROM accounts WHERE id = coalesce(NEW.account_id, OLD.account_id)),
+    (SELECT updated_at FROM accounts WHERE id = coalesce(NEW.account_id, OLD.account_id)),
+    NEW.account_id IS NULL, NEW.account_id IS NOT NULL
+  );
   UPDATE accounts SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
     seq = (SELECT max(seq) FROM session_changes)
   WHERE id = coalesce(NEW.account_id, OLD.account_id);

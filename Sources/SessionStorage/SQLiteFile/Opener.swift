@@ -57,7 +57,8 @@ enum Opener {
   }
 
   /// Opens a file this process does not have open yet: the first connection inspects it
-  /// (writing nothing), then it is migrated unless `readOnly`, then the reader opens.
+  /// (writing nothing), then migrates it unless `readOnly`. It becomes the reader or the
+  /// writer, whichever is needed first; the other opens when it is needed.
   private static func make(
     _ path: String, _ identity: FileSystem.Identity, _ options: SessionStore.FileOptions
   ) throws -> (
@@ -73,16 +74,15 @@ enum Opener {
       }
       try first.setCheckpointsOnClose(true)
       return (
-        try SharedDatabase(
-          path, identity, options, reader: first, readerMode: readerMode, writer: nil, refusal: refusal), []
+        SharedDatabase(
+          path, identity, options, first: first, readerMode: readerMode, writable: false, refusal: refusal),
+        []
       )
     }
     let applied = try prepareWriter(first, options, inspection: inspection)
     try first.setCheckpointsOnClose(true)
-    let reader = try Connection(path: path, mode: readerMode, busyTimeout: options.busyTimeout)
     return (
-      try SharedDatabase(path, identity, options, reader: reader, readerMode: readerMode, writer: first),
-      applied
+      SharedDatabase(path, identity, options, first: first, readerMode: readerMode, writable: true), applied
     )
   }
 
@@ -161,20 +161,33 @@ enum Opener {
   private static func addWriter(to shared: SharedDatabase, _ options: SessionStore.FileOptions) throws
     -> [Migration]
   {
-    let path = shared.path
     var applied: [Migration] = []
+    try shared.addWriter(options) {
+      let opened = try openWriter(shared.path, options)
+      applied = opened.applied
+      return opened.connection
+    }
+    return applied
+  }
+
+  /// A writer just opened, and the migrations it applied.
+  struct OpenedWriter {
+    let connection: Connection
+    let applied: [Migration]
+  }
+
+  /// Opens a writer on a file this process has open already (so accepted: it checkpoints
+  /// when it closes) and prepares it.
+  static func openWriter(_ path: String, _ options: SessionStore.FileOptions) throws -> sending OpenedWriter {
     do {
-      try shared.addWriter(options) {
-        let connection = try Connection(path: path, mode: .readWrite, busyTimeout: options.busyTimeout)
-        try connection.setCheckpointsOnClose(false)  // until the file is accepted (the reader holds a -wal)
-        applied = try prepareWriter(connection, options)
-        try connection.setCheckpointsOnClose(true)
-        return connection
-      }
+      let connection = try Connection(path: path, mode: .readWrite, busyTimeout: options.busyTimeout)
+      try connection.setCheckpointsOnClose(false)  // until the file is accepted (the reader holds a -wal)
+      let applied = try prepareWriter(connection, options)
+      try connection.setCheckpointsOnClose(true)
+      return OpenedWriter(connection: connection, applied: applied)
     } catch let error as SessionStorageError where error.cannotCreateFiles {
       throw FileSystem.denial(path, writing: true, resultCode: error.resultCode) ?? error
     }
-    return applied
   }
 
 }
@@ -213,6 +226,16 @@ final class OpenedFile: Sendable {
       defer { replaced = replaced ?? reason }
       return replaced == nil
     }
+  }
+
+  /// Opens another connection with `make` on the file the store opened: refused when the
+  /// path no longer names it, looked at before and after (a connection opened by path
+  /// after a replacement would read and write the new file).
+  func open(_ make: () throws -> sending Connection) throws -> sending Connection {
+    try requireSameFile()
+    let connection = try make()
+    try requireSameFile()
+    return connection
   }
 
   /// Throws when the path no longer names the file the store opened.

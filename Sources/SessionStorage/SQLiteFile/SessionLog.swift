@@ -9,7 +9,8 @@ import Synchronization
 
 /// The `session_changes` table as a ``FeedSource``, read through one connection.
 final class SessionLog: FeedSource {
-  let reader: Mutex<Connection>
+  /// Opened at the first read.
+  let reader: LazyConnection
   /// The file it reads, and whether its path still names it.
   let file: OpenedFile
   /// Why reads are refused, for a file opened read-only although its schema was changed
@@ -23,8 +24,8 @@ final class SessionLog: FeedSource {
     var dataVersion: Int64?
   }
 
-  init(reader: sending Connection, file: OpenedFile, refusal: SessionStorageError? = nil) {
-    self.reader = Mutex(reader)
+  init(reader: LazyConnection, file: OpenedFile, refusal: SessionStorageError? = nil) {
+    self.reader = reader
     self.file = file
     self.refusal = Mutex(refusal.map { Refusal(error: $0, dataVersion: nil) })
   }

@@ -20,25 +20,48 @@ final class SharedDatabase: Sendable {
 
   /// The writer, in a box of its own so that the watcher made in `init` can look at it.
   private final class WriterSlot: Sendable {
+    /// Nil until the first write opens it (or for a file opened read-only).
     let writer: Mutex<Writer?>
+    /// Opens the writer at the first write; nil for a file opened read-only, until a
+    /// writable instance gives it a writer (``SharedDatabase/addWriter(_:_:)``).
+    let opener: (@Sendable () throws -> sending Writer)?
     /// Moves as each write begins and again as it ends: odd while one is under way.
     let writes = Atomic<UInt64>(0)
 
-    init(_ writer: consuming sending Writer?) { self.writer = Mutex(writer) }
+    init(opener: (@Sendable () throws -> sending Writer)?) {
+      writer = Mutex(nil)
+      self.opener = opener
+    }
 
     /// The writer's `PRAGMA data_version`, which moves with the commits of every connection
     /// but the writer itself; `.some(nil)` when there is no writer. With `waiting`, it waits
     /// for a write of this process that holds the writer: that write either commits (and
     /// wakes subscribers, who read every commit before it too) or gives up, and then the
     /// version says what others did; without, such a write makes it nil.
+    ///
+    /// A writable file's writer opens here if no write opened it yet: only its version tells
+    /// this process's commits from others' (a version read on the reader first and on the
+    /// writer later would wake subscribers once for nothing).
     func dataVersion(waiting: Bool) throws -> Int64?? {
-      guard waiting else { return try writer.withLockIfAvailable { try Self.dataVersion(of: $0) } }
-      return try writer.withLock { try Self.dataVersion(of: $0) }
+      guard waiting else { return try writer.withLockIfAvailable { try dataVersion(of: &$0) } }
+      return try writer.withLock { try dataVersion(of: &$0) }
     }
 
-    private static func dataVersion(of writer: Writer?) throws -> Int64? {
-      try writer.map { try $0.connection.scalarInt(SessionLog.dataVersionSQL) ?? 0 }
+    private func dataVersion(of writer: inout Writer?) throws -> Int64? {
+      if writer == nil, let opener { writer = try opener() }
+      return try writer.map { try $0.connection.scalarInt(SessionLog.dataVersionSQL) ?? 0 }
     }
+  }
+
+  /// The connection that inspected the file as it opened, until the first read or write
+  /// takes it as the reader or the writer: a process that only reads, or only writes, opens
+  /// one connection.
+  private final class Spare: Sendable {
+    private let connection: Mutex<Connection?>
+
+    init(_ connection: consuming sending Connection) { self.connection = Mutex(connection) }
+
+    func take() -> sending Connection? { connection.withLock { $0.take() } }
   }
 
   /// The path of the instance that opened the file first; errors name it.
@@ -50,18 +73,33 @@ final class SharedDatabase: Sendable {
   /// Where async writes wait for the writer, off their callers' actors.
   let writeQueue = DispatchQueue(label: "SessionStorage.write")
 
-  /// Composes connections the ``Opener`` opened (and migrated): the file's log, its writer
-  /// (none for read-only instances), and the watcher that wakes subscribers.
+  /// Composes the connection the ``Opener`` opened first (and migrated, unless the file is
+  /// opened read-only) into the file's log, its writer (none when it is not `writable`)
+  /// and the watcher that wakes subscribers. The reader and the writer open when they are
+  /// first needed, the first of them taking `first`.
   init(
     _ path: String, _ identity: FileSystem.Identity, _ options: SessionStore.FileOptions,
-    reader: sending Connection, readerMode: Connection.Mode, writer: sending Connection?,
+    first: consuming sending Connection, readerMode: Connection.Mode, writable: Bool,
     refusal: SessionStorageError? = nil
-  ) throws {
-    try reader.execute("PRAGMA query_only = ON")
+  ) {
     self.path = path
     let file = OpenedFile(path: path, identity: identity, watchesWAL: readerMode != .immutable)
-    log = SessionLog(reader: reader, file: file, refusal: refusal)
-    let slot = WriterSlot(writer.map { Writer(connection: $0, durability: options.durability) })
+    let spare = Spare(first)
+    let busyTimeout = options.busyTimeout
+    log = SessionLog(
+      reader: LazyConnection {
+        let reader =
+          try spare.take()
+          ?? file.open { try Connection(path: path, mode: readerMode, busyTimeout: busyTimeout) }
+        try reader.execute("PRAGMA query_only = ON")
+        return reader
+      }, file: file, refusal: refusal)
+    let durability = options.durability
+    let openWriter: @Sendable () throws -> sending Writer = {
+      let connection = try spare.take() ?? file.open { try Opener.openWriter(path, options).connection }
+      return Writer(connection: connection, durability: durability)
+    }
+    let slot = WriterSlot(opener: writable ? openWriter : nil)
     self.slot = slot
     let log = self.log
     // One wake-up per commit: a commit of this process wakes subscribers as it returns, and
@@ -100,6 +138,7 @@ final class SharedDatabase: Sendable {
   /// Gives a file opened by read-only instances its writer, made by `open` under the
   /// writer's lock, unless a writable instance gave it one already.
   func addWriter(_ options: SessionStore.FileOptions, _ open: () throws -> sending Connection) throws {
+    guard slot.opener == nil else { return }  // the first write opens it
     try slot.writer.withLock { writer in
       guard writer == nil else { return }
       writer = Writer(connection: try open(), durability: options.durability)
@@ -114,11 +153,11 @@ final class SharedDatabase: Sendable {
     _ body: (Connection) throws -> Result
   ) throws -> Result {
     try slot.writer.withLock { writer in
-      guard let current = writer else {
-        throw SessionStorageError.openedReadOnly(path)
-      }
+      guard writer != nil || slot.opener != nil else { throw SessionStorageError.openedReadOnly(path) }
       // A write into a file that was replaced or deleted would be lost to everyone else.
       try log.file.requireSameFile()
+      if writer == nil, let opener = slot.opener { writer = try opener() }
+      guard let current = writer else { throw SessionStorageError.openedReadOnly(path) }
       if current.durability != options.durability {
         try current.connection.execute("PRAGMA synchronous = \(options.durability.pragmaValue)")
         writer?.durability = options.durability
@@ -231,5 +270,24 @@ final class CrossProcessWatch: Sendable {
       return last != current
     }
     return moved || replaced()
+  }
+}
+
+/// A connection opened by `open` when it is first used, then kept; used under its lock.
+/// A failed open leaves it closed, and the next use tries again.
+final class LazyConnection: Sendable {
+  private let connection = Mutex<Connection?>(nil)
+  private let open: @Sendable () throws -> sending Connection
+
+  init(_ open: @escaping @Sendable () throws -> sending Connection) { self.open = open }
+
+  /// Runs `body` on the connection, opened first if it is not yet, under its lock.
+  func withLock<Result>(_ body: (Connection) throws -> sending Result) throws -> sending Result {
+    try connection.withLock { connection in
+      if let existing = connection { return try body(existing) }
+      let opened = try open()
+      connection = opened
+      return try body(opened)
+    }
   }
 }
