@@ -3,14 +3,20 @@ import SessionStorage
 import SystemKit
 import ToolingKit
 
-/// `cli-status`, `cli-login`, `cli-history`: what a user at a shell waits for. Each run is a
+/// `cli-status`, `cli-login`, `cli-history`, `cli-accounts` (with 2, 100 and 1,000 accounts
+/// in the roster): what a user at a shell waits for. Each run is a
 /// whole process, start to exit: the `sessionctl` program against a prepared store, beside
 /// the `sqlite3` shell running the same SQL on a file prepared the same way. The two sides
 /// alternate run by run (ours first in even runs, the shell first in odd ones); the figures
 /// are the median and p90 wall time per side. Peak memory is measured in separate runs
 /// under GNU time (see ``PeakMemory``).
 enum ProcessScenario {
-  static let names = ["cli-status", "cli-login", "cli-history"]
+  static let names = [
+    "cli-status", "cli-login", "cli-history", "cli-accounts", "cli-accounts-100", "cli-accounts-1000",
+  ]
+
+  /// The roster's size in each `cli-accounts` scenario.
+  static let rosterSizes = ["cli-accounts": 2, "cli-accounts-100": 100, "cli-accounts-1000": 1_000]
 
   /// The aims: ours/sqlite3 at most this for the median wall time and the peak memory.
   static let wallAim = 2.0
@@ -230,11 +236,14 @@ enum ProcessScenario {
   /// Prepares both files: created by the store (its migrations), `bob` and then `alice` signed
   /// in (so `alice` is the active account, and each `cli-login` run switches to the other
   /// one), and for `cli-history` a log of 1,000 changes (the baseline's write, the store's
-  /// statements). No connection of sessionbench stays open on them while the processes run.
+  /// statements); for `cli-accounts-100` and `-1000` the other accounts (``Roster``) join
+  /// first. No connection of sessionbench stays open on them while the processes run.
   static func prepare(_ name: String, _ workspace: Workspace) throws -> Prepared {
     var heads: [String: Int64] = [:]
     for path in [workspace.ours, workspace.raw] {
       let store = try SessionStore(path: path, options: .init(origin: "sessionbench"))
+      // user-002 … up to the roster's size, with bob and alice.
+      try Roster.populate(store, accounts: (rosterSizes[name] ?? 2) - 1) { _ in true }
       try store.blocking.logIn(as: "bob")
       try store.blocking.logIn(as: "alice")
       if name == "cli-history" {
@@ -305,6 +314,26 @@ enum ProcessScenario {
             let now = try RawDB(path: file, readOnly: true).head()
             guard now == head + Int64(runs) else {
               throw BenchError("\(runs) logins on \(file) moved its head from \(head) to \(now)")
+            }
+          }
+        })
+    case _ where rosterSizes[name] != nil:
+      // What `sessionctl accounts` reads, in one transaction: every account, the pointer
+      // to the active one, the feed's head.
+      let sql =
+        "BEGIN; SELECT id, username, is_logged_in, updated_at, seq FROM accounts ORDER BY id; "
+        + "SELECT account_id, updated_at FROM active_account WHERE id = 1; "
+        + "SELECT seq FROM session_feed_head; COMMIT;"
+      return Prepared(
+        ours: { program, _ in
+          Invocation(program: program, arguments: ["--db", oursFile, "accounts"], expected: "* alice")
+        },
+        shell: { sqlite3, _ in shell(sqlite3, sql, expected: "|alice|1|") },
+        verify: { _, _ in
+          for file in [oursFile, shellFile] {
+            let size = try SessionStore(path: file, options: .init(readOnly: true)).roster().accounts.count
+            guard size == rosterSizes[name] else {
+              throw BenchError("\(name): the roster of \(file) holds \(size) accounts")
             }
           }
         })

@@ -91,14 +91,15 @@ enum SessionBench {
 /// The scenarios, by name, in the order a full run takes them.
 enum Scenarios {
   static let names = [
-    "write-normal", "write-normal-100", "write-full", "read", "deliver-local", "deliver-local-100",
-    "deliver-remote", "deliver-remote-100", "deliver-external", "fanout",
+    "write-normal", "write-normal-100", "write-normal-1000", "write-full", "read", "deliver-local",
+    "deliver-local-100", "deliver-local-1000", "deliver-remote", "deliver-remote-100", "deliver-remote-1000",
+    "deliver-external", "fanout", "fanout-1000-local", "fanout-100-remote",
     "deliver-slow-fsync",
     "open",
     "idle",
     "release",
     "history",
-    "cli-status", "cli-login", "cli-history",
+    "cli-status", "cli-login", "cli-history", "cli-accounts", "cli-accounts-100", "cli-accounts-1000",
     "mem-subscriptions", "mem-watcher", "mem-idle-subscriber",
     "pg-write", "pg-write-100", "pg-read", "pg-read-100", "pg-deliver-remote", "pg-deliver-remote-100",
   ]
@@ -113,15 +114,23 @@ enum Scenarios {
       try PostgresScenarios.run(name, scale: scale, server: postgres)
     case "write-normal": try WriteScenario.run(name, durability: .normal, scale: scale)
     case "write-normal-100": try WriteScenario.run(name, durability: .normal, accounts: 100, scale: scale)
+    case "write-normal-1000":
+      try WriteScenario.run(name, durability: .normal, accounts: Int(RawWriter.rosterLimit), scale: scale)
     case "write-full": try WriteScenario.run(name, durability: .full, scale: scale)
     case "read": try ReadScenario.run(scale: scale)
     case "open": try OpenScenario.run(scale: scale)
     case "deliver-local": try DeliverScenario.local(name, scale: scale)
     case "deliver-local-100": try DeliverScenario.local(name, accounts: 100, scale: scale)
+    case "deliver-local-1000":
+      try DeliverScenario.local(name, accounts: Int(RawWriter.rosterLimit), scale: scale)
     case "deliver-remote": try DeliverScenario.remote(name, external: false, scale: scale)
     case "deliver-remote-100": try DeliverScenario.remote(name, external: false, accounts: 100, scale: scale)
+    case "deliver-remote-1000":
+      try DeliverScenario.remote(name, external: false, accounts: Int(RawWriter.rosterLimit), scale: scale)
     case "deliver-external": try DeliverScenario.remote(name, external: true, scale: scale)
-    case "fanout": try DeliverScenario.fanout(scale: scale)
+    case "fanout": try DeliverScenario.fanout(name, scale: scale)
+    case "fanout-1000-local": try DeliverScenario.fanout(name, scale: scale, local: 1_000, remote: 0)
+    case "fanout-100-remote": try DeliverScenario.fanout(name, scale: scale, local: 0, remote: 100)
     case "deliver-slow-fsync": try SlowFsyncScenario.run(scale: scale)
     case "idle": try IdleScenario.run(scale: scale)
     case "history": try HistoryScenario.run(scale: scale)

@@ -17,11 +17,12 @@ import Testing
     let rows = try #require(try JSONSerialization.jsonObject(with: data) as? [[String: Any]])
     let scenarios = Set(rows.compactMap { $0["scenario"] as? String })
     for name in [
-      "write-normal", "write-normal-100", "write-full", "read", "deliver-local", "deliver-local-100",
-      "deliver-remote", "deliver-remote-100", "deliver-external", "fanout",
-      "deliver-slow-fsync", "idle", "open",
-      "history", "cli-status", "cli-login", "cli-history", "mem-subscriptions", "mem-watcher",
-      "mem-idle-subscriber",
+      "write-normal", "write-normal-100", "write-normal-1000", "write-full", "read", "deliver-local",
+      "deliver-local-100", "deliver-local-1000", "deliver-remote", "deliver-remote-100",
+      "deliver-remote-1000",
+      "deliver-external", "fanout", "fanout-1000-local", "fanout-100-remote", "deliver-slow-fsync", "idle",
+      "open", "history", "cli-status", "cli-login", "cli-history", "cli-accounts", "cli-accounts-100",
+      "cli-accounts-1000", "mem-subscriptions", "mem-watcher", "mem-idle-subscriber",
     ] {
       #expect(scenarios.contains(name), "\(name) is missing")
     }

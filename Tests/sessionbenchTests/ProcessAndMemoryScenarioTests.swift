@@ -14,7 +14,8 @@ private let hasGNUTime = FileManager.default.isExecutableFile(atPath: PeakMemory
 
 @Suite(.timeLimit(.minutes(20))) struct ProcessAndMemoryScenarioTests {
   static let names = [
-    "cli-status", "cli-login", "cli-history", "mem-subscriptions", "mem-watcher", "mem-idle-subscriber",
+    "cli-status", "cli-login", "cli-history", "cli-accounts-100", "mem-subscriptions", "mem-watcher",
+    "mem-idle-subscriber",
   ]
 
   @Test func quickRunReportsEveryFigureOfTheNewScenarios() async throws {
@@ -36,7 +37,7 @@ private let hasGNUTime = FileManager.default.isExecutableFile(atPath: PeakMemory
 
     // Every figure, with the sqlite3 shell or the raw watcher beside ours where there is one.
     var expected: [String: Bool] = [:]  // figure: has a baseline
-    for name in ["cli-status", "cli-login", "cli-history"] {
+    for name in ["cli-status", "cli-login", "cli-history", "cli-accounts-100"] {
       expected["\(name) p50_us"] = true
       expected["\(name) p90_us"] = true
       if hasGNUTime { expected["\(name) peak_rss_kib"] = true }
@@ -60,7 +61,7 @@ private let hasGNUTime = FileManager.default.isExecutableFile(atPath: PeakMemory
 
     // Peak memory is the measured process's: the sqlite3 shell is a few MiB, where a child
     // of sessionbench measured with wait4 starts at sessionbench's own high-water mark.
-    for name in ["cli-status", "cli-login", "cli-history"] where hasGNUTime {
+    for name in ["cli-status", "cli-login", "cli-history", "cli-accounts-100"] where hasGNUTime {
       let shell = try #require(figures["\(name) peak_rss_kib"]?.baseline)
       #expect(shell >= 1024 && shell < 16_384, "\(name): sqlite3's peak RSS \(shell) KiB")
     }
