@@ -72,24 +72,25 @@ END;
 -- With no active account, a username makes a new account of that name, active (as the 1.x
 -- row took a first username), recorded here as one feed row: the new account and the
 -- pointer carry the cursor that row is about to get, ahead of the head, which keeps the
--- triggers below aside. (A trigger of its own, for an UPDATE that sets `username`: an
--- UPDATE of the login state alone neither compiles nor runs it.)
+-- triggers below aside. Inside the trigger, last_insert_rowid() is the new account's id,
+-- and 'now' is one instant for every statement of the UPDATE (SQLite fixes it per step).
+-- (A trigger of its own, for an UPDATE that sets `username`: an UPDATE of the login state
+-- alone neither compiles nor runs it.)
 CREATE TRIGGER session_join INSTEAD OF UPDATE OF username ON session
 WHEN NEW.username IS NOT NULL AND (SELECT account_id FROM active_account WHERE id = 1) IS NULL
 BEGIN
   INSERT INTO accounts (username, is_logged_in, updated_at, seq) VALUES (
     NEW.username, NEW.is_logged_in, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), (SELECT seq FROM session_feed_head) + 1
   );
-  UPDATE active_account SET account_id = last_insert_rowid(),
-    updated_at = (SELECT updated_at FROM accounts WHERE id = last_insert_rowid()),
-    seq = (SELECT seq FROM accounts WHERE id = last_insert_rowid())
+  UPDATE active_account SET account_id = last_insert_rowid(), updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+    seq = (SELECT seq FROM session_feed_head) + 1
   WHERE id = 1;
   INSERT INTO session_changes (
     at, origin, account_id, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at,
     was_active, is_active
   ) VALUES (
-    (SELECT updated_at FROM accounts WHERE id = last_insert_rowid()), 'external', last_insert_rowid(), NULL,
-    NEW.username, 0, NEW.is_logged_in, (SELECT updated_at FROM accounts WHERE id = last_insert_rowid()), 0, 1
+    strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'external', last_insert_rowid(), NULL, NEW.username, 0,
+    NEW.is_logged_in, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 0, 1
   );
 END;
 
@@ -197,15 +198,10 @@ BEGIN
   INSERT INTO session_changes (
     at, origin, account_id, old_username, new_username, old_is_logged_in, new_is_logged_in, old_updated_at,
     was_active, is_active
-  ) VALUES (
-    strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'external', coalesce(NEW.account_id, OLD.account_id),
-    (SELECT username FROM accounts WHERE id = coalesce(NEW.account_id, OLD.account_id)),
-    (SELECT username FROM accounts WHERE id = coalesce(NEW.account_id, OLD.account_id)),
-    (SELECT is_logged_in FROM accounts WHERE id = coalesce(NEW.account_id, OLD.account_id)),
-    (SELECT is_logged_in FROM accounts WHERE id = coalesce(NEW.account_id, OLD.account_id)),
-    (SELECT updated_at FROM accounts WHERE id = coalesce(NEW.account_id, OLD.account_id)),
-    NEW.account_id IS NULL, NEW.account_id IS NOT NULL
-  );
+  ) SELECT
+    strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'external', id, username, username, is_logged_in, is_logged_in,
+    updated_at, id IS OLD.account_id, id IS NEW.account_id
+  FROM accounts WHERE id = coalesce(NEW.account_id, OLD.account_id);
   UPDATE accounts SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
     seq = (SELECT max(seq) FROM session_changes)
   WHERE id = coalesce(NEW.account_id, OLD.account_id);

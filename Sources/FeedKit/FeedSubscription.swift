@@ -62,6 +62,9 @@ public struct FeedSubscription<Change: Sendable, Snapshot: Sendable>: AsyncSeque
     /// page (it reached the head): once its entries are delivered there is nothing more to
     /// read until a wake-up past it, so the next call waits without reading again.
     private var caughtUpAt: UInt64?
+    /// Whether the task was suspended until a wake-up since its last page read (its
+    /// executor ran other work meanwhile).
+    private var suspendedSinceRead = false
     private let include: (@Sendable (Element) -> Bool)?
 
     init(
@@ -87,28 +90,30 @@ public struct FeedSubscription<Change: Sendable, Snapshot: Sendable>: AsyncSeque
         }
         if let generation = caughtUpAt {
           caughtUpAt = nil
-          await feed.signal.wait(past: generation)
+          suspendedSinceRead = await feed.signal.wait(past: generation)
           continue
         }
         // A page read runs on the caller's executor, and a subscriber behind a fast writer
-        // finds a full page every time: it lets the executor's other work run first, so
-        // that following a feed never holds an actor (the main actor of a view model) for
-        // as long as the writer keeps writing.
-        await Task.yield()
+        // finds entries every time without waiting: it lets the executor's other work run
+        // first, so that following a feed never holds an actor (the main actor of a view
+        // model) for as long as the writer keeps writing. A task that was suspended until
+        // a wake-up has let it run already.
+        if !suspendedSinceRead { await Task.yield() }
+        suspendedSinceRead = false
         guard !Task.isCancelled else { break }
         let generation = feed.signal.generation
         do {
           buffer = try feed.subscriberPage(after: cursor, last: last)[...]
         } catch  where feed.source.isTransient(error) {
           // A fault that passes (an unreachable server): read again at the next wake-up.
-          await feed.signal.wait(past: generation)
+          suspendedSinceRead = await feed.signal.wait(past: generation)
           continue
         } catch {
           listener = nil
           throw error
         }
         if buffer.isEmpty {
-          await feed.signal.wait(past: generation)
+          suspendedSinceRead = await feed.signal.wait(past: generation)
         } else if buffer.count < feed.pageSize {
           caughtUpAt = generation
         }

@@ -6,8 +6,10 @@ package protocol WakeSignal: Sendable {
   /// A number that grows with every wake-up. Read it before reading the log, and wait
   /// past it when the log had nothing new: no wake-up can fall between the two.
   var generation: UInt64 { get }
-  /// Returns once ``generation`` exceeds `generation`, or when the task is cancelled.
-  func wait(past generation: UInt64) async
+  /// Returns once ``generation`` exceeds `generation`, or when the task is cancelled: true
+  /// when the task was suspended until then, false when it returned at once.
+  @discardableResult
+  func wait(past generation: UInt64) async -> Bool
   /// Registers a listener for as long as the returned token lives; sources start their
   /// cross-process watching with the first listener and stop it with the last.
   func listen() -> WakeListener
@@ -59,7 +61,7 @@ package final class Beacon: WakeSignal {
   private struct Waiters: ~Copyable {
     var generation: UInt64 = 0
     var nextID = 0
-    var continuations: [Int: CheckedContinuation<Void, Never>] = [:]
+    var continuations: [Int: CheckedContinuation<Bool, Never>] = [:]
     var cancelledBeforeRegistration: Set<Int> = []
   }
 
@@ -99,19 +101,20 @@ package final class Beacon: WakeSignal {
       state.continuations.removeAll(keepingCapacity: true)
       return woken
     }
-    for continuation in woken { continuation.resume() }
+    for continuation in woken { continuation.resume(returning: true) }
   }
 
-  package func wait(past generation: UInt64) async {
+  @discardableResult
+  package func wait(past generation: UInt64) async -> Bool {
     guard
       let id = waiters.withLock({ state -> Int? in
         guard state.generation <= generation else { return nil }
         state.nextID += 1
         return state.nextID
       })
-    else { return }
-    await withTaskCancellationHandler {
-      await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+    else { return false }
+    let suspended = await withTaskCancellationHandler {
+      await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
         let resumeNow = waiters.withLock { state in
           if state.cancelledBeforeRegistration.remove(id) != nil || state.generation > generation {
             return true
@@ -119,7 +122,7 @@ package final class Beacon: WakeSignal {
           state.continuations[id] = continuation
           return false
         }
-        if resumeNow { continuation.resume() }
+        if resumeNow { continuation.resume(returning: false) }
       }
     } onCancel: {
       let continuation = waiters.withLock { state in
@@ -127,10 +130,11 @@ package final class Beacon: WakeSignal {
         if continuation == nil { state.cancelledBeforeRegistration.insert(id) }
         return continuation
       }
-      continuation?.resume()
+      continuation?.resume(returning: true)
     }
     // The cancellation handler cannot run any more; forget an id it may have parked.
     waiters.withLock { _ = $0.cancelledBeforeRegistration.remove(id) }
+    return suspended
   }
 
   package func listen() -> WakeListener {

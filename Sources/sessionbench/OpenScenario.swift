@@ -41,7 +41,7 @@ enum OpenScenario {
   private static let stateSQL = "SELECT username, is_logged_in, updated_at FROM session WHERE id = 1"
 
   /// Opens `path` with the store's flags, reads the session row and closes the file.
-  private static func rawOpenAndRead(_ path: String) throws {
+  static func rawOpenAndRead(_ path: String) throws {
     var db: OpaquePointer?
     let rc = sqlite3_open_v2(
       path, &db, SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE | SQLITE_OPEN_READWRITE, nil)

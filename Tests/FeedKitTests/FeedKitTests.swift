@@ -124,6 +124,17 @@ import Testing
     #expect(try await values.next() == 5)
   }
 
+  /// A subscriber far behind the writer finds a full page at every read and never waits
+  /// for a wake-up; it still lets the actor it follows the feed on run other work between
+  /// pages.
+  @Test func aSubscriberThatNeverWaitsStillLetsItsActorRunOtherWork() async throws {
+    let log = ArrayLog()
+    let limit = 2_000
+    for value in 0..<limit { log.appendUnnoticed(value) }
+    let received = try await FollowingActor().follow(log, limit: limit)
+    #expect(received < limit, "the other work on the actor ran only after \(received) entries")
+  }
+
   @Test func cancellingATaskEndsItsSubscription() async throws {
     let log = ArrayLog()
     let subscription = try log.feed.changes(from: .now)
@@ -237,7 +248,7 @@ import Testing
     let beacon = Beacon()
     let task = Task { await beacon.wait(past: beacon.generation) }
     task.cancel()
-    await task.value
+    _ = await task.value
   }
 
   @Test func activationFollowsTheFirstAndLastListener() {
@@ -432,5 +443,24 @@ import Testing
     let watcher = ChangeWatcher(directory: dir.path, fileNames: [], hasChanged: { false }, onChange: {})
     defer { watcher.stop() }
     #expect(watcher.mode == .notifications(pollInterval: .seconds(1)))
+  }
+}
+
+/// Follows a feed on an actor while other work waits for the same actor.
+private actor FollowingActor {
+  private var otherWorkRan = false
+
+  private func otherWork() { otherWorkRan = true }
+
+  /// Follows `log` from its beginning; after the first entry, queues other work on this
+  /// actor. Returns how many entries were received when that work had run (or `limit`).
+  func follow(_ log: ArrayLog, limit: Int) async throws -> Int {
+    var count = 0
+    for try await _ in try log.feed.changes(from: .beginning) {
+      count += 1
+      if count == 1 { Task { self.otherWork() } }
+      if otherWorkRan || count == limit { break }
+    }
+    return count
   }
 }

@@ -101,7 +101,7 @@ struct InstructionCountTests {
   @Test func theFlagCountsWritesReadsAndPagesAndRefusesOtherScenarios() throws {
     #expect(
       try Command.parse(["--instructions"])
-        == .instructions(scenarios: ["write-normal", "write-normal-100", "read", "history"]))
+        == .instructions(scenarios: ["write-normal", "write-normal-100", "read", "history", "open"]))
     #expect(try Command.parse(["--instructions", "read"]) == .instructions(scenarios: ["read"]))
     #expect(throws: (any Error).self) { try Command.parse(["--instructions", "idle"]) }
   }

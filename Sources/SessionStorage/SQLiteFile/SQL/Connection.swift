@@ -43,7 +43,7 @@ final class Connection {
   /// `PRAGMA data_version` read just before them (``SessionLog/bounds()``).
   var bounds: (dataVersion: Int64, bounds: FeedBounds)?
   /// Prepared statements by their text.
-  private var cache: [StatementKey: Statement] = [:]
+  private var cache = [StatementKey: Statement](minimumCapacity: 64)
 
   /// Opens `path`. Pragmas that write (WAL) are left to ``configure(_:)``, so a
   /// file can be inspected before anything is written to it.
@@ -202,7 +202,7 @@ final class Connection {
     let key = StatementKey(sql)
     if let statement = cache[key] { return statement }
     let statement = try Statement(connection: self, sql: sql)
-    if cache.count >= 64 { cache.removeAll() }
+    if cache.count >= 64 { cache.removeAll(keepingCapacity: true) }
     cache[key] = statement
     return statement
   }
