@@ -94,6 +94,35 @@ import Testing
     }.count
   }
 
+  /// A store opens its second connection when it is first needed (the reader after writes
+  /// only, the writer after reads only). By then the path may name another file, which a
+  /// connection opened by path would read or write: it is refused, and that file keeps
+  /// what it held.
+  @Test func aConnectionOpenedAfterTheFileWasReplacedIsRefused() async throws {
+    let other = dir.file("other.db")
+    try SessionStore(path: other).blocking.logIn(as: "elsewhere")
+    let writesOnly = try SessionStore(path: path, options: .init(origin: "test"))
+    try writesOnly.blocking.logIn(as: "alice")
+    #expect(rename(other, path) == 0)
+    let read = try #require(throws: SessionStorageError.self) { try writesOnly.state }
+    #expect(read.code == .fileReplaced, "\(read)")
+
+    let second = dir.file("second.db")
+    let secondOther = dir.file("second-other.db")
+    try SessionStore(path: second).blocking.logIn(as: "bob")
+    try SessionStore(path: secondOther).blocking.logIn(as: "elsewhere")
+    do {
+      let readsOnly = try SessionStore(path: second, options: .init(origin: "test"))
+      #expect(try readsOnly.state.username == "bob")
+      #expect(rename(secondOther, second) == 0)
+      let write = try #require(throws: SessionStorageError.self) {
+        try readsOnly.blocking.logIn(as: "mallory")
+      }
+      #expect(write.code == .fileReplaced, "\(write)")
+    }
+    #expect(try await ProcessRunner.sqlite3(second, "SELECT username FROM accounts") == "elsewhere\n")
+  }
+
   @Test func instancesOnOneFileShareOneSetOfConnections() throws {
     let first = try SessionStore(path: path)
     try first.blocking.logIn(as: "alice")
