@@ -7,7 +7,7 @@ enum Command: Equatable {
   case list
   /// `postgres`: the `--postgres` URL; `named`: whether the scenarios were named (else all of
   /// them, and the `pg-*` ones only when there is a server); `sessionctl`: the `--sessionctl`
-  /// program of the `cli-*` scenarios (nil: the one beside sessionbench).
+  /// program of the `cli-*` scenarios and `fanout-100-watch` (nil: the one beside sessionbench).
   case bench(
     quick: Bool, json: String?, scenarios: [String], postgres: String?, named: Bool, sessionctl: String?)
   case instructions(scenarios: [String])
@@ -33,7 +33,8 @@ enum Command: Equatable {
   )
   static let sessionctlProgram = CommandLineOption<String>(
     "sessionctl", placeholder: "path",
-    help: "The sessionctl program the cli-* scenarios run (default: the one beside sessionbench, from the "
+    help:
+      "The sessionctl program the cli-* and fanout-100-watch scenarios run (default: the one beside sessionbench, from the "
       + "same build).",
     completesFiles: true)
   static let listFlag = CommandLineFlag("list", help: "Print the scenario names.")

@@ -10,10 +10,13 @@ import ToolingKit
 // (``Monotonic/now()``, comparable across processes); the command `cpu` answers
 // `cpu NANOSECONDS` of the child's CPU time; the end of its standard input ends it.
 
-/// A child that a scenario starts: a subscriber or a raw watcher. Its `CURSOR NANOSECONDS`
-/// lines go to ``Arrivals`` as soon as they are read; its stderr is ours.
+/// A child that a scenario starts: a subscriber, a raw watcher or a `sessionctl watch`. Its
+/// `CURSOR NANOSECONDS` lines (a watch's change lines) go to ``Arrivals`` as soon as they
+/// are read; its stderr is ours.
 final class BenchChild: Sendable {
   private let process: ChildProcess
+  /// A `sessionctl watch`: ready once it printed its snapshot line, ended with SIGTERM.
+  private let isWatch: Bool
 
   /// Starts `sessionbench ARGUMENTS…`, reporting received cursors to `arrivals`.
   convenience init(_ arguments: [String], arrivals: Arrivals?) throws {
@@ -29,6 +32,31 @@ final class BenchChild: Sendable {
     } catch {
       throw BenchError("\(error)")
     }
+    isWatch = false
+  }
+
+  /// Starts `sessionctl watch --json --db PATH` with `environment`, reporting the cursor of
+  /// each change line to `arrivals` at the moment this process reads the line.
+  init(watch sessionctl: String, path: String, environment: [String: String], arrivals: Arrivals) throws {
+    do {
+      process = try ChildProcess(
+        sessionctl, ["watch", "--json", "--db", path], environment: environment, stdin: .pipe,
+        stdout: .collected(intercept: { line in
+          guard let cursor = Self.changeCursor(line) else { return false }
+          arrivals.arrive(cursor, at: Monotonic.now())
+          return true
+        }))
+    } catch {
+      throw BenchError("\(error)")
+    }
+    isWatch = true
+  }
+
+  /// The cursor of a `sessionctl watch --json` change line, nil for any other line.
+  static func changeCursor(_ line: String) -> Int64? {
+    let prefix = #"{"type":"change","cursor":"#
+    guard line.hasPrefix(prefix) else { return nil }
+    return Int64(line.dropFirst(prefix.count).prefix { $0 != "," })
   }
 
   /// Starts `program ARGUMENTS…` with `environment` (a program that says `ready`, serves
@@ -40,6 +68,7 @@ final class BenchChild: Sendable {
     } catch {
       throw BenchError("\(error)")
     }
+    isWatch = false
   }
 
   /// Hands a `CURSOR NANOSECONDS` line to `entry`; false for any other line.
@@ -65,8 +94,15 @@ final class BenchChild: Sendable {
 
   func waitUntilReady() throws {
     do {
-      try process.awaitReady()
-    } catch {
+      if isWatch {
+        let line = try process.answer()
+        guard line.hasPrefix(#"{"type":"snapshot","#) else {
+          throw BenchError("sessionctl watch (pid \(process.pid)) printed '\(line)' before its snapshot")
+        }
+      } else {
+        try process.awaitReady()
+      }
+    } catch let error as ChildChannel.Failure {
       throw BenchError(error.description)
     }
   }
@@ -85,7 +121,10 @@ final class BenchChild: Sendable {
     return value
   }
 
-  func finish() { process.finish() }
+  func finish() {
+    if isWatch { process.kill(SIGTERM) }
+    process.finish()
+  }
 
   deinit { finish() }
 }

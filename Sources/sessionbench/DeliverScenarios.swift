@@ -91,9 +91,13 @@ enum DeliverScenario {
   /// `fanout`: one writer, 16 subscribers in this process and 8 in other processes; the
   /// latency is the time until the last of the 24 has the entry. `fanout-1000-local`: 1,000
   /// subscribers in this process and none elsewhere; `fanout-100-remote`: 100 subscriber
-  /// processes and none here. These two make a tenth of `fanout`'s writes (each waits for
-  /// every subscriber) and judge p50 and p99 as the delivery scenarios do.
-  static func fanout(_ name: String, scale: Scale, local: Int = 16, remote: Int = 8) throws -> Outcome {
+  /// processes and none here; `fanout-100-watch`: 100 `sessionctl watch --json` processes
+  /// (`watch`, the program) against 100 raw watchers, each line timed when this process reads
+  /// it, on both sides. These three make a tenth of `fanout`'s writes (each waits for every
+  /// subscriber) and judge p50 and p99 as the delivery scenarios do.
+  static func fanout(
+    _ name: String, scale: Scale, local: Int = 16, remote: Int = 8, watch sessionctl: String? = nil
+  ) throws -> Outcome {
     let workspace = try Workspace(name)
     try workspace.createRawSchema()
     let store = try SessionStore(
@@ -108,9 +112,22 @@ enum DeliverScenario {
     let takeTurns = remote > 60
     func spawn(ours isOurs: Bool) throws -> [BenchChild] {
       let spawned = try (0..<remote).map { _ in
-        isOurs
-          ? try BenchChild(["child-subscriber", "--db", workspace.ours], arrivals: ours.arrivals)
-          : try BenchChild(["child-raw-watcher", "--db", workspace.raw], arrivals: raw.arrivals)
+        switch (isOurs, sessionctl) {
+        case (true, nil):
+          try BenchChild(["child-subscriber", "--db", workspace.ours], arrivals: ours.arrivals)
+        case (true, let sessionctl?):
+          try BenchChild(
+            watch: sessionctl, path: workspace.ours, environment: ProcessScenario.childEnvironment(workspace),
+            arrivals: ours.arrivals)
+        case (false, nil):
+          try BenchChild(["child-raw-watcher", "--db", workspace.raw], arrivals: raw.arrivals)
+        case (false, _?):
+          // Timed as a watch's lines are: when this process reads the line.
+          try BenchChild(["child-raw-watcher", "--db", workspace.raw]) {
+            [arrivals = raw.arrivals] cursor, _ in
+            arrivals.arrive(cursor, at: Monotonic.now())
+          }
+        }
       }
       children += spawned
       for child in spawned { try child.waitUntilReady() }

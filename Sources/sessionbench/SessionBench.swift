@@ -94,7 +94,7 @@ enum Scenarios {
     "write-normal", "write-normal-100", "write-normal-1000", "write-full", "read", "deliver-local",
     "deliver-local-100", "deliver-local-1000", "deliver-remote", "deliver-remote-100", "deliver-remote-1000",
     "deliver-external", "fanout", "fanout-1000-local", "fanout-100-remote",
-    "deliver-slow-fsync",
+    "fanout-100-watch", "deliver-slow-fsync",
     "open",
     "idle",
     "release",
@@ -105,7 +105,7 @@ enum Scenarios {
   ]
 
   /// Runs the scenario `name`; `sessionctl` is the `--sessionctl` program of the `cli-*`
-  /// scenarios (nil: the one beside sessionbench).
+  /// scenarios and `fanout-100-watch` (nil: the one beside sessionbench).
   static func run(_ name: String, scale: Scale, postgres: PostgresServer, sessionctl: String? = nil) throws
     -> Outcome
   {
@@ -131,6 +131,9 @@ enum Scenarios {
     case "fanout": try DeliverScenario.fanout(name, scale: scale)
     case "fanout-1000-local": try DeliverScenario.fanout(name, scale: scale, local: 1_000, remote: 0)
     case "fanout-100-remote": try DeliverScenario.fanout(name, scale: scale, local: 0, remote: 100)
+    case "fanout-100-watch":
+      try DeliverScenario.fanout(
+        name, scale: scale, local: 0, remote: 100, watch: ProcessScenario.program(sessionctl))
     case "deliver-slow-fsync": try SlowFsyncScenario.run(scale: scale)
     case "idle": try IdleScenario.run(scale: scale)
     case "history": try HistoryScenario.run(scale: scale)

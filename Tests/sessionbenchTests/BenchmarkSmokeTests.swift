@@ -20,7 +20,8 @@ import Testing
       "write-normal", "write-normal-100", "write-normal-1000", "write-full", "read", "deliver-local",
       "deliver-local-100", "deliver-local-1000", "deliver-remote", "deliver-remote-100",
       "deliver-remote-1000",
-      "deliver-external", "fanout", "fanout-1000-local", "fanout-100-remote", "deliver-slow-fsync", "idle",
+      "deliver-external", "fanout", "fanout-1000-local", "fanout-100-remote", "fanout-100-watch",
+      "deliver-slow-fsync", "idle",
       "open", "history", "cli-status", "cli-login", "cli-history", "cli-accounts", "cli-accounts-100",
       "cli-accounts-1000", "mem-subscriptions", "mem-watcher", "mem-idle-subscriber",
     ] {
