@@ -91,9 +91,9 @@ enum DeliverScenario {
   /// `fanout`: one writer, 16 subscribers in this process and 8 in other processes; the
   /// latency is the time until the last of the 24 has the entry. `fanout-1000-local`: 1,000
   /// subscribers in this process and none elsewhere; `fanout-100-remote`: 100 subscriber
-  /// processes and none here; `fanout-100-watch`: 100 `sessionctl watch --json` processes
-  /// (`watch`, the program) against 100 raw watchers, each line timed when this process reads
-  /// it, on both sides. These three make a tenth of `fanout`'s writes (each waits for every
+  /// processes and none here; `fanout-100-watch`: 100 `sessionctl watch --json` processes of
+  /// the program `sessionctl` names against 100 raw watchers, each line timed when this
+  /// process reads it, on both sides. These three make a tenth of `fanout`'s writes (each waits for every
   /// subscriber) and judge p50 and p99 as the delivery scenarios do.
   static func fanout(
     _ name: String, scale: Scale, local: Int = 16, remote: Int = 8, watch sessionctl: String? = nil
