@@ -296,14 +296,15 @@ import Testing
   @Test func aHookGetsTheAccountAndTheNewEventWords() async throws {
     let sandbox = try Sandbox()
     let db = try await aHistory(sandbox)
-    let hook = sandbox.path("hook.sh")
-    try """
-    #!/bin/sh
-    echo "$SESSION_CURSOR $SESSION_ACCOUNT ${SESSION_USERNAME-unset} $SESSION_ACTIVE $SESSION_EVENTS" >&2
-    """.write(toFile: hook, atomically: true, encoding: .utf8)
-    chmod(hook, 0o755)
+    // The hook is /bin/sh with its script as an argument: a script file written here could be
+    // inherited, open for writing, by a child another test spawns meanwhile, and starting it
+    // would fail with ETXTBSY.
+    let hook = [
+      "/bin/sh", "-c",
+      #"echo "$SESSION_CURSOR $SESSION_ACCOUNT ${SESSION_USERNAME-unset} $SESSION_ACTIVE $SESSION_EVENTS" >&2"#,
+    ]
     let outcome = try await sandbox.run(
-      db: db, ["watch", "--since", "0", "--limit", "6", "--exec", "--", hook])
+      db: db, ["watch", "--since", "0", "--limit", "6", "--exec", "--"] + hook)
     #expect(outcome.status == 0, "\(outcome)")
     #expect(
       outcome.stderr.split(separator: "\n") == [
