@@ -15,4 +15,10 @@ static inline int csqlite_set_no_checkpoint_on_close(sqlite3 *db, int enabled) {
   return sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, enabled, (int *)0);
 }
 
+/// Sets SQLITE_DBCONFIG_ENABLE_TRIGGER (0 = triggers do not fire on this connection).
+/// Returns SQLite's result code.
+static inline int csqlite_set_triggers_enabled(sqlite3 *db, int enabled) {
+  return sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, enabled, (int *)0);
+}
+
 #endif

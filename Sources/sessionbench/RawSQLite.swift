@@ -135,7 +135,9 @@ final class RawDB {
 /// both with the cursor of the coming feed row (which keeps the triggers for other clients
 /// aside), inserts the feed row with the values before and after, and commits: the
 /// statements the store runs, prepared once, without the plan, the model types and the
-/// checks around them.
+/// checks around them. As on the store's writer, triggers do not fire on its connection: it
+/// advances `session_feed_tip` itself and reads the retention policy, which every scenario
+/// leaves off.
 ///
 /// `external` writes as a `sqlite3` shell user does instead: one autocommit UPDATE of the
 /// `session` view, whose triggers change the active account (or add one to an empty
@@ -161,12 +163,15 @@ final class RawWriter {
   /// What a `sqlite3` shell user types: the triggers of the `session` view do the rest.
   static let externalLoginSQL = "UPDATE session SET username = ?1, is_logged_in = 1 WHERE id = 1"
   static let externalLogoutSQL = "UPDATE session SET is_logged_in = 0 WHERE id = 1"
+  static let tipSQL =
+    "UPDATE session_feed_tip SET seq = ?1, username = ?2, is_logged_in = ?3, at = ?4 WHERE id = 1 AND seq < ?1"
+  static let retentionSQL =
+    "SELECT keep_last IS NULL AND max_age_ms IS NULL FROM session_retention WHERE id = 1"
   /// The roster's limit, which the schema enforces too.
   static let rosterLimit: Int64 = 1000
 
   let db: RawDB
   let username: String
-  private let external: Bool
   private let begin: OpaquePointer
   private let commit: OpaquePointer
   private let rollback: OpaquePointer
@@ -178,8 +183,11 @@ final class RawWriter {
   private let updateAccount: OpaquePointer
   private let point: OpaquePointer
   private let record: OpaquePointer
-  private let externalLogin: OpaquePointer
-  private let externalLogout: OpaquePointer
+  private let tip: OpaquePointer
+  private let retention: OpaquePointer
+  /// The shell user's statements, prepared only for `external`: a connection whose
+  /// triggers are off cannot prepare an UPDATE of a view.
+  private let externalWrites: (login: OpaquePointer, logout: OpaquePointer)?
   /// The write's time, `YYYY-MM-DDTHH:MM:SS.mmmZ`, formatted in place.
   private let stamp = UnsafeMutablePointer<CChar>.allocate(capacity: 24)
 
@@ -188,7 +196,10 @@ final class RawWriter {
   {
     self.db = db
     self.username = username
-    self.external = external
+    // The shell user's UPDATE of the `session` view is its INSTEAD OF triggers.
+    guard csqlite_set_triggers_enabled(db.handle, external ? 1 : 0) == SQLITE_OK else {
+      throw BenchError("cannot switch the triggers of a raw connection off")
+    }
     begin = try db.prepare("BEGIN IMMEDIATE")
     commit = try db.prepare("COMMIT")
     rollback = try db.prepare("ROLLBACK")
@@ -200,8 +211,10 @@ final class RawWriter {
     updateAccount = try db.prepare(Self.updateSQL)
     point = try db.prepare(Self.pointSQL)
     record = try db.prepare(Self.recordSQL)
-    externalLogin = try db.prepare(Self.externalLoginSQL)
-    externalLogout = try db.prepare(Self.externalLogoutSQL)
+    tip = try db.prepare(Self.tipSQL)
+    retention = try db.prepare(Self.retentionSQL)
+    externalWrites =
+      external ? (try db.prepare(Self.externalLoginSQL), try db.prepare(Self.externalLogoutSQL)) : nil
     sqlite3_bind_text(record, 2, origin, -1, csqlite_transient())
   }
 
@@ -218,7 +231,7 @@ final class RawWriter {
   /// account out, in a transaction of its own; returns whether it changed anything.
   @discardableResult
   func write(_ name: String?) throws -> Bool {
-    if external { return try externalWrite(name) }
+    if externalWrites != nil { return try externalWrite(name) }
     try db.run(begin)
     let changed: Bool
     do {
@@ -235,7 +248,7 @@ final class RawWriter {
   /// Only the statements of ``write(login:)``, inside a transaction the caller opened;
   /// returns whether it changed anything.
   func update(login signIn: Bool) throws -> Bool {
-    if external { return try externalWrite(signIn ? username : nil) }
+    if externalWrites != nil { return try externalWrite(signIn ? username : nil) }
     return try apply(signIn ? username : nil)
   }
 
@@ -243,12 +256,13 @@ final class RawWriter {
   /// `sqlite3_changes` does not count: whether the write changed anything is whether the
   /// connection's total of changed rows (triggers included) moved.
   private func externalWrite(_ name: String?) throws -> Bool {
+    guard let (login, logout) = externalWrites else { throw BenchError("not an external writer") }
     let before = sqlite3_total_changes(db.handle)
     if let name {
-      sqlite3_bind_text(externalLogin, 1, name, -1, csqlite_transient())
-      try db.run(externalLogin)
+      sqlite3_bind_text(login, 1, name, -1, csqlite_transient())
+      try db.run(login)
     } else {
-      try db.run(externalLogout)
+      try db.run(logout)
     }
     return sqlite3_total_changes(db.handle) != before
   }
@@ -269,6 +283,8 @@ final class RawWriter {
       bindRecord(
         account: activeID, before: active, newUsername: nil, wasLoggedIn: 1, isLoggedIn: 0, wasActive: 1)
       bindUpdate(isLoggedIn: 0, cursor: cursor, account: activeID)
+      sqlite3_bind_value(tip, 2, sqlite3_column_value(active, 1))
+      sqlite3_bind_int64(tip, 3, 0)
       sqlite3_reset(active)
       try db.run(updateAccount)
       try recordChange(cursor)
@@ -287,6 +303,7 @@ final class RawWriter {
         account: id, before: named, newUsername: name, wasLoggedIn: wasLoggedIn, isLoggedIn: 1,
         wasActive: wasActive)
       bindUpdate(isLoggedIn: 1, cursor: cursor, account: id)
+      bindTip(name, isLoggedIn: 1)
       sqlite3_reset(active)
       sqlite3_reset(named)
       try db.run(updateAccount)
@@ -319,6 +336,7 @@ final class RawWriter {
     bindStamp(record, 8)  // a new account's "before" is stamped with the write's time, as the store does
     sqlite3_bind_int64(record, 9, 0)
     sqlite3_bind_int64(record, 10, 1)
+    bindTip(name, isLoggedIn: 1)
     try recordChange(cursor)
     return true
   }
@@ -361,6 +379,11 @@ final class RawWriter {
     sqlite3_bind_int64(record, 10, 1)
   }
 
+  private func bindTip(_ username: String, isLoggedIn: Int64) {
+    sqlite3_bind_text(tip, 2, username, -1, csqlite_transient())
+    sqlite3_bind_int64(tip, 3, isLoggedIn)
+  }
+
   /// Binds the account UPDATE.
   private func bindUpdate(isLoggedIn: Int64, cursor: Int64, account: Int64) {
     sqlite3_bind_int64(updateAccount, 1, isLoggedIn)
@@ -376,11 +399,20 @@ final class RawWriter {
     try db.run(point)
   }
 
-  /// Inserts the bound feed row and checks that it took the cursor the head promised.
+  /// Inserts the bound feed row and checks that it took the cursor the head promised, moves
+  /// the tip (its username and login state bound by the caller) to it and reads the
+  /// retention policy.
   private func recordChange(_ cursor: Int64) throws {
     try db.run(record)
     guard sqlite3_last_insert_rowid(db.handle) == cursor else {
       throw BenchError("the feed numbered the change \(sqlite3_last_insert_rowid(db.handle)), not \(cursor)")
+    }
+    sqlite3_bind_int64(tip, 1, cursor)
+    bindStamp(tip, 4)
+    try db.run(tip)
+    defer { sqlite3_reset(retention) }
+    guard try row(retention), sqlite3_column_int64(retention, 0) == 1 else {
+      throw BenchError("the raw writer applies no retention policy, and the file has one")
     }
   }
 

@@ -74,14 +74,7 @@ public struct Retention: Sendable, Hashable, CustomStringConvertible {
 extension SessionFile {
   /// The retention policy stored in the file.
   public func retention() throws -> Retention {
-    try log.reader.withLock { connection in
-      try connection.query("SELECT keep_last, max_age_ms FROM session_retention WHERE id = 1") { statement in
-        guard try statement.step() else { return .off }
-        return Retention(
-          keepLast: statement.isNull(at: 0) ? nil : Int(clamping: statement.int64(at: 0)),
-          maxAge: statement.isNull(at: 1) ? nil : .milliseconds(statement.int64(at: 1)))
-      }
-    }
+    try log.reader.withLock { try Retention.stored(on: $0) }
   }
 
   /// Stores `policy` in the file, for every writer of it, and applies it at once.
@@ -93,13 +86,39 @@ extension SessionFile {
     try policy.validate()
     let keep: SQLiteValue = policy.keepLast.map { .integer(Int64($0)) } ?? .null
     let age: SQLiteValue = policy.maxAge.map { .integer($0.milliseconds) } ?? .null
-    var deletes: [(String, [SQLiteValue])] = [
-      ("DELETE FROM session_changes WHERE seq <= (SELECT max(seq) FROM session_changes) - ?", [keep])
-    ]
-    if policy.maxAge != nil { deletes.append((SQLiteFile.olderThanSQL, [age])) }
     try backend.requireWritable()
     return try backend.maintain(
       first: ("UPDATE session_retention SET keep_last = ?, max_age_ms = ? WHERE id = 1", [keep, age]),
-      deleting: deletes)
+      deleting: policy.deletes)
+  }
+}
+
+extension Retention {
+  /// The policy stored in the file `connection` reads.
+  static func stored(on connection: Connection) throws -> Retention {
+    try connection.query(storedSQL) { statement in
+      guard try statement.step() else { return .off }
+      return Retention(
+        keepLast: statement.isNull(at: 0) ? nil : Int(clamping: statement.int64(at: 0)),
+        maxAge: statement.isNull(at: 1) ? nil : .milliseconds(statement.int64(at: 1)))
+    }
+  }
+
+  private static let storedSQL = SQL("SELECT keep_last, max_age_ms FROM session_retention WHERE id = 1")
+
+  /// The DELETEs that apply the policy to the feed, one per limit it sets: what
+  /// `session_retention_apply` deletes after a row another client inserts, and what the
+  /// store's writer, on which triggers do not fire, deletes after its own.
+  var deletes: [(String, [SQLiteValue])] {
+    var deletes: [(String, [SQLiteValue])] = []
+    if let keepLast {
+      deletes.append(
+        (
+          "DELETE FROM session_changes WHERE seq <= (SELECT max(seq) FROM session_changes) - ?",
+          [.integer(Int64(keepLast))]
+        ))
+    }
+    if let maxAge { deletes.append((SQLiteFile.olderThanSQL, [.integer(maxAge.milliseconds)])) }
+    return deletes
   }
 }

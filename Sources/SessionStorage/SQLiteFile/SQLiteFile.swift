@@ -102,10 +102,13 @@ package final class SQLiteFile: SessionBackend {
 }
 
 /// One write of the library inside its IMMEDIATE transaction: the reads its plan needs, and
-/// the statements that apply the plan and record its entries. Each row it changes gets the
-/// cursor of the entry it is about to record (a changed `seq`; for a row it inserts or
-/// deletes, a `seq` ahead of the feed's head), so the triggers that record other clients'
-/// edits leave the feed to it.
+/// the statements that apply the plan, record its entries, advance `session_feed_tip` and
+/// apply the retention policy. Triggers do not fire on the writer: the write does what they
+/// do for other clients' edits, in the statements below, and its plan makes no edit a guard
+/// trigger refuses (it counts the roster against its limit, never sets or changes an id,
+/// points only at accounts it read). Each row it changes gets the cursor of the entry it is
+/// about to record (a changed `seq`; for a row it inserts or deletes, a `seq` ahead of the
+/// feed's head), as the triggers that tell other clients' edits from the library's expect.
 struct RosterWrite: RosterReading {
   let connection: Connection
   let origin: String
@@ -208,6 +211,16 @@ struct RosterWrite: RosterReading {
       }
       entries.append(SessionEntry(cursor: cursor, time: time, origin: origin, change: change))
     }
+    if let newest = entries.last {
+      let after = newest.change.after
+      try connection.run(
+        Self.tipSQL,
+        [
+          .integer(newest.cursor.value), after.username.map(SQLiteValue.text) ?? .null,
+          .integer(after.isLoggedIn ? 1 : 0), stamp,
+        ])
+    }
+    for (sql, bindings) in try Retention.stored(on: connection).deletes { try connection.run(sql, bindings) }
     return .committed(entries)
   }
 
@@ -225,6 +238,11 @@ struct RosterWrite: RosterReading {
   private static let deleteSQL = SQL("DELETE FROM accounts WHERE id = ?")
   private static let pointSQL = SQL(
     "UPDATE active_account SET account_id = ?, updated_at = ?, seq = ? WHERE id = 1")
+  /// What `session_feed_tip_advance` does after another client's row: the tip takes the
+  /// newest entry, unless it already holds a later cursor.
+  private static let tipSQL = SQL(
+    "UPDATE session_feed_tip SET seq = ?1, username = ?2, is_logged_in = ?3, at = ?4 "
+      + "WHERE id = 1 AND seq < ?1")
   private static let recordSQL = SQL(
     "INSERT INTO session_changes (at, origin, account_id, old_username, new_username, old_is_logged_in, "
       + "new_is_logged_in, old_updated_at, was_active, is_active) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")

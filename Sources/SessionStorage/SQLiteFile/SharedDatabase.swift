@@ -16,6 +16,15 @@ final class SharedDatabase: Sendable {
   private struct Writer {
     var connection: Connection
     var durability: SessionStore.Durability
+
+    /// Turns the connection's triggers off: the writer's writes record their own feed rows,
+    /// advance the tip and apply the retention policy (``RosterWrite``), which the triggers
+    /// do for every other client's edits, and its maintenance fires none.
+    init(connection: Connection, durability: SessionStore.Durability) throws {
+      try connection.setTriggersEnabled(false)
+      self.connection = connection
+      self.durability = durability
+    }
   }
 
   /// The writer, in a box of its own so that the watcher made in `init` can look at it.
@@ -97,7 +106,7 @@ final class SharedDatabase: Sendable {
     let durability = options.durability
     let openWriter: @Sendable () throws -> sending Writer = {
       let connection = try spare.take() ?? file.open { try Opener.openWriter(path, options).connection }
-      return Writer(connection: connection, durability: durability)
+      return try Writer(connection: connection, durability: durability)
     }
     let slot = WriterSlot(opener: writable ? openWriter : nil)
     self.slot = slot
@@ -141,7 +150,7 @@ final class SharedDatabase: Sendable {
     guard slot.opener == nil else { return }  // the first write opens it
     try slot.writer.withLock { writer in
       guard writer == nil else { return }
-      writer = Writer(connection: try open(), durability: options.durability)
+      writer = try Writer(connection: try open(), durability: options.durability)
     }
   }
 

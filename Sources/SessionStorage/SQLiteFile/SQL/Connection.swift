@@ -154,6 +154,13 @@ final class Connection {
     guard rc == SQLITE_OK else { throw failure(rc, sql: nil) }
   }
 
+  /// Whether SQLite's triggers fire for this connection's statements. Changing it expires
+  /// the connection's prepared statements, which prepare again at their next use.
+  func setTriggersEnabled(_ enabled: Bool) throws {
+    let rc = csqlite_set_triggers_enabled(handle, enabled ? 1 : 0)
+    guard rc == SQLITE_OK else { throw failure(rc, sql: nil) }
+  }
+
   /// Turns on WAL, foreign keys and the synchronous level. Writes the WAL flag into the
   /// file header, so it runs only after the file was found to be ours.
   func configure(_ durability: SessionStore.Durability) throws {
