@@ -19,7 +19,8 @@ final class SharedDatabase: Sendable {
 
     /// Turns the connection's triggers off: the writer's writes record their own feed rows,
     /// advance the tip and apply the retention policy (``RosterWrite``), which the triggers
-    /// do for every other client's edits, and its maintenance fires none.
+    /// do for every other client's edits; its maintenance (compaction, a policy's DELETEs, a
+    /// restore) fires no trigger on any connection.
     init(connection: Connection, durability: SessionStore.Durability) throws {
       try connection.setTriggersEnabled(false)
       self.connection = connection
