@@ -129,8 +129,10 @@ import Testing
     try Self.manifest(manifests[0].code, targets: programs.map(\.name))
       .write(toFile: package + "/Package.swift", atomically: true, encoding: .utf8)
 
+    // SwiftPM leaves a lock file per package and cache in TMPDIR: this run's go with `dir`.
     let build = try await ProcessRunner.runDetached(
-      "/usr/bin/env", ["swift", "build", "--package-path", package], timeout: .seconds(1500))
+      "/usr/bin/env", ["swift", "build", "--package-path", package], environment: ["TMPDIR": dir.path],
+      timeout: .seconds(1500))
     #expect(build.status == 0, "\(build.stdout)\n\(build.stderr)")
     guard build.status == 0 else { return }
     let warnings = (build.stdout + "\n" + build.stderr).split(separator: "\n").filter {
