@@ -196,9 +196,10 @@ final class RawWriter {
   {
     self.db = db
     self.username = username
-    // The shell user's UPDATE of the `session` view is its INSTEAD OF triggers.
+    // Triggers stay on for the shell user's writes: its UPDATE of the `session` view runs
+    // through the view's INSTEAD OF triggers.
     guard csqlite_set_triggers_enabled(db.handle, external ? 1 : 0) == SQLITE_OK else {
-      throw BenchError("cannot switch the triggers of a raw connection off")
+      throw BenchError("cannot switch the triggers of a raw connection \(external ? "on" : "off")")
     }
     begin = try db.prepare("BEGIN IMMEDIATE")
     commit = try db.prepare("COMMIT")

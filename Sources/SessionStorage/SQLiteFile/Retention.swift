@@ -106,9 +106,10 @@ extension Retention {
 
   private static let storedSQL = SQL("SELECT keep_last, max_age_ms FROM session_retention WHERE id = 1")
 
-  /// The DELETEs that apply the policy to the feed, one per limit it sets: what
-  /// `session_retention_apply` deletes after a row another client inserts, and what the
-  /// store's writer, on which triggers do not fire, deletes after its own.
+  /// The DELETEs that apply the policy to the feed, one per limit it sets:
+  /// ``SessionFile/setRetention(_:)`` runs them at once, and the store's writer, on which
+  /// triggers do not fire, after each write. After a write, whose entry is the newest and a
+  /// moment old, they delete what `session_retention_apply` deletes after another client's row.
   var deletes: [(String, [SQLiteValue])] {
     var deletes: [(String, [SQLiteValue])] = []
     if let keepLast {
